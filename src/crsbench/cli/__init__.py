@@ -1,0 +1,25 @@
+"""The ``crsbench`` command line. Thin: parse, build config, call one function.
+
+Each command group lives in its own module and registers on :data:`crsbench.cli.app.app`;
+importing a module here is what adds its commands. Command bodies import heavy packages
+lazily so ``crsbench --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from crsbench.cli import (  # noqa: F401  (importing registers the commands)
+    analysis_commands,
+    datasets_commands,
+    demo_command,
+    encoder_commands,
+    synth_command,
+)
+from crsbench.cli.app import app
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+__all__ = ["app", "main"]

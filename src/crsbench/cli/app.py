@@ -1,0 +1,35 @@
+"""The root Typer application and its shared console."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    name="crsbench",
+    help="Choose a pretrained medical image encoder by its reliability profile (CRS-Bench).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console(stderr=False)
+err_console = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print ``message`` in red on stderr and exit with ``code``."""
+    err_console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+@app.callback()
+def _root() -> None:
+    """crsbench: the CRS-Bench protocol, fully and fast."""
+
+
+@app.command("version")
+def version() -> None:
+    """Print the package version."""
+    from crsbench import __version__
+
+    console.print(__version__)
