@@ -12,6 +12,7 @@ from crsbench.cli import (  # noqa: F401  (importing registers the commands)
     datasets_commands,
     demo_command,
     encoder_commands,
+    run_commands,
     synth_command,
 )
 from crsbench.cli.app import app

@@ -1,0 +1,165 @@
+"""Benchmark: the batched probe engine vs a loop of scikit-learn LogisticRegression fits.
+
+One cell's whole grid (13 C values × 5 label fractions × 5 seeds) on a fixed synthetic feature
+matrix (default 20,000 train + 5,000 validation rows × 768 features, power-law spectrum),
+for an 8-class multi-class task and a 14-label multi-label task (10 % of labels masked).
+Both sides standardise with the fitted rows' statistics, use the same C grid, ``max_iter``
+and ``tol``, and both solve identical subsets once (the 100 % fraction is shared by the
+seeds), so the ratio is conservative. The baseline is ``StandardScaler`` +
+``LogisticRegression(C, max_iter, tol)`` with the default ``lbfgs`` solver, one fit per
+(subset, C) and, for multi-label, per label on its labelled rows.
+
+Prints per task both times and the largest validation AUROC difference over every
+(subset, C), then a final line ``speedup=<ratio>`` followed by ``name=value`` figures.
+
+Usage: ``python benchmarks/probes.py [--n 20000] [--d 768] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+from crsbench.metrics import UndefinedMetricWarning, macro_auroc
+from crsbench.probes import DEFAULT_CS, fit_probe_grid
+
+FRACTIONS = (0.01, 0.05, 0.10, 0.25, 1.0)
+SEEDS = (0, 1, 2, 3, 4)
+
+
+def make_data(n: int, n_val: int, d: int, k: int, n_labels: int, seed: int = 0):
+    """Correlated features (singular values ∝ i^-0.6, rotated) and softmax / sigmoid labels."""
+    rng = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    spectrum = np.arange(1, d + 1) ** -0.6
+    X = ((rng.normal(size=(n + n_val, d)) * spectrum) @ q.T * 3.0 + rng.normal(size=d)).astype(
+        np.float32
+    )
+    Xs = (X - X.mean(0)) / X.std(0)
+    logits = Xs @ rng.normal(size=(d, k)) * 0.08 + np.log(np.linspace(1.0, 0.15, k))
+    g = rng.gumbel(size=logits.shape)
+    y = (logits + g).argmax(axis=1)
+    ml_logits = Xs @ rng.normal(size=(d, n_labels)) * 0.06 + np.linspace(-3.5, -0.5, n_labels)
+    Y = (rng.random(ml_logits.shape) < 1 / (1 + np.exp(-ml_logits))).astype(np.float64)
+    Y[rng.random(Y.shape) < 0.10] = np.nan
+    return X[:n], y[:n], Y[:n], X[n:], y[n:], Y[n:]
+
+
+def make_subsets(n: int, fractions, seeds) -> dict:
+    """Nested random subsets per seed: the f-fraction rows are the first round(f·n) of a permutation."""
+    out = {}
+    for s in seeds:
+        perm = np.random.default_rng(1000 + s).permutation(n)
+        for f in fractions:
+            out[(f, s)] = np.sort(perm[: max(2, int(round(f * n)))]) if f < 1 else np.arange(n)
+    return out
+
+
+def sklearn_grid(X, y, Xv, yv, task, Cs, subsets, max_iter, tol, k):
+    """Validation AUROC per (subset, C) from a plain loop of sklearn fits (identical subsets once)."""
+    cache: dict[bytes, np.ndarray] = {}
+    out = {}
+    for key, idx in subsets.items():
+        sig = idx.tobytes()
+        if sig not in cache:
+            scaler = StandardScaler().fit(X[idx])
+            Xs, Xvs = scaler.transform(X[idx]), scaler.transform(Xv)
+            aucs = np.full(len(Cs), np.nan)
+            for c, C in enumerate(Cs):
+                if task == "multiclass":
+                    clf = LogisticRegression(C=C, max_iter=max_iter, tol=tol).fit(Xs, y[idx])
+                    P = np.zeros((len(Xv), k))
+                    P[:, clf.classes_] = clf.predict_proba(Xvs)
+                else:
+                    P = np.full((len(Xv), y.shape[1]), 0.5)
+                    for j in range(y.shape[1]):
+                        m = ~np.isnan(y[idx, j])
+                        yj = y[idx, j][m]
+                        if yj.min() == yj.max():
+                            continue
+                        clf = LogisticRegression(C=C, max_iter=max_iter, tol=tol).fit(Xs[m], yj)
+                        P[:, j] = clf.predict_proba(Xvs)[:, 1]
+                aucs[c] = macro_auroc(yv, P, task)
+            cache[sig] = aucs
+        out[key] = cache[sig]
+    return out
+
+
+def run_task(task, X, y, Xv, yv, Cs, subsets, max_iter, tol, k):
+    t0 = time.perf_counter()
+    fitted = fit_probe_grid(X, y, Xv, yv, task, Cs, subsets, max_iter=max_iter, tol=tol)
+    t_engine = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ref = sklearn_grid(X, y, Xv, yv, task, Cs, subsets, max_iter, tol, k)
+    t_sklearn = time.perf_counter() - t0
+    diffs = np.array([np.nanmax(np.abs(fitted[key].val_auroc - ref[key])) for key in subsets])
+    chosen = np.array(
+        [abs(fitted[key].val_auroc[fitted[key].C_index] - np.nanmax(ref[key])) for key in subsets]
+    )
+    iters = [f.n_iter for f in fitted.values()]
+    return {
+        "engine_s": t_engine,
+        "sklearn_s": t_sklearn,
+        "max_auroc_diff": float(diffs.max()),
+        "max_best_auroc_diff": float(chosen.max()),
+        "max_iter_used": int(max(iters)),
+        "unconverged": int(sum((~f.converged).sum() for f in fitted.values())),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=20000, help="training rows (default 20000)")
+    parser.add_argument("--d", type=int, default=768, help="feature dimension (default 768)")
+    parser.add_argument("--classes", type=int, default=8)
+    parser.add_argument("--labels", type=int, default=14)
+    parser.add_argument("--max-iter", type=int, default=1000)
+    parser.add_argument("--tol", type=float, default=1e-4)
+    parser.add_argument("--tasks", default="multiclass,multilabel")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: n=1500, d=64, 2 fractions × 2 seeds"
+    )
+    args = parser.parse_args(argv)
+    n, d, fractions, seeds, Cs = args.n, args.d, FRACTIONS, SEEDS, DEFAULT_CS
+    if args.quick:
+        n, d, fractions, seeds, Cs = 1500, 64, (0.25, 1.0), (0, 1), np.logspace(-4, 2, 5)
+    X, y, Y, Xv, yv, Yv = make_data(n, n // 4, d, args.classes, args.labels)
+    subsets = make_subsets(n, fractions, seeds)
+    print(
+        f"grid: {len(Cs)} C x {len(fractions)} fractions x {len(seeds)} seeds; "
+        f"train {n} x {d}, validation {len(Xv)}"
+    )
+    results = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        for task in args.tasks.split(","):
+            yt, yvt = (y, yv) if task == "multiclass" else (Y, Yv)
+            r = run_task(task, X, yt, Xv, yvt, Cs, subsets, args.max_iter, args.tol, args.classes)
+            results[task] = r
+            print(
+                f"{task}: engine {r['engine_s']:.1f} s, sklearn loop {r['sklearn_s']:.1f} s, "
+                f"ratio {r['sklearn_s'] / r['engine_s']:.1f}x, max |dAUROC| {r['max_auroc_diff']:.2e}"
+                f" (best-C {r['max_best_auroc_diff']:.2e}), max iterations {r['max_iter_used']}, "
+                f"unconverged C fits {r['unconverged']}",
+                flush=True,
+            )
+    engine = sum(r["engine_s"] for r in results.values())
+    base = sum(r["sklearn_s"] for r in results.values())
+    figures = [f"speedup={base / engine:.2f}"]
+    figures.append(f"max_auroc_diff={max(r['max_auroc_diff'] for r in results.values()):.2e}")
+    figures += [f"engine_s={engine:.2f}", f"sklearn_s={base:.2f}", f"n={n}", f"d={d}"]
+    for task, r in results.items():
+        figures.append(f"{task}_speedup={r['sklearn_s'] / r['engine_s']:.2f}")
+        figures.append(f"{task}_max_auroc_diff={r['max_auroc_diff']:.2e}")
+    print(" ".join(figures))
+
+
+if __name__ == "__main__":
+    main()

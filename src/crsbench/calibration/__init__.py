@@ -1,0 +1,25 @@
+"""Post-hoc recalibration fitted on the calibration split (PROTOCOL.md section 6).
+
+Never imports torch or PIL. Every calibrator takes probabilities or logits
+(``fit(scores, y)``, ``predict_proba(scores)``) for multi-class and multi-label tasks.
+"""
+
+from __future__ import annotations
+
+from crsbench.calibration.base import CalibratorBase, to_logits
+from crsbench.calibration.dirichlet import DirichletCalibration
+from crsbench.calibration.evaluate import evaluate_recalibration
+from crsbench.calibration.isotonic import IsotonicCalibration
+from crsbench.calibration.registry import CALIBRATORS
+from crsbench.calibration.scaling import TemperatureScaling, VectorScaling
+
+__all__ = [
+    "CALIBRATORS",
+    "CalibratorBase",
+    "DirichletCalibration",
+    "IsotonicCalibration",
+    "TemperatureScaling",
+    "VectorScaling",
+    "evaluate_recalibration",
+    "to_logits",
+]

@@ -1,0 +1,71 @@
+"""``crsbench run CONFIG`` and ``crsbench status CONFIG``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from crsbench.cli.app import app, console, fail
+from crsbench.core.errors import CrsbenchError
+
+
+def _config(path: Path, out: Path | None):
+    from crsbench.config import load_config, validate_names, validate_paths
+
+    cfg = load_config(path, output_dir=out)
+    validate_paths(cfg)
+    validate_names(cfg)
+    return cfg
+
+
+@app.command("run")
+def run(
+    config: Path = typer.Argument(..., help="Benchmark config (YAML)."),
+    out: Path | None = typer.Option(None, "--out", help="Output directory (overrides config)."),
+    executor: str = typer.Option("local", help="local or ray."),
+    address: str | None = typer.Option(None, help="Ray cluster address (with --executor ray)."),
+    force_new: bool = typer.Option(False, help="Move aside a store of another config."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars."),
+) -> None:
+    """Plan the grid, extract through the cache, fit probes, record runs (resumable)."""
+    from crsbench.runs.pipeline import run_benchmark
+    from crsbench.runs.progress import RunProgress
+
+    try:
+        cfg = _config(config, out)
+        with RunProgress(console) as bar:
+            summary = run_benchmark(
+                cfg,
+                executor=executor,
+                address=address,
+                progress=progress,
+                force_new=force_new,
+                on_event=bar,
+            )
+    except CrsbenchError as exc:
+        fail(str(exc))
+        return
+    console.print(
+        f"wrote {summary.n_records_written} run records "
+        f"({summary.n_records_total} in the grid) to {summary.out_dir / 'results.duckdb'}"
+    )
+    for stage, secs in summary.stage_seconds.items():
+        console.print(f"  {stage:<22} {secs:8.1f} s")
+
+
+@app.command("status")
+def status(
+    config: Path = typer.Argument(..., help="Benchmark config (YAML)."),
+    out: Path | None = typer.Option(None, "--out", help="Output directory (overrides config)."),
+) -> None:
+    """Show which cells of a config are done and which remain."""
+    from crsbench.runs.status import grid_status
+
+    try:
+        cfg = _config(config, out)
+        table = grid_status(cfg)
+    except CrsbenchError as exc:
+        fail(str(exc))
+        return
+    console.print(table)

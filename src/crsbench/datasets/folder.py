@@ -1,0 +1,150 @@
+"""Bring your own dataset: one CSV of image paths and labels.
+
+The CSV (option ``csv``, default ``labels.csv`` under the root, or an absolute path) has an
+image path column (``path_column``, relative to the CSV's folder or absolute) and label
+columns (``label_columns``; default: every other column). One label column of integer or
+string classes gives a multiclass task; several 0/1 columns give a multilabel task (blank
+cells are an error, or masked as NaN with ``missing="mask"``). ``group_column`` (patient id)
+and ``id_column`` are optional.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from crsbench.core.errors import ConfigError, DataError
+
+from .base import (
+    DATASETS,
+    MODALITIES,
+    Dataset,
+    DatasetAdapter,
+    DatasetCard,
+    check_choice,
+    compute_revision,
+)
+from .csvio import parse_cells, raise_bad_rows, raise_duplicates, read_csv, read_header
+from .files import require_files
+
+BINARY_CELLS = {"1": 1.0, "1.0": 1.0, "0": 0.0, "0.0": 0.0, "": -2.0}
+
+
+def _columns(value: Any, option: str) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        names = [v.strip() for v in value.split(",") if v.strip()]
+    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        names = [v.strip() for v in value]
+    else:
+        raise ConfigError(f"{option} must be a list of column names. Got {value!r} instead.")
+    if not names:
+        raise ConfigError(f"{option} must name at least one column. Got {value!r} instead.")
+    return names
+
+
+def _classes(values: pd.Series) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Class index per row and class names (integers sorted numerically, else as strings)."""
+    numeric = pd.to_numeric(values, errors="coerce")
+    if numeric.notna().all() and (numeric == np.round(numeric)).all():
+        keys = numeric.astype(np.int64)
+        names = tuple(str(v) for v in sorted(keys.unique()))
+        codes = pd.Categorical(keys, categories=sorted(keys.unique())).codes
+    else:
+        categories = sorted(values.unique())
+        names = tuple(categories)
+        codes = pd.Categorical(values, categories=categories).codes
+    return np.asarray(codes, dtype=np.int64), names
+
+
+@DATASETS.register("folder")
+class Folder(DatasetAdapter):
+    """Adapter for a user's own CSV + image files."""
+
+    card = DatasetCard(
+        name="folder",
+        citation="(user-provided dataset)",
+        licence="(user-provided)",
+        label_names=(),
+        task="multiclass",
+        modality="other",
+    )
+    defaults: dict[str, Any] = {
+        "csv": "labels.csv",
+        "path_column": "path",
+        "label_columns": None,
+        "group_column": None,
+        "id_column": None,
+        "missing": "error",
+        "modality": "other",
+    }
+
+    def _load(self, root: Path, options: dict[str, Any]) -> Dataset:
+        check_choice("missing", options["missing"], ("error", "mask"))
+        check_choice("modality", options["modality"], MODALITIES)
+        csv_path = Path(str(options["csv"])).expanduser()
+        csv_path = csv_path if csv_path.is_absolute() else root / csv_path
+        path_col = str(options["path_column"])
+        extra = [c for c in (options["group_column"], options["id_column"]) if c is not None]
+        label_cols = _columns(options["label_columns"], "label_columns")
+        if label_cols is None:
+            header = read_header(csv_path) if csv_path.is_file() else []
+            label_cols = [c for c in header if c not in {path_col, *extra} and c]
+        if not label_cols:
+            raise DataError(
+                f"{csv_path}: has no label columns (only {path_col!r}"
+                f"{''.join(', ' + repr(c) for c in extra)}). A labelled dataset must have at "
+                f"least one label column besides the path column."
+            )
+        frame = read_csv(csv_path, required=[path_col, *extra, *label_cols])
+        cells = frame[path_col].str.strip()
+        raise_bad_rows(csv_path, path_col, (cells == "").to_numpy(), cells, "non-empty")
+        base = str(csv_path.parent) + os.sep
+        absolute = cells.map(os.path.isabs) if os.sep != "/" else cells.str.startswith("/")
+        paths = cells.where(absolute, base + cells).to_numpy(dtype=str)
+        ids = frame[options["id_column"]].str.strip() if options["id_column"] else cells
+        raise_duplicates(csv_path, f"column {options['id_column'] or path_col!r}", ids)
+        if len(label_cols) == 1:
+            task = "multiclass"
+            column = label_cols[0]
+            values = frame[column].str.strip()
+            raise_bad_rows(csv_path, column, (values == "").to_numpy(), values,
+                           "a class (integer or name), not blank")  # fmt: skip
+            codes, names = _classes(values)
+            labels = np.eye(len(names))[codes]
+        else:
+            task = "multilabel"
+            names = tuple(label_cols)
+            labels = parse_cells(frame, label_cols, BINARY_CELLS, csv_path)
+            blank = labels == -2.0
+            if options["missing"] == "error":
+                for j, column in enumerate(label_cols):
+                    raise_bad_rows(csv_path, column, blank[:, j], frame[column],
+                                   "0 or 1 (blank cells need missing='mask')")  # fmt: skip
+            labels[blank] = np.nan
+        if options["check_files"]:
+            require_files(paths, csv_path, csv_path.parent)
+        groups = frame[options["group_column"]].str.strip() if options["group_column"] else ids
+        card = dataclasses.replace(
+            self.card, label_names=names, task=task, modality=options["modality"]
+        )
+        return Dataset(
+            name="folder",
+            root=root,
+            image_ids=ids.to_numpy(dtype=str),
+            paths=paths,
+            labels=labels,
+            label_names=names,
+            groups=groups.to_numpy(dtype=str),
+            task=task,
+            metadata=frame.drop(columns=[path_col, *extra, *label_cols]),
+            options=options,
+            revision=compute_revision("folder", [csv_path], options),
+            card=card,
+        )

@@ -1,0 +1,96 @@
+"""Synthetic datasets written in the exact on-disk layouts of the real ones.
+
+``write_all(out)`` writes ``out/isic2019``, ``out/aptos2019``, ``out/chexpert`` and
+``out/mimic_cxr``; each folder has the real file names, CSV columns, value formats and folder
+structure, and image content that carries the labels at a realistic difficulty. Output is
+byte-identical for a seed and written atomically (see ``docs/synthetic.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from crsbench.datasets.synthetic.aptos2019 import write_aptos2019
+from crsbench.datasets.synthetic.chexpert import write_chexpert
+from crsbench.datasets.synthetic.common import Progress
+from crsbench.datasets.synthetic.isic2019 import write_isic2019
+from crsbench.datasets.synthetic.mimic_cxr import write_mimic_cxr
+from crsbench.datasets.synthetic.sizes import SIZES, SynthSize, resolve_size
+
+WRITERS: dict[str, Callable[..., Path]] = {
+    "isic2019": write_isic2019,
+    "aptos2019": write_aptos2019,
+    "chexpert": write_chexpert,
+    "mimic_cxr": write_mimic_cxr,
+}
+
+
+def n_images(name: str, size: str | dict | SynthSize = "small") -> int:
+    """How many images the writer of dataset ``name`` produces for ``size``."""
+    sz = resolve_size(size)
+    counts = {
+        "isic2019": sz.isic2019,
+        "aptos2019": sz.aptos2019,
+        "chexpert": sz.chexpert_train + sz.chexpert_valid,
+        "mimic_cxr": sz.mimic_cxr,
+    }
+    return counts[name]
+
+
+def write_all(
+    out: str | Path,
+    size: str | dict | SynthSize = "small",
+    seed: int = 0,
+    overwrite: bool = False,
+    progress: Callable[[str, int], None] | None = None,
+) -> dict[str, Path]:
+    """Write the four synthetic datasets under ``out``.
+
+    Parameters
+    ----------
+    out : str or Path
+        Parent folder; receives ``isic2019``, ``aptos2019``, ``chexpert`` and ``mimic_cxr``.
+    size : str, dict or SynthSize
+        ``"small"`` (demo), ``"medium"`` (benchmarks) or overrides such as
+        ``{"isic2019": 40, "side": 64}`` (see :func:`resolve_size`).
+    seed : int
+        Generation seed; the same seed gives byte-identical files.
+    overwrite : bool
+        Replace folders written with other parameters (a complete folder written with the
+        same parameters is always left as is).
+    progress : callable, optional
+        ``progress(name, n)`` after every ``n`` images of dataset ``name``.
+
+    Returns
+    -------
+    dict[str, Path]
+        Dataset name to its root folder.
+    """
+    sz = resolve_size(size)
+    roots: dict[str, Path] = {}
+    for name, writer in WRITERS.items():
+        callback: Progress = None
+        if progress is not None:
+
+            def callback(n: int, _name: str = name) -> None:
+                progress(_name, n)
+
+        roots[name] = writer(
+            Path(out) / name, size=sz, seed=seed, overwrite=overwrite, progress=callback
+        )
+    return roots
+
+
+__all__ = [
+    "SIZES",
+    "WRITERS",
+    "SynthSize",
+    "n_images",
+    "resolve_size",
+    "write_all",
+    "write_aptos2019",
+    "write_chexpert",
+    "write_isic2019",
+    "write_mimic_cxr",
+]

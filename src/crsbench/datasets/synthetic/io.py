@@ -1,0 +1,113 @@
+"""Atomic, deterministic writing of one synthetic dataset folder."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from crsbench.core.errors import DataError
+
+MARKER = ".crsbench-synth.json"
+GENERATOR_VERSION = 1
+
+
+def read_marker(root: Path) -> dict | None:
+    """The completion marker of ``root`` as a dict, or ``None`` if absent or unreadable."""
+    try:
+        return json.loads((root / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def write_atomically(
+    root: Path, spec: dict, build: Callable[[Path], None], overwrite: bool = False
+) -> Path:
+    """Build a dataset folder in a temporary sibling, then rename it to ``root``.
+
+    Parameters
+    ----------
+    root : Path
+        Final dataset folder.
+    spec : dict
+        JSON-serialisable description of what is written (dataset, size, seed, version);
+        stored as the completion marker, written last.
+    build : Callable[[Path], None]
+        Writes every file of the dataset under the folder it is given.
+    overwrite : bool
+        Replace an existing ``root`` whose marker differs (or is missing).
+
+    Returns
+    -------
+    Path
+        ``root``. If ``root`` already holds a complete dataset with the same ``spec`` and
+        ``overwrite`` is false, nothing is written (a no-op).
+
+    Raises
+    ------
+    DataError
+        ``root`` exists, was not written with this ``spec`` and ``overwrite`` is false.
+    """
+    root = Path(root)
+    spec = {"generator": "crsbench synth", "version": GENERATOR_VERSION, **spec}
+    if root.exists():
+        if not overwrite and read_marker(root) == spec:
+            return root
+        if not overwrite:
+            raise DataError(
+                f"{root} must be absent or a complete `crsbench synth` output with the same "
+                f"size and seed. Got an existing folder with marker {read_marker(root)!r} "
+                f"instead; pass overwrite=True (--overwrite) to replace it."
+            )
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.partial-", dir=root.parent))
+    try:
+        os.chmod(tmp, 0o755)
+        build(tmp)
+        marker = json.dumps(spec, sort_keys=True, indent=2) + "\n"
+        (tmp / MARKER).write_text(marker, encoding="utf-8")
+        if root.exists():
+            old = root.parent / f".{root.name}.old-{uuid.uuid4().hex[:8]}"
+            os.rename(root, old)
+            os.rename(tmp, root)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, root)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return root
+
+
+def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+    """Write a comma-separated file with ``\\n`` line ends and minimal quoting."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def to_uint8(image: np.ndarray) -> np.ndarray:
+    """Clip a float image in [0, 1] and round it to uint8."""
+    return np.clip(np.rint(image * 255.0), 0, 255).astype(np.uint8)
+
+
+def save_jpeg(path: Path, image: np.ndarray, quality: int = 92) -> None:
+    """Save a float image in [0, 1] (H×W grey or H×W×3 RGB) as a baseline JPEG."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(to_uint8(image)).save(path, format="JPEG", quality=quality)
+
+
+def save_png(path: Path, image: np.ndarray) -> None:
+    """Save a float image in [0, 1] as an 8-bit PNG with a fixed compression level."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(to_uint8(image)).save(path, format="PNG", compress_level=6)

@@ -1,0 +1,116 @@
+"""Named sizes of the synthetic datasets and their validation."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from crsbench.core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class SynthSize:
+    """How many items each synthetic dataset gets, and the image side in pixels.
+
+    Attributes
+    ----------
+    side : int
+        Short image side in pixels (ISIC and APTOS images are 4:3 landscape, X-rays square).
+    isic2019 : int
+        ISIC 2019 training images.
+    aptos2019 : int
+        APTOS 2019 training images.
+    chexpert_train : int
+        Rows of CheXpert ``train.csv`` (frontal and lateral views together).
+    chexpert_valid : int
+        Rows of CheXpert ``valid.csv``.
+    mimic_cxr : int
+        MIMIC-CXR-JPG images (rows of the metadata and split files).
+    """
+
+    side: int = 128
+    isic2019: int = 480
+    aptos2019: int = 320
+    chexpert_train: int = 600
+    chexpert_valid: int = 60
+    mimic_cxr: int = 400
+
+
+MINIMUMS = {
+    "side": 32,
+    "isic2019": 16,
+    "aptos2019": 10,
+    "chexpert_train": 6,
+    "chexpert_valid": 2,
+    "mimic_cxr": 5,
+}
+
+SIZES: dict[str, SynthSize] = {
+    "small": SynthSize(),
+    "medium": SynthSize(
+        side=224,
+        isic2019=2400,
+        aptos2019=1600,
+        chexpert_train=3000,
+        chexpert_valid=300,
+        mimic_cxr=2000,
+    ),
+}
+
+
+def resolve_size(size: str | Mapping[str, int] | SynthSize) -> SynthSize:
+    """Turn a size name, an override mapping or a :class:`SynthSize` into a :class:`SynthSize`.
+
+    Parameters
+    ----------
+    size : str or Mapping[str, int] or SynthSize
+        ``"small"`` or ``"medium"``; or a mapping whose keys override fields of ``small``
+        (an optional ``"base"`` key names the size to start from), e.g.
+        ``{"isic2019": 40, "side": 64}``.
+
+    Returns
+    -------
+    SynthSize
+        The validated size.
+
+    Raises
+    ------
+    ConfigError
+        Unknown size name or key, non-integer value, or a value below its minimum.
+    """
+    if isinstance(size, SynthSize):
+        resolved = size
+    elif isinstance(size, str):
+        if size not in SIZES:
+            hint = difflib.get_close_matches(size, list(SIZES), n=1)
+            extra = f" Did you mean {hint[0]!r}?" if hint else ""
+            raise ConfigError(f"size must be one of {sorted(SIZES)}. Got {size!r} instead.{extra}")
+        resolved = SIZES[size]
+    elif isinstance(size, Mapping):
+        overrides = dict(size)
+        base = overrides.pop("base", "small")
+        start = resolve_size(base) if isinstance(base, str) else None
+        if start is None:
+            raise ConfigError(f"size key 'base' must be a size name. Got {base!r} instead.")
+        fields = {f.name for f in dataclasses.fields(SynthSize)}
+        for key, value in overrides.items():
+            if key not in fields:
+                hint = difflib.get_close_matches(str(key), sorted(fields), n=1)
+                extra = f" Did you mean {hint[0]!r}?" if hint else ""
+                raise ConfigError(
+                    f"size key must be one of {sorted(fields)}. Got {key!r} instead.{extra}"
+                )
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"size key {key!r} must be an integer. Got {value!r} instead.")
+        resolved = dataclasses.replace(start, **overrides)
+    else:
+        raise ConfigError(
+            f"size must be a size name, a mapping or a SynthSize. Got {type(size).__name__} instead."
+        )
+    for key, minimum in MINIMUMS.items():
+        value = getattr(resolved, key)
+        if value < minimum:
+            raise ConfigError(f"size key {key!r} must be at least {minimum}. Got {value} instead.")
+    return resolved

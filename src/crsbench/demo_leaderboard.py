@@ -1,0 +1,80 @@
+"""The demo's last stages: score the store, run the analyses, report, print a leaderboard."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+DEMO_REPLICATES = 2_000
+
+
+def leaderboard_table(board: Any) -> Table:
+    """AUROC rank and CRS rank side by side, with the four axes and the bootstrap tier."""
+    table = Table(title="crsbench demo — AUROC rank vs CRS rank (fixed anchors)")
+    for col in (
+        "encoder",
+        "AUROC rank",
+        "CRS rank",
+        "AUROC",
+        "ECE",
+        "retention",
+        "R drop",
+        "CRS",
+        "tier",
+        "P(rank 1)",
+    ):
+        table.add_column(col, justify="left" if col == "encoder" else "right")
+    for _, r in board.sort_values("rank_crs").iterrows():
+        moved = int(r["rank_auroc"]) - int(r["rank_crs"])
+        arrow = (
+            "" if moved == 0 else (f" [green]▲{moved}[/]" if moved > 0 else f" [red]▼{-moved}[/]")
+        )
+        table.add_row(
+            str(r["encoder"]),
+            str(int(r["rank_auroc"])),
+            f"{int(r['rank_crs'])}{arrow}",
+            f"{r['auroc']:.3f}",
+            f"{r['ece']:.3f}",
+            f"{r['retention']:.3f}",
+            f"{r['robustness_drop']:.3f}",
+            f"{r['CRS']:.3f}",
+            "" if r["tier"] != r["tier"] else str(int(r["tier"])),
+            "" if r["p_rank1"] != r["p_rank1"] else f"{r['p_rank1']:.2f}",
+        )
+    return table
+
+
+def leaderboard_and_report(
+    out: Path, console: Console, times: dict[str, float], t0: float
+) -> dict[str, Any]:
+    """Score ``out/results.duckdb``, write tables, analyses and the report; print the board."""
+    from crsbench.scoring import build_leaderboard, load_runs, write_tables
+    from crsbench.stats import run_analyses
+
+    result: dict[str, Any] = {}
+    runs = load_runs(out)
+    board = build_leaderboard(runs, n_replicates=DEMO_REPLICATES, seed=0)
+    result["scores"] = write_tables(board, out / "scores")
+    run_analyses(runs, out / "analysis", n_replicates=DEMO_REPLICATES, seed=0)
+    now = time.perf_counter()
+    times["score_and_analyze"] = now - t0
+    console.print(f"[green]✓[/] scores and analyses ({now - t0:.1f} s)")
+    t0 = now
+    try:
+        from crsbench.report import build_report
+    except ImportError:  # the report package is optional in a partial install
+        build_report = None
+    if build_report is not None:
+        result["report"] = build_report(out, out / "report", n_replicates=DEMO_REPLICATES)
+        now = time.perf_counter()
+        times["report"] = now - t0
+        console.print(f"[green]✓[/] report ({now - t0:.1f} s): {result['report']}")
+    console.print(leaderboard_table(board))
+    console.print(
+        f"results: {out / 'results.duckdb'}  tables: {out / 'scores'}  analyses: {out / 'analysis'}"
+    )
+    return result

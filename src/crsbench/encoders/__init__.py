@@ -1,0 +1,40 @@
+"""Encoder registry: the 15 CRS-Bench families plus offline baselines.
+
+>>> from crsbench.encoders import ENCODERS, get_card, build
+>>> get_card("vit_b16").embed_dim
+768
+
+Importing this package is cheap: torch, timm, open_clip and transformers are imported only when
+an encoder is built.
+"""
+
+from __future__ import annotations
+
+from crsbench.encoders import baselines, families_general, families_medical  # noqa: F401
+from crsbench.encoders.base import Backbone, BuildContext, Encoder
+from crsbench.encoders.card import DEPTHS, EncoderCard, EncoderSpec, tap_index
+from crsbench.encoders.preprocess import Preprocessing, preprocess
+from crsbench.encoders.registry import ENCODERS, build, describe, get_card, weights_available
+from crsbench.encoders.weights import WEIGHTS_ENV, load_state_dict
+
+PAPER_FAMILIES = tuple(n for n in ENCODERS.names() if get_card(n).family_group != "baseline")
+
+__all__ = [
+    "DEPTHS",
+    "ENCODERS",
+    "PAPER_FAMILIES",
+    "WEIGHTS_ENV",
+    "Backbone",
+    "BuildContext",
+    "Encoder",
+    "EncoderCard",
+    "EncoderSpec",
+    "Preprocessing",
+    "build",
+    "describe",
+    "get_card",
+    "load_state_dict",
+    "preprocess",
+    "tap_index",
+    "weights_available",
+]

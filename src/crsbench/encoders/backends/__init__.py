@@ -1,0 +1,1 @@
+"""Backends: each module imports its library (timm, open_clip, transformers) lazily."""

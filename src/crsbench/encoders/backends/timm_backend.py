@@ -1,0 +1,225 @@
+"""timm backend: ResNet-50, ViT-B/16, MAE, RETFound (ViT-L), PanDerm (Beit), BioViL (ResNet-50).
+
+Models are always created with ``pretrained=False`` and weights are loaded by crsbench itself
+(safetensors or ``torch.load(weights_only=True)``), so every file goes through the same
+lookup, sha256 check and strict key check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from crsbench.encoders.backends.common import gap, load_checked, seeded, tiny_seed
+from crsbench.encoders.base import Backbone, BuildContext
+from crsbench.encoders.weights import find_file, load_state_dict, verify_sha256
+
+TINY_VIT = {"depth": 4, "embed_dim": 64, "num_heads": 2}
+KeyMap = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+
+
+def vit_backbone(model: Any, input_size: int, files: tuple = ()) -> Backbone:
+    """timm ViT/Beit: taps = blocks; tap pooling = the model's own head pooling after norm."""
+
+    def pool(tokens: Any) -> Any:
+        return model.forward_head(model.norm(tokens), pre_logits=True)
+
+    return Backbone(model, list(model.blocks), pool, input_size, files)
+
+
+def resnet_backbone(model: Any, input_size: int, files: tuple = ()) -> Backbone:
+    """timm ResNet: taps = the four stages, globally average pooled."""
+    stages = [model.layer1, model.layer2, model.layer3, model.layer4]
+    return Backbone(model, stages, gap, input_size, files)
+
+
+def create(name: str, ctx: BuildContext, real: dict[str, Any], tiny: dict[str, Any]) -> Any:
+    """``timm.create_model(name, pretrained=False, num_classes=0, ...)``; deterministic init."""
+    import timm
+
+    kwargs = {"num_classes": 0, **(tiny if ctx.tiny else real)}
+    with seeded(tiny_seed(ctx.card.name)):
+        return timm.create_model(name, pretrained=False, **kwargs)
+
+
+def load_into(
+    model: Any,
+    ctx: BuildContext,
+    *,
+    filename: str,
+    repo_id: str | None,
+    key_map: KeyMap | None = None,
+    allow_missing: tuple[str, ...] = (),
+    ignore_unexpected: tuple[str, ...] = (),
+    hint: str = "",
+) -> tuple:
+    """Find, verify, load and key-check one weight file; return ``(path,)`` or ``()``."""
+    if not ctx.load_weights:
+        return ()
+    card = ctx.card
+    path = find_file(
+        card.name,
+        filename,
+        weights_path=ctx.weights_path,
+        repo_id=repo_id,
+        revision=card.revision,
+        hint=hint,
+    )
+    if not ctx.tiny:
+        verify_sha256(path, card.weights_sha256)
+    sd = load_state_dict(path)
+    if key_map is not None:
+        sd = key_map(sd)
+    load_checked(
+        model,
+        sd,
+        name=card.name,
+        source=str(path),
+        allow_missing=allow_missing,
+        ignore_unexpected=ignore_unexpected,
+    )
+    return (path,)
+
+
+HEADS = ("fc.*", "head.*", "classifier.*")
+
+
+def build_resnet50(ctx: BuildContext) -> Backbone:
+    """ResNet-50 (torchvision V1 weights via timm ``resnet50.tv_in1k``)."""
+    model = create("resnet50.tv_in1k", ctx, {}, {"layers": [1, 1, 1, 1]})
+    files = load_into(
+        model,
+        ctx,
+        filename="model.safetensors",
+        repo_id="timm/resnet50.tv_in1k",
+        ignore_unexpected=HEADS,
+    )
+    return resnet_backbone(model, 32 if ctx.tiny else ctx.card.input_size, files)
+
+
+def _timm_vit(ctx: BuildContext, timm_name: str, hub: str) -> Backbone:
+    size = 32 if ctx.tiny else ctx.card.input_size
+    model = create(timm_name, ctx, {}, {**TINY_VIT, "img_size": size})
+    files = load_into(
+        model, ctx, filename="model.safetensors", repo_id=hub, ignore_unexpected=HEADS
+    )
+    return vit_backbone(model, size, files)
+
+
+def build_vit_b16(ctx: BuildContext) -> Backbone:
+    """ViT-B/16 (timm ``vit_base_patch16_224.augreg2_in21k_ft_in1k``), CLS after final norm."""
+    name = "vit_base_patch16_224.augreg2_in21k_ft_in1k"
+    return _timm_vit(ctx, name, f"timm/{name}")
+
+
+def build_mae(ctx: BuildContext) -> Backbone:
+    """MAE ViT-B/16 encoder (timm ``vit_base_patch16_224.mae``), CLS after final norm."""
+    return _timm_vit(ctx, "vit_base_patch16_224.mae", "timm/vit_base_patch16_224.mae")
+
+
+def build_retfound(ctx: BuildContext) -> Backbone:
+    """RETFound-MAE (ViT-L/16): mean patch token → fc_norm, as the official ``global_pool=True``.
+
+    The MAE checkpoint (``ckpt["model"]``) has no ``fc_norm`` (it stays at its identity init,
+    exactly as in RETFound's code) and carries the MAE decoder, which is ignored.
+    """
+    from crsbench.encoders.backends.common import unwrap
+
+    size = 32 if ctx.tiny else ctx.card.input_size
+    model = create(
+        "vit_large_patch16_224",
+        ctx,
+        {"global_pool": "avg"},
+        {**TINY_VIT, "img_size": size, "global_pool": "avg"},
+    )
+    files = load_into(
+        model,
+        ctx,
+        filename="RETFound_mae_natureCFP.pth",
+        repo_id="YukunZhou/RETFound_mae_natureCFP",
+        key_map=unwrap,
+        allow_missing=("fc_norm.*",),
+        ignore_unexpected=("norm.*", "decoder*", "mask_token", *HEADS),
+        hint="RETFound is gated on the hub: accept its terms (contact sharing) first.",
+    )
+    return vit_backbone(model, size, files)
+
+
+def panderm_keys(sd: Mapping[str, Any]) -> dict[str, Any]:
+    """PanDerm checkpoint → timm Beit keys: unwrap ``model``, strip ``encoder.``, drop the rest."""
+    from crsbench.encoders.backends.common import strip_prefix, unwrap
+
+    inner = unwrap(sd)
+    if any(k.startswith("encoder.") for k in inner):
+        inner = strip_prefix(inner, "encoder.")
+    return inner
+
+
+def build_panderm(ctx: BuildContext) -> Backbone:
+    """PanDerm ViT-L/16 as ``timm.models.beit.Beit`` (abs pos-emb, LayerScale 0.1), CLS."""
+    from functools import partial
+
+    import torch.nn as nn
+    from timm.models.beit import Beit
+
+    size = 32 if ctx.tiny else ctx.card.input_size
+    dims = (
+        {"embed_dim": 64, "depth": 4, "num_heads": 2}
+        if ctx.tiny
+        else {"embed_dim": 1024, "depth": 24, "num_heads": 16}
+    )
+    with seeded(tiny_seed(ctx.card.name)):
+        model = Beit(
+            img_size=size,
+            patch_size=16,
+            mlp_ratio=4,
+            qkv_bias=True,
+            norm_layer=partial(nn.LayerNorm, eps=1e-6),
+            num_classes=0,
+            global_pool="token",
+            use_abs_pos_emb=True,
+            use_rel_pos_bias=False,
+            use_shared_rel_pos_bias=False,
+            init_values=0.1,
+            **dims,
+        )
+    files = load_into(
+        model,
+        ctx,
+        filename="panderm_ll_data6_checkpoint-499.pth",
+        repo_id=None,
+        key_map=panderm_keys,
+        allow_missing=("fc_norm.*",),
+        ignore_unexpected=(
+            "decoder*",
+            "teacher*",
+            "mask_token",
+            "regressor*",
+            "fc_norm.*",
+            "lm_head*",
+            *HEADS,
+        ),
+        hint="PanDerm weights are on Google Drive only (github.com/SiyuanYan1/PanDerm README).",
+    )
+    return vit_backbone(model, size, files)
+
+
+def biovil_keys(sd: Mapping[str, Any]) -> dict[str, Any]:
+    """BioViL ``ImageModel`` checkpoint → timm ResNet-50 keys (strip ``encoder.encoder.``)."""
+    from crsbench.encoders.backends.common import strip_prefix, unwrap
+
+    return strip_prefix(unwrap(sd), "encoder.encoder.")
+
+
+def build_biovil(ctx: BuildContext) -> Backbone:
+    """BioViL image encoder: ResNet-50 trunk, GAP(layer4) 2048-d (projector not used)."""
+    model = create("resnet50", ctx, {}, {"layers": [1, 1, 1, 1]})
+    files = load_into(
+        model,
+        ctx,
+        filename="biovil_image_resnet50_proj_size_128.pt",
+        repo_id="microsoft/BiomedVLP-CXR-BERT-specialized",
+        key_map=biovil_keys,
+        ignore_unexpected=HEADS,
+    )
+    return resnet_backbone(model, 32 if ctx.tiny else ctx.card.input_size, files)

@@ -1,0 +1,118 @@
+"""Encoder cards (frozen metadata per registered encoder) and registry specs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from crsbench.encoders.base import Backbone, BuildContext
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+HALF = (0.5, 0.5, 0.5)
+
+FAMILY_GROUPS = ("general", "medical", "specialist", "baseline")
+DOMAINS = (None, "dermoscopy", "fundus", "chest_xray")
+POOLINGS = ("cls", "avg", "projection", "pooled")
+RESIZE_MODES = ("crop", "squash", "pad")
+DEPTHS = (0.25, 0.5, 0.75, 1.0)
+GRAYSCALE_RULE = "replicate the single channel to 3 channels"
+
+
+def tap_index(fraction: float, n_blocks: int) -> int:
+    """0-based block index at ``fraction`` of the depth: ``round_half_up(f * n) - 1``.
+
+    Examples
+    --------
+    >>> [tap_index(f, 12) for f in DEPTHS]
+    [2, 5, 8, 11]
+    >>> [tap_index(f, 27) for f in DEPTHS]
+    [6, 13, 19, 26]
+    """
+    return max(1, math.floor(fraction * n_blocks + 0.5)) - 1
+
+
+@dataclass(frozen=True)
+class EncoderCard:
+    """Everything needed to reproduce how an encoder is loaded and fed.
+
+    ``embed_dim`` and ``input_size`` describe the real (full-size) model; a ``tiny=True`` build
+    exposes its own sizes as ``Encoder.embed_dim`` and ``Encoder.input_size``.
+    """
+
+    name: str
+    family: str
+    family_group: str
+    domain: str | None
+    backend: str
+    source: str
+    revision: str | None
+    licence: str
+    gated: bool
+    access_note: str
+    input_size: int
+    interpolation: str
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+    embed_dim: int
+    pooling: str
+    layer_taps: str
+    resize_mode: str = "crop"
+    crop_pct: float = 1.0
+    pad_fill: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    grayscale: str = GRAYSCALE_RULE
+    weights_sha256: str | None = None
+    weight_files: tuple[str, ...] = ()
+    lora_targets: tuple[str, ...] = ()
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        from crsbench.core.errors import RegistryError
+
+        checks: list[tuple[str, object, tuple[object, ...]]] = [
+            ("family_group", self.family_group, FAMILY_GROUPS),
+            ("domain", self.domain, DOMAINS),
+            ("pooling", self.pooling, POOLINGS),
+            ("resize_mode", self.resize_mode, RESIZE_MODES),
+            ("interpolation", self.interpolation, ("bilinear", "bicubic", "area")),
+        ]
+        for key, value, allowed in checks:
+            if value not in allowed:
+                raise RegistryError(
+                    f"encoder card {self.name!r}: {key} must be one of {allowed}. "
+                    f"Got {value!r} instead."
+                )
+        if not 0.0 < self.crop_pct <= 1.0:
+            raise RegistryError(
+                f"encoder card {self.name!r}: crop_pct must be in (0, 1]. Got {self.crop_pct}."
+            )
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain-dict view (JSON-serialisable) for run records and the CLI."""
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """A registry entry: the card, the builder, and how to tell whether weights are local.
+
+    Parameters
+    ----------
+    card : EncoderCard
+        Frozen metadata.
+    build_fn : callable
+        ``build_fn(ctx: BuildContext) -> Backbone``; imports its backend lazily.
+    available_fn : callable
+        ``available_fn() -> bool``: are the real weights on this machine (no download)?
+    """
+
+    card: EncoderCard
+    build_fn: Callable[[BuildContext], Backbone]
+    available_fn: Callable[[], bool] = field(default=lambda: False)

@@ -1,0 +1,303 @@
+"""The nine medical families: broad medical (4) and specialists (5) of PROTOCOL.md §1."""
+
+from __future__ import annotations
+
+from crsbench.encoders.card import (
+    CLIP_MEAN,
+    CLIP_STD,
+    HALF,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    EncoderCard,
+)
+from crsbench.encoders.families_general import HF, HF_ATTN_LORA, OCLIP, TIMM, TIMM_VIT_LORA
+from crsbench.encoders.registry import lazy, register
+from crsbench.encoders.weights import file_available, hub_available
+
+L24 = "[5, 11, 17, 23] (24 blocks)"
+CHEXZERO_FILE = "best_64_5e-05_original_22000_0.864.pt"
+PANDERM_FILE = "panderm_ll_data6_checkpoint-499.pth"
+HAI_DEF = (
+    "gated: accept the Health AI Developer Foundations terms on the hub page, then "
+    "`huggingface-cli login` on a machine with network"
+)
+
+register(
+    EncoderCard(
+        name="biomedclip",
+        family="BiomedCLIP",
+        family_group="medical",
+        domain=None,
+        backend="open_clip",
+        source="microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224",
+        revision=None,
+        licence="MIT",
+        gated=False,
+        access_note="public",
+        input_size=224,
+        interpolation="bicubic",
+        crop_pct=1.0,
+        mean=CLIP_MEAN,
+        std=CLIP_STD,
+        embed_dim=512,
+        pooling="projection",
+        layer_taps="CLS after the trunk norm of blocks [2, 5, 8, 11] (768); 100 % = projected 512",
+        weight_files=("open_clip_pytorch_model.bin",),
+        lora_targets=tuple(f"trunk.{p}" for p in TIMM_VIT_LORA),
+        notes="Vision tower only (open_clip TimmModel); the PubMedBERT text tower is never built.",
+    ),
+    lazy(OCLIP, "build_biomedclip"),
+    lambda: hub_available(
+        "biomedclip",
+        "microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224",
+        ["open_clip_pytorch_model.bin"],
+    ),
+)
+
+register(
+    EncoderCard(
+        name="llava_med",
+        family="LLaVA-Med vision tower",
+        family_group="medical",
+        domain=None,
+        backend="transformers",
+        source="microsoft/llava-med-v1.5-mistral-7b (mm_projector) + openai/clip-vit-large-patch14-336",
+        revision=None,
+        licence="research, non-commercial (LLaVA-Med README)",
+        gated=False,
+        access_note="public; only the shard holding model.mm_projector.* is read, never the LM",
+        input_size=336,
+        interpolation="bicubic",
+        resize_mode="pad",
+        crop_pct=1.0,
+        pad_fill=tuple(int(m * 255) / 255 for m in CLIP_MEAN),
+        mean=CLIP_MEAN,
+        std=CLIP_STD,
+        embed_dim=4096,
+        pooling="avg",
+        layer_taps=f"CLS after post_layernorm of layers {L24} (1024); 100 % = mean of "
+        "mm_projector(patch tokens of layer -2) (4096)",
+        lora_targets=HF_ATTN_LORA,
+        notes="Pad to square with the CLIP mean colour (deterministic, no ±1 px jitter).",
+    ),
+    lazy(HF, "build_llava_med"),
+    lambda: (
+        hub_available("llava_med", "openai/clip-vit-large-patch14-336", ["config.json"])
+        and hub_available(
+            "llava_med", "microsoft/llava-med-v1.5-mistral-7b", ["model.safetensors.index.json"]
+        )
+    ),
+)
+
+register(
+    EncoderCard(
+        name="medsiglip",
+        family="MedSigLIP",
+        family_group="medical",
+        domain=None,
+        backend="transformers",
+        source="google/medsiglip-448",
+        revision=None,
+        licence="Health AI Developer Foundations terms",
+        gated=True,
+        access_note=HAI_DEF,
+        input_size=448,
+        interpolation="bicubic",
+        resize_mode="pad",
+        crop_pct=1.0,
+        mean=HALF,
+        std=HALF,
+        embed_dim=1152,
+        pooling="pooled",
+        layer_taps="mean of post_layernorm tokens of layers [6, 13, 19, 26]; 100 % = pooler_output",
+        weight_files=("model.safetensors",),
+        lora_targets=HF_ATTN_LORA,
+        notes="Zero-pad to square before resizing, as Google's serving code.",
+    ),
+    lazy(HF, "build_medsiglip"),
+    lambda: hub_available(
+        "medsiglip", "google/medsiglip-448", ["config.json", "model.safetensors"]
+    ),
+)
+
+register(
+    EncoderCard(
+        name="medgemma",
+        family="MedGemma vision encoder",
+        family_group="medical",
+        domain=None,
+        backend="transformers",
+        source="google/medgemma-4b-it",
+        revision=None,
+        licence="Health AI Developer Foundations terms",
+        gated=True,
+        access_note=HAI_DEF,
+        input_size=896,
+        interpolation="bilinear",
+        resize_mode="squash",
+        mean=HALF,
+        std=HALF,
+        embed_dim=1152,
+        pooling="avg",
+        layer_taps="mean of post_layernorm tokens of layers [6, 13, 19, 26]; 100 % = mean of "
+        "last_hidden_state",
+        weight_files=("model.safetensors.index.json",),
+        lora_targets=HF_ATTN_LORA,
+        notes="Only vision_tower.* tensors are read from the shards; the Gemma LM is never built.",
+    ),
+    lazy(HF, "build_medgemma"),
+    lambda: hub_available(
+        "medgemma", "google/medgemma-4b-it", ["config.json", "model.safetensors.index.json"]
+    ),
+)
+
+register(
+    EncoderCard(
+        name="panderm",
+        family="PanDerm",
+        family_group="specialist",
+        domain="dermoscopy",
+        backend="checkpoint",
+        source=PANDERM_FILE,
+        revision=None,
+        licence="none stated (github.com/SiyuanYan1/PanDerm has no LICENSE file)",
+        gated=False,
+        access_note="Google Drive link in the PanDerm README; place the file in "
+        "$CRSBENCH_WEIGHTS_DIR/panderm/",
+        input_size=224,
+        interpolation="bilinear",
+        crop_pct=224 / 256,
+        mean=IMAGENET_MEAN,
+        std=(0.228, 0.224, 0.225),
+        embed_dim=1024,
+        pooling="cls",
+        layer_taps=f"CLS after the final norm of blocks {L24}",
+        weight_files=(PANDERM_FILE,),
+        lora_targets=TIMM_VIT_LORA,
+        notes="timm Beit with absolute pos-emb, no rel-pos bias, LayerScale 0.1; std 0.228 is "
+        "PanDerm's own constant.",
+    ),
+    lazy(TIMM, "build_panderm"),
+    lambda: file_available("panderm", PANDERM_FILE),
+)
+
+register(
+    EncoderCard(
+        name="retfound",
+        family="RETFound",
+        family_group="specialist",
+        domain="fundus",
+        backend="checkpoint",
+        source="YukunZhou/RETFound_mae_natureCFP:RETFound_mae_natureCFP.pth",
+        revision=None,
+        licence="CC-BY-NC-4.0",
+        gated=True,
+        access_note="gated on the hub: agree to share contact information",
+        input_size=224,
+        interpolation="bicubic",
+        crop_pct=224 / 256,
+        mean=IMAGENET_MEAN,
+        std=IMAGENET_STD,
+        embed_dim=1024,
+        pooling="avg",
+        layer_taps=f"mean patch token → fc_norm of blocks {L24} (official global_pool=True)",
+        weight_files=("RETFound_mae_natureCFP.pth",),
+        lora_targets=TIMM_VIT_LORA,
+    ),
+    lazy(TIMM, "build_retfound"),
+    lambda: hub_available(
+        "retfound", "YukunZhou/RETFound_mae_natureCFP", ["RETFound_mae_natureCFP.pth"]
+    ),
+)
+
+register(
+    EncoderCard(
+        name="rad_dino",
+        family="RAD-DINO",
+        family_group="specialist",
+        domain="chest_xray",
+        backend="transformers",
+        source="microsoft/rad-dino",
+        revision=None,
+        licence="MIT",
+        gated=False,
+        access_note="public",
+        input_size=518,
+        interpolation="bicubic",
+        crop_pct=1.0,
+        mean=(0.5307, 0.5307, 0.5307),
+        std=(0.2583, 0.2583, 0.2583),
+        embed_dim=768,
+        pooling="cls",
+        layer_taps="CLS after layernorm of layers [2, 5, 8, 11]",
+        weight_files=("model.safetensors",),
+        lora_targets=("*.attention.attention.query", "*.attention.attention.value"),
+        notes="mean/std from the MAIRA-2 processor copy; check preprocessor_config.json.",
+    ),
+    lazy(HF, "build_rad_dino"),
+    lambda: hub_available("rad_dino", "microsoft/rad-dino", ["config.json", "model.safetensors"]),
+)
+
+register(
+    EncoderCard(
+        name="biovil",
+        family="BioViL",
+        family_group="specialist",
+        domain="chest_xray",
+        backend="checkpoint",
+        source="microsoft/BiomedVLP-CXR-BERT-specialized:biovil_image_resnet50_proj_size_128.pt",
+        revision="v1.1",
+        licence="MIT",
+        gated=False,
+        access_note="public",
+        input_size=480,
+        interpolation="bilinear",
+        crop_pct=480 / 512,
+        mean=(0.0, 0.0, 0.0),
+        std=(1.0, 1.0, 1.0),
+        embed_dim=2048,
+        pooling="avg",
+        layer_taps="global average of stages layer1..layer4 (256/512/1024/2048 channels)",
+        weight_files=("biovil_image_resnet50_proj_size_128.pt",),
+        lora_targets=("layer*.*.conv2",),
+        notes="Resize 512 → crop 480, [0, 1] range, no mean/std (hi-ml-multimodal transforms).",
+    ),
+    lazy(TIMM, "build_biovil"),
+    lambda: hub_available(
+        "biovil",
+        "microsoft/BiomedVLP-CXR-BERT-specialized",
+        ["biovil_image_resnet50_proj_size_128.pt"],
+        revision="v1.1",
+    ),
+)
+
+register(
+    EncoderCard(
+        name="chexzero",
+        family="CheXzero",
+        family_group="specialist",
+        domain="chest_xray",
+        backend="checkpoint",
+        source=CHEXZERO_FILE,
+        revision=None,
+        licence="MIT",
+        gated=False,
+        access_note="Google Drive folder in the CheXzero README; place the file in "
+        "$CRSBENCH_WEIGHTS_DIR/chexzero/",
+        input_size=224,
+        interpolation="bicubic",
+        resize_mode="pad",
+        crop_pct=1.0,
+        mean=(101.48761 / 255,) * 3,
+        std=(83.43944 / 255,) * 3,
+        embed_dim=512,
+        pooling="projection",
+        layer_taps="CLS after ln_post of resblocks [2, 5, 8, 11] (768); 100 % = projected 512",
+        weight_files=(CHEXZERO_FILE,),
+        lora_targets=("transformer.resblocks.*.attn.out_proj", "transformer.resblocks.*.mlp.c_fc"),
+        notes="Letterbox on black, normalise with CheXzero's 0-255 constants; single checkpoint "
+        "(the paper's ensemble is not reproduced).",
+    ),
+    lazy(OCLIP, "build_chexzero"),
+    lambda: file_available("chexzero", CHEXZERO_FILE),
+)

@@ -1,0 +1,108 @@
+"""The encoder registry and the public entry points ``get_card``, ``build``, ``weights_available``."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from crsbench.core.errors import EncoderError
+from crsbench.core.registry import Registry
+from crsbench.encoders.base import Backbone, BuildContext, Encoder
+from crsbench.encoders.card import EncoderCard, EncoderSpec
+
+ENCODERS: Registry[EncoderSpec] = Registry("encoder")
+
+
+def lazy(module: str, func: str) -> Callable[[BuildContext], Backbone]:
+    """A builder that imports ``module`` (and so its backend library) only when called."""
+
+    def call(ctx: BuildContext) -> Backbone:
+        return getattr(importlib.import_module(module), func)(ctx)
+
+    call.__name__ = func
+    call.__qualname__ = f"{module}.{func}"
+    return call
+
+
+def register(
+    card: EncoderCard,
+    build_fn: Callable[[BuildContext], Backbone],
+    available_fn: Callable[[], bool],
+) -> EncoderSpec:
+    """Add one encoder to :data:`ENCODERS` (a duplicate name raises)."""
+    spec = EncoderSpec(card=card, build_fn=build_fn, available_fn=available_fn)
+    ENCODERS.add(card.name, spec)
+    return spec
+
+
+def get_card(name: str) -> EncoderCard:
+    """The card of encoder ``name`` (unknown names raise with suggestions)."""
+    return ENCODERS.get(name).card
+
+
+def weights_available(name: str) -> bool:
+    """Are the real weights of ``name`` on this machine (no download is attempted)?"""
+    try:
+        return bool(ENCODERS.get(name).available_fn())
+    except Exception:  # a broken cache must not break `encoders list`
+        return False
+
+
+def build(
+    name: str,
+    *,
+    pretrained: bool = True,
+    device: str = "cpu",
+    weights_path: str | Path | None = None,
+    allow_remote_code: bool = False,
+    tiny: bool = False,
+) -> Encoder:
+    """Build a frozen :class:`Encoder`.
+
+    Parameters
+    ----------
+    name : str
+        A registered encoder (see ``crsbench encoders list``).
+    pretrained : bool
+        Load the real weights (full-size builds). ``False`` gives random weights.
+    device : str
+        Torch device for the module.
+    weights_path : str or Path, optional
+        A weight file or folder to use instead of the HF cache / ``$CRSBENCH_WEIGHTS_DIR``.
+        With ``tiny=True`` this loads a checkpoint written in the family's native layout into
+        the tiny architecture (used to test key mapping).
+    allow_remote_code : bool
+        Pass ``trust_remote_code=True`` to transformers for this encoder only.
+    tiny : bool
+        Same classes and loading code, small random configuration, no download.
+
+    Raises
+    ------
+    EncoderError
+        Weights missing (the message says where to put them), unsafe, corrupt or mismatched.
+    """
+    spec = ENCODERS.get(name)
+    ctx = BuildContext(
+        card=spec.card,
+        pretrained=pretrained,
+        tiny=tiny,
+        weights_path=weights_path,
+        allow_remote_code=allow_remote_code,
+    )
+    try:
+        backbone = spec.build_fn(ctx)
+    except EncoderError:
+        raise
+    except ImportError as exc:
+        raise EncoderError(
+            f"encoder {name!r} needs the {spec.card.backend} backend: {exc}. "
+            "Install crsbench[clip] (open_clip) or crsbench[hf] (transformers)."
+        ) from exc
+    return Encoder(spec.card, backbone, device=device)
+
+
+def describe(name: str) -> dict[str, Any]:
+    """Card as a dict plus ``weights_available``, for the CLI and run records."""
+    return {**get_card(name).as_dict(), "weights_available": weights_available(name)}

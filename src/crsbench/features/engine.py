@@ -1,0 +1,440 @@
+"""The extraction engine: decode once, perturb in the same pass, encode in batches, cache.
+
+See ``docs/features.md`` for the design and the cache key.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+import crsbench
+from crsbench.core.errors import CacheError, ConfigError, DataError, EncoderError
+from crsbench.core.types import Condition
+from crsbench.features.cache import FEATURE_FORMAT_VERSION, FeatureCache, make_key, sha256_text
+from crsbench.features.decode import DECODE_POLICY
+from crsbench.features.loader import (
+    DecodeSet,
+    PerturbFn,
+    collate,
+    feature_code_hash,
+    resolve_perturb,
+    shard_batches,
+)
+from crsbench.features.results import ExtractionResult, FeatureArray, as_condition
+
+_Entry = tuple[int, int]  # (condition index, depth index)
+
+
+def _default_workers() -> int:
+    return max(0, min(8, (os.cpu_count() or 1) - 1))
+
+
+def _validate(image_ids: Sequence[str], paths: Sequence[str], dataset_revision: str) -> list[str]:
+    ids = [str(i) for i in np.asarray(image_ids).tolist()]
+    if len(ids) != len(paths):
+        raise DataError(
+            f"image_ids and paths must have equal length. Got {len(ids)} and {len(paths)}"
+        )
+    if not ids:
+        raise DataError("image_ids must be non-empty. Got 0 images instead.")
+    if not isinstance(dataset_revision, str) or not dataset_revision:
+        raise ConfigError(f"dataset_revision must be a non-empty str. Got {dataset_revision!r}")
+    seen: dict[str, int] = {}
+    dups: list[str] = []
+    for row, i in enumerate(ids, start=1):
+        if i in seen:
+            dups.append(f"{i!r} (rows {seen[i]} and {row})")
+        seen.setdefault(i, row)
+    if dups:
+        raise DataError(f"image ids must be unique. Got {len(dups)} duplicates: {dups[:20]}")
+    return ids
+
+
+def _working_size(encoder: Any, image_size: int | None) -> int:
+    if image_size is not None:
+        return int(image_size)
+    s = getattr(encoder, "input_size", None) or getattr(encoder.card, "input_size", None)
+    if isinstance(s, (tuple, list)):
+        s = s[-1]
+    if not isinstance(s, (int, np.integer)) or s < 1:
+        raise EncoderError(f"encoder card input_size must be a positive int. Got {s!r} instead.")
+    return int(s)
+
+
+def extract(
+    encoder: Any,
+    image_ids: Sequence[str],
+    paths: Sequence[str],
+    *,
+    cache: FeatureCache,
+    dataset_revision: str,
+    conditions: Sequence[Condition | tuple[str, int] | str] = (("clean", 0),),
+    depths: Sequence[float] = (1.0,),
+    batch_size: int = 64,
+    num_workers: int | None = None,
+    image_size: int | None = None,
+    progress: bool = True,
+    shard_size: int = 512,
+    max_bad_fraction: float = 0.01,
+    dtype: str = "float32",
+    perturb_fn: PerturbFn | None = None,
+) -> ExtractionResult:
+    """Extract features of every image under every condition and layer depth, cached.
+
+    Each image is decoded once (:mod:`crsbench.features.decode`), resized once to the working
+    resolution, and every condition is applied to that array in the same worker pass. Images
+    are encoded in batches under ``torch.inference_mode()`` (bf16 autocast and channels-last
+    on CUDA); all depths come from one forward pass. Work is committed per shard of
+    ``shard_size`` images, so a killed run resumes at the first uncommitted shard; memory is
+    bounded by one shard plus the loader's prefetch, whatever the dataset size.
+
+    Parameters
+    ----------
+    encoder : Encoder
+        Has ``card`` (``name``, ``input_size``), ``device``, ``weights_hash``,
+        ``preprocess_hash``, ``preprocess`` and ``forward_features(x, depths)``.
+    image_ids, paths : sequence of str
+        Unique image ids and their files, in the order rows are wanted.
+    cache : FeatureCache
+        Where entries are read and committed.
+    dataset_revision : str
+        Revision (manifest hash) of the dataset the ids come from; enters the key.
+    conditions : sequence
+        ``("clean", 0)`` and/or ``(perturbation, severity)`` pairs or Conditions.
+    depths : sequence of float
+        Relative layer depths in (0, 1].
+    batch_size : int
+        Images per forward pass.
+    num_workers : int, optional
+        Decoding processes (default: CPU count - 1, at most 8; 0 decodes in this process).
+    image_size : int, optional
+        Working resolution (default: the encoder card's input size).
+    progress : bool
+        Show a progress bar with images/s.
+    shard_size : int
+        Images per committed shard.
+    max_bad_fraction : float
+        The run fails (after recording) if more than this share of images cannot be decoded.
+    dtype : {"float32", "float16"}
+        Stored feature dtype.
+    perturb_fn : callable, optional
+        Replaces ``crsbench.perturb.apply``; versioned by its source in the key.
+
+    Returns
+    -------
+    ExtractionResult
+        ``result[(condition, depth)]`` is a :class:`FeatureArray`.
+
+    Raises
+    ------
+    DataError
+        Duplicate ids, too many undecodable images, or features identical for all images.
+    CacheError
+        NaN/Inf features (nothing is committed for that shard).
+    """
+    import torch
+
+    t0 = time.perf_counter()
+    ids = _validate(image_ids, paths, dataset_revision)
+    paths = [str(p) for p in np.asarray(paths).tolist()]
+    conds = list(dict.fromkeys(as_condition(c) for c in conditions))
+    deps = [float(d) for d in dict.fromkeys(depths)]
+    if not conds or not deps or any(not 0.0 < d <= 1.0 for d in deps):
+        raise ConfigError(f"conditions must be non-empty and depths in (0, 1]. Got {conds}, {deps}")
+    if dtype not in ("float32", "float16"):
+        raise ConfigError(f"dtype must be 'float32' or 'float16'. Got {dtype!r} instead.")
+    if batch_size < 1 or shard_size < 1:
+        raise ConfigError(f"batch_size and shard_size must be >= 1. Got {batch_size}, {shard_size}")
+    size = _working_size(encoder, image_size)
+    device = torch.device(getattr(encoder, "device", "cpu"))
+    on_cuda = device.type == "cuda"
+    perturb, perturb_version = resolve_perturb(perturb_fn)
+
+    base = {
+        "format": FEATURE_FORMAT_VERSION,
+        "crsbench": crsbench.__version__,
+        "decode_policy": DECODE_POLICY,
+        "feature_code": feature_code_hash(),
+        "encoder": encoder.card.name,
+        "encoder_revision": str(getattr(encoder.card, "revision", "")),
+        "weights_hash": str(encoder.weights_hash),
+        "preprocess_hash": str(encoder.preprocess_hash),
+        "dataset_revision": dataset_revision,
+        "ids_sha256": sha256_text(ids),
+        "working_size": size,
+        "precision": "bf16-autocast" if on_cuda else "fp32",
+        "dtype": dtype,
+    }
+    final_parts: dict[_Entry, dict[str, Any]] = {}
+    for ci, c in enumerate(conds):
+        for di, d in enumerate(deps):
+            pv = None if c.name == "clean" else perturb_version
+            final_parts[(ci, di)] = {
+                **base,
+                "condition": c.name,
+                "severity": c.severity,
+                "perturbation_version": pv,
+                "depth": d,
+            }
+    final_keys = {e: make_key(p) for e, p in final_parts.items()}
+    result = ExtractionResult()
+    n_events = len(cache.events)
+    finals = {e: cache.get(k) for e, k in final_keys.items()}
+    todo = [e for e, r in finals.items() if r.status != "hit"]
+
+    shards = [list(range(i, min(i + shard_size, len(ids)))) for i in range(0, len(ids), shard_size)]
+    shard_keys: dict[tuple[int, _Entry], str] = {}
+    shard_parts: dict[tuple[int, _Entry], dict[str, Any]] = {}
+    pending: dict[int, set[_Entry]] = {}
+    for s, rows in enumerate(shards):
+        sh = sha256_text([ids[r] for r in rows])
+        for e in todo:
+            parts = {
+                "final_key": final_keys[e],
+                "shard": s,
+                "shard_size": shard_size,
+                "shard_ids": sh,
+            }
+            shard_parts[(s, e)], shard_keys[(s, e)] = parts, make_key(parts)
+            if cache.get(shard_keys[(s, e)]).status != "hit":
+                pending.setdefault(s, set()).add(e)
+
+    if pending:
+        result.n_decoded = _run_pending(
+            encoder,
+            torch,
+            cache,
+            ids,
+            paths,
+            shards,
+            pending,
+            shard_keys,
+            shard_parts,
+            conds,
+            deps,
+            size,
+            perturb,
+            batch_size,
+            num_workers,
+            progress,
+            dtype,
+            on_cuda,
+            dataset_revision,
+        )
+
+    bad: dict[str, dict[str, Any]] = {}
+    shard_reads: dict[_Entry, list[Any]] = {}
+    for e in todo:
+        reads = [cache.get(shard_keys[(s, e)]) for s in range(len(shards))]
+        if any(r.status != "hit" for r in reads):
+            raise CacheError(
+                f"shard entries for {final_keys[e]} vanished or failed verification twice"
+            )
+        shard_reads[e] = reads
+        for r in reads:
+            for q in r.manifest.get("skipped", []):
+                bad.setdefault(q["image_id"], q)
+    for r in finals.values():
+        if r.status == "hit":
+            for q in r.manifest.get("skipped", []):
+                bad.setdefault(q["image_id"], q)
+    result.quarantined = sorted(bad.values(), key=lambda q: q["row"])
+    if len(bad) > max_bad_fraction * len(ids):
+        first = [(q["row"], q["path"], q["error_class"]) for q in result.quarantined[:20]]
+        raise DataError(
+            f"undecodable images must be at most {max_bad_fraction:.1%} of {len(ids)}. Got "
+            f"{len(bad)} instead (ledger {cache.ledger_path}); first: {first}"
+        )
+    for e in todo:
+        _assemble(cache, final_keys[e], final_parts[e], shard_reads.pop(e), result.quarantined)
+    for e, key in final_keys.items():
+        r = finals[e] if e not in todo else cache.get(key)
+        if r.status != "hit":
+            raise CacheError(f"final entry {key} failed verification right after being written")
+        c, d = conds[e[0]], deps[e[1]]
+        status = "computed" if e in todo else "hit"
+        fa = FeatureArray(r.array, r.ids, c, d, key, status)  # type: ignore[arg-type]
+        result.arrays[((c.name, c.severity), d)] = fa
+    result.cache_events = list(cache.events[n_events:])
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _assemble(
+    cache: FeatureCache,
+    key: str,
+    parts: dict[str, Any],
+    reads: list[Any],
+    skipped: list[dict[str, Any]],
+) -> None:
+    """Stream committed shards into the final entry; refuse a collapsed (constant) result."""
+    ids = [str(i) for r in reads for i in r.ids]
+    nonempty = [np.asarray(r.array) for r in reads if r.array.shape[0]]
+    if not ids:
+        raise DataError(f"no image of dataset {parts['dataset_revision']} could be decoded")
+    first = nonempty[0][0]
+    if len(ids) > 1 and not any(bool((a != first).any()) for a in nonempty):
+        raise DataError(
+            f"features of {parts['encoder']} under {parts['condition']}@{parts['severity']} "
+            f"must differ between images. Got identical features for all {len(ids)} images "
+            "instead (constant inputs or a collapsed encoder)"
+        )
+
+    def fill(out: np.ndarray) -> None:
+        pos = 0
+        for a in nonempty:
+            out[pos : pos + len(a)] = a
+            pos += len(a)
+
+    with cache.lock(key[:32]):
+        if cache.get(key).status != "hit":
+            shape = (len(ids), first.shape[0])
+            extra = {"skipped": skipped}
+            cache.put_streaming(key, shape, parts["dtype"], ids, parts, fill, extra)
+
+
+def _run_pending(
+    encoder,
+    torch,
+    cache,
+    ids,
+    paths,
+    shards,
+    pending,
+    shard_keys,
+    shard_parts,
+    conds,
+    deps,
+    size,
+    perturb,
+    batch_size,
+    num_workers,
+    progress,
+    dtype,
+    on_cuda,
+    dataset_revision,
+) -> int:
+    """Decode, perturb and encode the shards in ``pending``; commit each one when done."""
+    from torch.utils.data import DataLoader
+    from tqdm.auto import tqdm
+
+    needed = sorted({ci for es in pending.values() for ci, _ in es})
+    cond_sel = [conds[ci] for ci in needed]
+    dataset = DecodeSet(paths, ids, size, cond_sel, perturb)
+    order = sorted(pending)
+    batches = shard_batches([shards[s] for s in order], batch_size)
+    workers = _default_workers() if num_workers is None else int(num_workers)
+    loader = DataLoader(
+        dataset,
+        batch_sampler=batches,
+        num_workers=workers,
+        collate_fn=collate,
+        pin_memory=on_cuda,
+        prefetch_factor=2 if workers else None,
+        persistent_workers=False,
+    )
+    module = getattr(encoder, "module", None)
+    if module is not None:
+        module.eval()
+        if on_cuda:
+            module.to(memory_format=torch.channels_last)
+    row_to_shard = {r: s for s in order for r in shards[s]}
+    envelope = {"torch": torch.__version__, "device": str(encoder.device), "numpy": np.__version__}
+    buf: dict[int, dict[str, Any]] = {}
+    n_done = 0
+    bar = tqdm(
+        total=sum(len(shards[s]) for s in order),
+        unit="img",
+        disable=not progress,
+        desc=f"extract {encoder.card.name}",
+        dynamic_ncols=True,
+    )
+    with torch.inference_mode():
+        for batch in loader:
+            rows_all = batch["rows"] + [r for r, _ in batch["failed"]]
+            s = row_to_shard[rows_all[0]]
+            st = buf.setdefault(s, {"rows": [], "feats": {}, "failed": [], "seen": 0})
+            st["seen"] += len(rows_all)
+            for r, f in batch["failed"]:
+                st["failed"].append(
+                    {
+                        "row": r + 1,
+                        "image_id": ids[r],
+                        "path": paths[r],
+                        "dataset_revision": dataset_revision,
+                        **f,
+                    }
+                )
+            if batch["images"] is not None:
+                feats = _encode(encoder, torch, batch["images"], deps, batch_size, on_cuda)
+                st["rows"].extend(batch["rows"])
+                for k, ci in enumerate(needed):
+                    for di in range(len(deps)):
+                        st["feats"].setdefault((ci, di), []).append(feats[di][k])
+            bar.update(len(rows_all))
+            n_done += len(rows_all)
+            if st["seen"] == len(shards[s]):
+                _commit_shard(
+                    cache, s, buf.pop(s), pending[s], shard_keys, shard_parts, ids, dtype, envelope
+                )
+    bar.close()
+    return n_done
+
+
+def _encode(encoder, torch, images, deps, batch_size, on_cuda) -> list[list[np.ndarray]]:
+    """images: (B, n_cond, 3, S, S) uint8 → per depth, per condition, (B, D) float32 arrays."""
+    b, nc = images.shape[:2]
+    flat = images.transpose(0, 1).reshape(nc * b, *images.shape[2:])
+    outs: dict[float, list[Any]] = {d: [] for d in deps}
+    for i in range(0, flat.shape[0], batch_size):
+        x = flat[i : i + batch_size].to(encoder.device, non_blocking=True)
+        x = encoder.preprocess(x)
+        if on_cuda:
+            x = x.contiguous(memory_format=torch.channels_last)
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=on_cuda):
+            got = encoder.forward_features(x, depths=tuple(deps))
+        for d in deps:
+            if d not in got:
+                raise EncoderError(
+                    f"{encoder.card.name}.forward_features must return depth {d}. Got {sorted(got)}"
+                )
+            t = got[d]
+            if t.ndim != 2 or t.shape[0] != x.shape[0]:
+                raise EncoderError(
+                    f"{encoder.card.name} depth {d} must give (N, D). Got {tuple(t.shape)}"
+                )
+            outs[d].append(t.float().cpu().numpy())
+    res = []
+    for d in deps:
+        allf = np.concatenate(outs[d]).reshape(nc, b, -1)
+        res.append([allf[k] for k in range(nc)])
+    return res
+
+
+def _commit_shard(cache, s, st, entries, shard_keys, shard_parts, ids, dtype, envelope) -> None:
+    """Write every missing (condition, depth) entry of shard ``s`` (rows in requested order)."""
+    order = np.argsort(st["rows"], kind="stable")
+    rows = [st["rows"][i] for i in order]
+    row_ids = [ids[r] for r in rows]
+    failed = sorted(st["failed"], key=lambda q: q["row"])
+    cache.append_quarantine(failed)
+    for e in sorted(entries):
+        key = shard_keys[(s, e)]
+        parts_list = st["feats"].get(e, [])
+        arr = np.concatenate(parts_list)[order] if parts_list else np.zeros((0, 0), np.float32)
+        arr = arr.astype(dtype)
+        with cache.lock(key[:32]):
+            if cache.get(key).status == "hit":
+                continue
+            cache.put(
+                key,
+                arr,
+                row_ids,
+                shard_parts[(s, e)],
+                extra={"skipped": failed, "envelope": envelope},
+            )

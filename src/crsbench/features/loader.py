@@ -1,0 +1,150 @@
+"""Worker-side work of the engine: decode each image once, then apply every condition.
+
+A :class:`DecodeSet` item is one image: decoded and resized once, then each requested
+condition (clean, or a perturbation at a severity) is applied to that same array, giving a
+``(n_conditions, 3, S, S)`` uint8 stack. Batches never cross shard boundaries
+(:func:`shard_batches`), so a shard is complete as soon as its last batch is encoded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from crsbench.core.errors import ConfigError
+from crsbench.core.types import Condition
+from crsbench.features import decode as _decode
+
+PerturbFn = Callable[[np.ndarray, str, int, str], np.ndarray]
+
+
+def _source_hash(paths: Sequence[Path]) -> str:
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def resolve_perturb(perturb_fn: PerturbFn | None) -> tuple[PerturbFn | None, str]:
+    """The perturbation function and a version string that enters the cache key.
+
+    The default is ``crsbench.perturb.apply``; its version is the package's table version
+    (if it declares one) plus a hash of the package's source and severity-table files, so an
+    edit to any perturbation or severity invalidates cached perturbed features. A custom function is versioned by
+    its qualified name and source hash.
+    """
+    if perturb_fn is not None:
+        try:
+            src = inspect.getsource(perturb_fn).encode()
+        except (OSError, TypeError):
+            src = repr(perturb_fn).encode()
+        name = getattr(perturb_fn, "__qualname__", "?")
+        return perturb_fn, f"custom:{name}:{hashlib.sha256(src).hexdigest()[:16]}"
+    try:
+        from crsbench import perturb
+    except ImportError:
+        return None, "unavailable"
+    table = next(
+        (
+            str(getattr(perturb, a))
+            for a in ("PERTURBATION_TABLE_VERSION", "TABLE_VERSION", "VERSION")
+            if hasattr(perturb, a)
+        ),
+        "",
+    )
+    files = [
+        p
+        for p in Path(perturb.__file__).parent.rglob("*")
+        if p.is_file() and p.suffix in {".py", ".yaml", ".yml", ".json"}
+    ]
+    return perturb.apply, f"crsbench.perturb:{table}:{_source_hash(files)}"
+
+
+def feature_code_hash() -> str:
+    """Hash of the source that changes pixel values here (decode policy + this module)."""
+    here = Path(__file__).parent
+    return _source_hash([here / "decode.py", here / "loader.py"])
+
+
+class DecodeSet:
+    """Map-style dataset: row index -> (row, stack | None, failure | None).
+
+    Parameters
+    ----------
+    paths : sequence of str
+        Image files (all rows of the request).
+    image_ids : sequence of str
+        Ids used to seed each perturbation stream.
+    size : int
+        Working resolution S.
+    conditions : sequence of Condition
+        Conditions to produce for every image, in this order.
+    perturb : callable or None
+        ``perturb(image, name, severity, image_id) -> image``; needed for non-clean conditions.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        image_ids: Sequence[str],
+        size: int,
+        conditions: Sequence[Condition],
+        perturb: PerturbFn | None,
+    ) -> None:
+        self.paths = list(paths)
+        self.image_ids = list(image_ids)
+        self.size = int(size)
+        self.conditions = list(conditions)
+        self.perturb = perturb
+        if perturb is None and any(c.name != "clean" for c in self.conditions):
+            raise ConfigError(
+                "perturbed conditions need crsbench.perturb (or perturb_fn=...). "
+                "Got neither instead."
+            )
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, row: int) -> tuple[int, np.ndarray | None, dict[str, Any] | None]:
+        try:
+            img = _decode.decode_image(self.paths[row], self.size)
+        except _decode.ImageDecodeError as exc:
+            fail = {"error_class": exc.error_class, "message": exc.message}
+            return row, None, fail
+        out = np.empty((len(self.conditions), 3, self.size, self.size), dtype=np.uint8)
+        for k, cond in enumerate(self.conditions):
+            if cond.name == "clean":
+                view = img
+            else:
+                view = np.asarray(
+                    self.perturb(img.copy(), cond.name, cond.severity, self.image_ids[row])  # type: ignore[misc]
+                )
+                if view.dtype != np.uint8 or view.shape[:2] != img.shape[:2]:
+                    view = _decode._resize_square(np.clip(view, 0, 255).astype(np.uint8), self.size)
+            out[k] = _decode.to_rgb_chw(view)
+        return row, out, None
+
+
+def collate(items: list[tuple[int, np.ndarray | None, dict[str, Any] | None]]) -> dict[str, Any]:
+    """Stack the decoded items of one batch; failures are passed through by row."""
+    import torch
+
+    ok = [(r, x) for r, x, _ in items if x is not None]
+    failed = [(r, f) for r, _, f in items if f is not None]
+    stack = torch.from_numpy(np.stack([x for _, x in ok])) if ok else None
+    return {"rows": [r for r, _ in ok], "images": stack, "failed": failed}
+
+
+def shard_batches(shards: Sequence[Sequence[int]], batch_size: int) -> list[list[int]]:
+    """Consecutive row batches of at most ``batch_size``, never crossing a shard."""
+    out: list[list[int]] = []
+    for rows in shards:
+        rows = list(rows)
+        out.extend(rows[i : i + batch_size] for i in range(0, len(rows), batch_size))
+    return out

@@ -1,0 +1,37 @@
+"""Metrics as pure functions on arrays (PROTOCOL.md section 4). Never imports torch or PIL.
+
+Every metric is registered in :data:`METRICS` with its ``higher_is_better`` direction.
+"""
+
+from __future__ import annotations
+
+from crsbench.metrics._checks import UndefinedMetricWarning
+from crsbench.metrics.auroc import MetricDetails, auroc_batch, macro_auroc
+from crsbench.metrics.calibration_metrics import (
+    binned_ece,
+    brier_score,
+    expected_calibration_error,
+    negative_log_likelihood,
+)
+from crsbench.metrics.label_efficiency import aulc, retention
+from crsbench.metrics.operating_point import sensitivity_at_specificity
+from crsbench.metrics.registry import METRICS, Metric
+from crsbench.metrics.robustness import drops, robustness_drop
+
+__all__ = [
+    "METRICS",
+    "Metric",
+    "MetricDetails",
+    "UndefinedMetricWarning",
+    "aulc",
+    "auroc_batch",
+    "binned_ece",
+    "brier_score",
+    "drops",
+    "expected_calibration_error",
+    "macro_auroc",
+    "negative_log_likelihood",
+    "retention",
+    "robustness_drop",
+    "sensitivity_at_specificity",
+]

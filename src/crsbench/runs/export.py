@@ -1,0 +1,59 @@
+"""Atomic export of a DuckDB query to Parquet or CSV: write a temporary file, fsync, rename."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from crsbench.core.errors import StoreError
+
+EXPORT_FORMATS: tuple[str, ...] = ("parquet", "csv")
+_COPY_OPTIONS = {"parquet": "FORMAT PARQUET, COMPRESSION ZSTD", "csv": "FORMAT CSV, HEADER TRUE"}
+
+
+def _fsync_path(path: Path, directory: bool = False) -> None:
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def export_query(con: Any, query: str, dest: Path | str, fmt: str) -> Path:
+    """Write the result of ``query`` to ``dest`` atomically.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+        Open connection.
+    query : str
+        A SELECT statement (trusted: built by the store, never from user text).
+    dest : Path or str
+        Final file path; its folder is created. A reader sees the old file or the complete
+        new one, never a partial file.
+    fmt : {"parquet", "csv"}
+        Output format.
+
+    Returns
+    -------
+    Path
+        ``dest``.
+    """
+    if fmt not in EXPORT_FORMATS:
+        raise StoreError(f"export format must be one of {EXPORT_FORMATS}. Got {fmt!r} instead.")
+    final = Path(dest)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+    literal = str(tmp).replace("'", "''")
+    try:
+        con.execute(f"COPY ({query}) TO '{literal}' ({_COPY_OPTIONS[fmt]})")
+        _fsync_path(tmp)
+        os.replace(tmp, final)
+        _fsync_path(final.parent, directory=True)
+    except Exception as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, StoreError):
+            raise
+        raise StoreError(f"could not export to {final}: {exc}") from exc
+    return final

@@ -1,0 +1,208 @@
+"""``crsbench run``: plan, extract through the cache, evaluate every cell, record, aggregate.
+
+The driver is the single writer of the store. Work is committed one cell at a time (one
+transaction per cell), so a run killed at any moment resumes at the first cell whose
+records are not all committed, and features already cached are not recomputed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crsbench.config import BenchmarkConfig, config_hash
+from crsbench.runs.cell import CellSettings
+from crsbench.runs.plan import control_fractions, plan_cells
+from crsbench.runs.prepare import prepare_datasets
+from crsbench.runs.records import RunRecord, make_run_key
+from crsbench.runs.store import ResultsStore
+
+ProgressFn = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class RunSummary:
+    """What one ``crsbench run`` did."""
+
+    out_dir: Path
+    n_cells: int
+    n_cells_done_before: int
+    n_records_written: int
+    n_records_total: int
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly form."""
+        return {**self.__dict__, "out_dir": str(self.out_dir)}
+
+
+def cell_settings(cfg: BenchmarkConfig) -> CellSettings:
+    """The probe budget and evaluation settings shared by every cell."""
+    mlp = cfg.probes.mlp
+    knn = cfg.probes.knn
+    return CellSettings(
+        seeds=tuple(cfg.seeds),
+        fractions=tuple(cfg.fractions),
+        Cs=tuple(cfg.probes.logistic.c_grid),
+        max_iter=cfg.probes.logistic.max_iter,
+        tol=cfg.probes.logistic.tol,
+        layers=tuple(cfg.layers),
+        recalibrators=tuple(cfg.recalibrators),
+        mlp=None
+        if mlp is None
+        else {
+            "hidden": mlp.hidden_size,
+            "max_epochs": mlp.epochs,
+            "lr": mlp.lr,
+            "alpha": mlp.weight_decay,
+        },
+        knn=None if knn is None else {"k": knn.k, "metric": knn.metric},
+        control_fractions=control_fractions(cfg),
+    )
+
+
+def _clean_metric(value: Any) -> float | None:
+    if value is None:
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def to_records(
+    rows: list[dict[str, Any]],
+    *,
+    cfg_hash: str,
+    encoder_revision: str,
+    dataset_revision: str,
+    anchors_version: str,
+    package_version: str,
+) -> list[RunRecord]:
+    """Run rows of :func:`evaluate_cell` → validated :class:`RunRecord` objects."""
+    out = []
+    for row in rows:
+        row = dict(row)
+        details = dict(row.pop("details", {}))
+        wall = float(row.pop("wall_time_s", 0.0))
+        undefined = {}
+        for m in ("auroc", "ece", "brier", "nll", "sens_at_spec90", "sens_at_spec95"):
+            v = _clean_metric(row.get(m))
+            if v is None and row.get(m) is not None:
+                undefined[m] = "not defined on this evaluation set (see excluded / warnings)"
+            row[m] = v
+        if undefined:
+            details["undefined"] = undefined
+        out.append(
+            RunRecord(
+                **row,
+                config_hash=cfg_hash,
+                package_version=package_version,
+                encoder_revision=encoder_revision,
+                dataset_revision=dataset_revision,
+                anchors_version=anchors_version,
+                wall_time_s=wall,
+                details=details,
+            )
+        )
+    return out
+
+
+def run_benchmark(
+    cfg: BenchmarkConfig,
+    *,
+    executor: str = "local",
+    address: str | None = None,
+    progress: bool = True,
+    force_new: bool = False,
+    on_event: ProgressFn | None = None,
+) -> RunSummary:
+    """Run the whole grid of ``cfg`` into ``cfg.output_dir / results.duckdb`` (resumable).
+
+    Parameters
+    ----------
+    cfg : BenchmarkConfig
+        A validated config (see :func:`crsbench.config.load_config`).
+    executor : {"local", "ray"}
+        Where cells are evaluated; the driver always writes the store.
+    progress : bool
+        Show rich progress bars.
+    force_new : bool
+        Move aside a store written by another config instead of refusing.
+    """
+    from crsbench import __version__
+    from crsbench.runs.executors import make_executor
+
+    t_start = time.perf_counter()
+    stages: dict[str, float] = {}
+    emit = on_event or (lambda *_: None)
+    h = config_hash(cfg)
+    out = Path(cfg.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg_json = cfg.model_dump_json()
+    t0 = time.perf_counter()
+    prepared = prepare_datasets(cfg)
+    stages["datasets_and_splits"] = time.perf_counter() - t0
+    modalities = {name: p.dataset.card.modality for name, p in prepared.items()}
+    cells = plan_cells(cfg, modalities)
+    settings = cell_settings(cfg)
+    written = done_before = 0
+    with ResultsStore(out, h, config_json=cfg_json, force_new=force_new) as store:
+        done = store.done_keys()
+        todo = []
+        for c in cells:
+            keys = {make_run_key(i, h) for i in c.identities}
+            if keys <= done:
+                done_before += 1
+            else:
+                todo.append(c)
+        n_total = sum(len(c.identities) for c in cells)
+        emit(
+            "plan",
+            {
+                "cells": len(cells),
+                "done": done_before,
+                "records": n_total,
+                "extractions": sum(c.n_extractions for c in cells),
+            },
+        )
+        ex = make_executor(executor, address=address)
+        t_extract = t_eval = 0.0
+        for out_cell in ex.run_cells(cfg, todo, prepared, settings, progress=progress):
+            c = out_cell.plan
+            records = to_records(
+                out_cell.rows,
+                cfg_hash=h,
+                encoder_revision=out_cell.encoder_revision,
+                dataset_revision=prepared[c.dataset].dataset.revision,
+                anchors_version=cfg.anchors,
+                package_version=__version__,
+            )
+            written += store.append(records)
+            t_extract += out_cell.extract_s
+            t_eval += out_cell.evaluate_s
+            emit(
+                "cell",
+                {
+                    "encoder": c.encoder,
+                    "dataset": c.dataset,
+                    "records": len(records),
+                    "extract_s": out_cell.extract_s,
+                    "evaluate_s": out_cell.evaluate_s,
+                },
+            )
+        ex.close()
+        stages["extract"] = t_extract
+        stages["probes_and_metrics"] = t_eval
+        t0 = time.perf_counter()
+        store.aggregate()
+        for fmt in ("parquet", "csv"):
+            store.export(fmt, out / "export")
+        stages["aggregate_and_export"] = time.perf_counter() - t0
+    stages["total"] = time.perf_counter() - t_start
+    summary = RunSummary(out, len(cells), done_before, written, n_total, stages)
+    (out / "last_run.json").write_text(json.dumps(summary.as_dict(), indent=2))
+    return summary

@@ -1,0 +1,47 @@
+"""Rich progress display for a benchmark run (driven by the pipeline's events)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+class RunProgress:
+    """Context manager turning pipeline events into a cell progress bar and stage lines."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console()
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[last]}"),
+            console=self.console,
+        )
+        self.task: Any = None
+
+    def __enter__(self) -> RunProgress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(*exc)
+
+    def __call__(self, event: str, info: dict[str, Any]) -> None:
+        """Handle one pipeline event (``plan`` or ``cell``)."""
+        if event == "plan":
+            todo = info["cells"] - info["done"]
+            self.console.print(
+                f"plan: {info['cells']} cells ({info['done']} already done, {todo} to run), "
+                f"{info['records']} run records, {info['extractions']} feature sets"
+            )
+            self.task = self.progress.add_task("cells", total=todo, last="")
+        elif event == "cell" and self.task is not None:
+            last = (
+                f"{info['encoder']} × {info['dataset']}: {info['records']} records "
+                f"(extract {info['extract_s']:.1f}s, probes {info['evaluate_s']:.1f}s)"
+            )
+            self.progress.update(self.task, advance=1, last=last)

@@ -1,0 +1,35 @@
+"""What is done and what is left of a config's grid (read-only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+
+from crsbench.config import BenchmarkConfig, config_hash
+from crsbench.runs.plan import plan_cells
+from crsbench.runs.records import make_run_key
+
+
+def grid_status(cfg: BenchmarkConfig) -> Table:
+    """A rich table: per cell, records done / planned."""
+    from crsbench.datasets import DATASETS
+    from crsbench.runs.store import DB_NAME, ResultsStore
+
+    h = config_hash(cfg)
+    modalities = {n: DATASETS.get(n).card.modality for n in cfg.datasets}
+    cells = plan_cells(cfg, modalities)
+    done: set[str] = set()
+    out = Path(cfg.output_dir)
+    if (out / DB_NAME).exists():
+        with ResultsStore(out, h, mode="r") as store:
+            done = store.done_keys()
+    table = Table(title=f"crsbench status — {out} (config {h[:12]})")
+    for col in ("encoder", "dataset", "done", "planned", "state"):
+        table.add_column(col)
+    for c in cells:
+        keys = {make_run_key(i, h) for i in c.identities}
+        n = len(keys & done)
+        state = "done" if n == len(keys) else ("partial" if n else "todo")
+        table.add_row(c.encoder, c.dataset, str(n), str(len(keys)), state)
+    return table

@@ -1,0 +1,59 @@
+"""Scoring: the four axes from run records, and the Clinical Reliability Score (CRS).
+
+Public API
+----------
+- :func:`crs_table`: utilities, components P / I / W and the CRS under the fixed-anchor or the
+  cohort rule.
+- :func:`load_runs`, :func:`axes_from_runs`, :func:`seed_means`: from a results store to axes.
+- :func:`score_cells`, :func:`score_runs`, :func:`aggregate_by_encoder`, :func:`per_domain`.
+- :func:`load_anchors`, :func:`freeze_anchors`, :class:`Anchors`: versioned anchors.
+- :func:`build_leaderboard`, :func:`write_tables`.
+"""
+
+from __future__ import annotations
+
+from crsbench.scoring.aggregate import aggregate_by_encoder, per_domain, score_cells, score_runs
+from crsbench.scoring.anchors import (
+    AXES,
+    CURRENT_VERSION,
+    UTILITY_COLUMNS,
+    Anchors,
+    AxisBound,
+    freeze_anchors,
+    halton_panel,
+    load_anchors,
+    save_anchors,
+)
+from crsbench.scoring.axes import axes_from_runs, load_runs, main_protocol, seed_means
+from crsbench.scoring.crs import RULES, crs_components, crs_table, score_array
+from crsbench.scoring.dominance import DominanceCounter, cohort_dominance, dominance_share
+from crsbench.scoring.leaderboard import build_leaderboard, write_tables
+
+__all__ = [
+    "AXES",
+    "CURRENT_VERSION",
+    "RULES",
+    "UTILITY_COLUMNS",
+    "Anchors",
+    "AxisBound",
+    "DominanceCounter",
+    "aggregate_by_encoder",
+    "axes_from_runs",
+    "build_leaderboard",
+    "cohort_dominance",
+    "crs_components",
+    "crs_table",
+    "dominance_share",
+    "freeze_anchors",
+    "halton_panel",
+    "load_anchors",
+    "load_runs",
+    "main_protocol",
+    "per_domain",
+    "save_anchors",
+    "score_array",
+    "score_cells",
+    "score_runs",
+    "seed_means",
+    "write_tables",
+]

@@ -1,0 +1,93 @@
+"""The leaderboard: per encoder the four axes, CRS and components, AUROC, both ranks and the
+bootstrap tier; written as CSV, Markdown and LaTeX."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from crsbench.scoring.aggregate import aggregate_by_encoder, score_cells
+from crsbench.scoring.anchors import Anchors
+from crsbench.scoring.axes import axes_from_runs
+
+LEADERBOARD_COLUMNS: tuple[str, ...] = (
+    "rank_crs", "encoder", "n_cells", "auroc", "ece", "retention", "robustness_drop",
+    "P", "I", "W", "CRS", "rank_auroc", "tier", "p_rank1", "p_top3", "rule", "anchors_version",
+)  # fmt: skip
+
+
+def build_leaderboard(
+    runs: pd.DataFrame,
+    anchors: str | Anchors | None = None,
+    rule: str = "fixed",
+    n_replicates: int = 10_000,
+    seed: int = 0,
+    regime: str = "frozen",
+) -> pd.DataFrame:
+    """Leaderboard of the main protocol of ``regime`` (one row per encoder, best CRS first).
+
+    ``tier`` and the probabilities come from :func:`crsbench.stats.paired_seed_bootstrap`
+    with ``n_replicates`` replicates (``0`` skips the bootstrap: tier and probabilities NaN).
+    """
+    from crsbench.stats.bootstrap import paired_seed_bootstrap
+
+    per_seed = axes_from_runs(runs, regime=regime)
+    cells = score_cells(per_seed, anchors, rule=rule)
+    board = aggregate_by_encoder(cells)
+    board["tier"] = np.nan
+    board["p_rank1"] = np.nan
+    board["p_top3"] = np.nan
+    if n_replicates > 0 and len(board) > 1:
+        complete = per_seed.merge(cells[["encoder", "dataset"]], on=["encoder", "dataset"])
+        boot = paired_seed_bootstrap(complete, anchors, rule, n_replicates=n_replicates, seed=seed)
+        info = boot.ranks.set_index("encoder")
+        board["tier"] = board["encoder"].map(info["tier"])
+        board["p_rank1"] = board["encoder"].map(info["p_rank1"])
+        board["p_top3"] = board["encoder"].map(info["p_top3"])
+    return board[list(LEADERBOARD_COLUMNS)]
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float | np.floating):
+        return "" if not np.isfinite(value) else f"{value:.3f}"
+    return str(value)
+
+
+def to_markdown(df: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table (floats to 3 decimals)."""
+    head = "| " + " | ".join(df.columns) + " |"
+    sep = "|" + "|".join("---:" if df[c].dtype.kind in "fiu" else "---" for c in df) + "|"
+    body = ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join([head, sep, *body]) + "\n"
+
+
+def _tex_escape(text: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"),
+                 ("#", r"\#"), ("$", r"\$")):  # fmt: skip
+        text = text.replace(a, b)
+    return text
+
+
+def to_latex(df: pd.DataFrame, caption: str = "CRS-Bench leaderboard") -> str:
+    """A ``booktabs`` LaTeX table (floats to 3 decimals, special characters escaped)."""
+    align = "".join("r" if df[c].dtype.kind in "fiu" else "l" for c in df)
+    lines = [r"\begin{table}[t]", r"\centering", f"\\caption{{{_tex_escape(caption)}}}",
+             f"\\begin{{tabular}}{{{align}}}", r"\toprule",
+             " & ".join(_tex_escape(str(c)) for c in df.columns) + r" \\", r"\midrule"]  # fmt: skip
+    for row in df.itertuples(index=False):
+        lines.append(" & ".join(_tex_escape(_fmt(v)) for v in row) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_tables(df: pd.DataFrame, out_dir: str | Path, stem: str = "leaderboard") -> list[Path]:
+    """Write ``df`` as ``stem.csv``, ``stem.md`` and ``stem.tex`` under ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{stem}.csv", out / f"{stem}.md", out / f"{stem}.tex"]
+    df.to_csv(paths[0], index=False)
+    paths[1].write_text(to_markdown(df), encoding="utf-8")
+    paths[2].write_text(to_latex(df), encoding="utf-8")
+    return paths

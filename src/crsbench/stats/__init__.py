@@ -1,0 +1,57 @@
+"""Statistics of PROTOCOL.md section 6; every function returns a tidy table (or a mapping).
+
+Public API
+----------
+- :func:`rank_agreement`, :func:`rank_moves`: AUROC vs CRS (or any two) rankings.
+- :func:`paired_seed_bootstrap`: P(rank 1), P(top 3), CIs of pairwise CRS differences, tiers.
+- :func:`insertion_experiment`: fixed anchors vs cohort renormalisation.
+- :func:`recalibration_effect`, :func:`ece_increase_by_condition`,
+  :func:`discrimination_calibration_correlation`.
+- :func:`shift_welch`, :func:`label_efficiency_correlations`, :func:`layer_depth`,
+  :func:`shift_validity`, :func:`leave_one_dataset_out`, :func:`regime_comparison`.
+- :func:`run_analyses`: all of them, as ``crsbench analyze`` runs them.
+- :func:`simulate_runs`, :func:`write_store`: a synthetic store for tests and demos.
+"""
+
+from __future__ import annotations
+
+from crsbench.stats.agreement import agreement_table, rank_agreement, rank_moves
+from crsbench.stats.analyze import run_analyses
+from crsbench.stats.bootstrap import BootstrapResult, paired_seed_bootstrap
+from crsbench.stats.calibration_effects import (
+    discrimination_calibration_correlation,
+    ece_increase_by_condition,
+    recalibration_effect,
+)
+from crsbench.stats.insertion import insertion_experiment, insertion_summary
+from crsbench.stats.label_efficiency import label_efficiency_cells, label_efficiency_correlations
+from crsbench.stats.layers import layer_depth
+from crsbench.stats.regimes import regime_comparison
+from crsbench.stats.shift import default_groups, shift_auroc_by_encoder, shift_welch
+from crsbench.stats.simulate import simulate_runs, write_store
+from crsbench.stats.validity import leave_one_dataset_out, shift_validity
+
+__all__ = [
+    "BootstrapResult",
+    "agreement_table",
+    "default_groups",
+    "discrimination_calibration_correlation",
+    "ece_increase_by_condition",
+    "insertion_experiment",
+    "insertion_summary",
+    "label_efficiency_cells",
+    "label_efficiency_correlations",
+    "layer_depth",
+    "leave_one_dataset_out",
+    "paired_seed_bootstrap",
+    "rank_agreement",
+    "rank_moves",
+    "recalibration_effect",
+    "regime_comparison",
+    "run_analyses",
+    "shift_auroc_by_encoder",
+    "shift_validity",
+    "shift_welch",
+    "simulate_runs",
+    "write_store",
+]

@@ -1,0 +1,172 @@
+"""Run every analysis of PROTOCOL.md section 6 that a store has data for.
+
+Each analysis writes one CSV; ``summary.json`` gathers the headline figures, the anchors
+version, and a note for every analysis that was skipped (and why).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from crsbench.scoring.aggregate import aggregate_by_encoder, encoder_means, score_cells
+from crsbench.scoring.anchors import load_anchors
+from crsbench.scoring.axes import axes_from_runs
+from crsbench.stats.agreement import rank_agreement, rank_moves
+from crsbench.stats.bootstrap import paired_seed_bootstrap
+from crsbench.stats.calibration_effects import (
+    discrimination_calibration_correlation,
+    ece_increase_by_condition,
+    recalibration_effect,
+)
+from crsbench.stats.insertion import insertion_experiment, insertion_summary
+from crsbench.stats.label_efficiency import (
+    label_efficiency_cells,
+    label_efficiency_correlations,
+)
+from crsbench.stats.layers import layer_depth
+from crsbench.stats.regimes import regime_comparison
+from crsbench.stats.shift import default_groups, shift_auroc_by_encoder, shift_welch
+from crsbench.stats.validity import leave_one_dataset_out, shift_validity
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.bool_ | bool):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value) if np.isfinite(value) else None
+    return value
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    return [_jsonable(r) for r in df.to_dict(orient="records")]
+
+
+def run_analyses(
+    runs: pd.DataFrame,
+    out_dir: str | Path,
+    n_replicates: int = 10_000,
+    seed: int = 0,
+    anchors: str | Path | None = None,
+    groups: dict[str, str] | None = None,
+) -> dict:
+    """Run every analysis, write ``<name>.csv`` per analysis and ``summary.json``.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        A store's ``runs`` table.
+    out_dir : path
+        Output directory (created).
+    n_replicates : int
+        Bootstrap replicates.
+    seed : int
+        Seed of every resampling.
+    anchors : anchors source, optional
+        Default: the shipped current version.
+    groups : mapping, optional
+        Encoder → ``general`` / ``medical`` for the shift test (default: encoder cards, then
+        the ``encoder_group`` column).
+
+    Returns
+    -------
+    dict
+        The summary (also written as ``summary.json``).
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    anc = load_anchors(anchors)
+    summary: dict = {"anchors_version": anc.version, "analyses": {}, "skipped": {}}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        per_seed = axes_from_runs(runs)
+        cells = score_cells(per_seed, anc)
+    summary["cells_left_out"] = [str(w.message) for w in caught]
+    board = aggregate_by_encoder(cells)
+
+    def emit(
+        name: str,
+        fn: Callable[[], pd.DataFrame | tuple[pd.DataFrame, dict]],
+        why_empty: str = "the store has no rows for this analysis",
+    ) -> None:
+        try:
+            result = fn()
+        except ValueError as exc:  # DataError and friends: not enough data for this analysis
+            summary["skipped"][name] = str(exc)
+            return
+        table, headline = result if isinstance(result, tuple) else (result, None)
+        if table is None or table.empty:
+            summary["skipped"][name] = why_empty
+            return
+        table.to_csv(out / f"{name}.csv", index=False)
+        summary["analyses"][name] = _jsonable(headline) if headline else _records(table)[:20]
+
+    emit("cells", lambda: (cells, {"n_cells": len(cells), "n_encoders": len(board)}))
+    emit("leaderboard", lambda: (board, {"leader": board["encoder"].iloc[0]}))
+
+    def agreement() -> tuple[pd.DataFrame, dict]:
+        auc, crs = encoder_means(cells, "auroc"), encoder_means(cells, "CRS")
+        stats = rank_agreement(auc, crs)
+        rank_moves(auc, crs, names=("auroc", "crs")).to_csv(out / "rank_moves.csv", index=False)
+        return pd.DataFrame([stats]), stats
+
+    emit("agreement_auroc_vs_crs", agreement)
+
+    def bootstrap() -> tuple[pd.DataFrame, dict]:
+        complete = per_seed.merge(cells[["encoder", "dataset"]], on=["encoder", "dataset"])
+        res = paired_seed_bootstrap(complete, anc, n_replicates=n_replicates, seed=seed)
+        res.pairwise.to_csv(out / "bootstrap_pairwise.csv", index=False)
+        top = res.ranks.iloc[:3]
+        return res.ranks, {
+            "n_replicates": n_replicates,
+            "p_rank1": dict(zip(top["encoder"], top["p_rank1"], strict=True)),
+            "leading_tier": res.ranks.loc[res.ranks["tier"] == 1, "encoder"].tolist(),
+        }
+
+    emit("bootstrap", bootstrap)
+
+    def insertion() -> tuple[pd.DataFrame, dict]:
+        trials = insertion_experiment(cells, anc, seed=seed)
+        trials.to_csv(out / "insertion_trials.csv", index=False)
+        summ = insertion_summary(trials)
+        return summ, {"by_rule": _records(summ), "source": trials["source"].iloc[0]}
+
+    emit("insertion", insertion)
+    emit("recalibration", lambda: recalibration_effect(runs, seed=seed))
+    emit("calibration_under_perturbation", lambda: ece_increase_by_condition(runs))
+    emit("discrimination_vs_calibration_loss", lambda: discrimination_calibration_correlation(runs))
+
+    def shift() -> tuple[pd.DataFrame, dict]:
+        per_enc = shift_auroc_by_encoder(runs)
+        if per_enc.empty:
+            return per_enc, {}
+        per_enc.to_csv(out / "shift_auroc.csv", index=False)
+        target = per_enc.groupby("encoder")["shift_auroc"].mean().to_dict()
+        grp = groups if groups is not None else default_groups(target, runs)
+        table = shift_welch(target, grp)
+        return table, _records(table)[0]
+
+    emit("shift_welch", shift)
+    emit("label_efficiency_cells", lambda: label_efficiency_cells(runs, cells))
+    emit("label_efficiency_correlations", lambda: label_efficiency_correlations(cells))
+    emit("external_validity_shift", lambda: shift_validity(runs, anc))
+    emit("leave_one_dataset_out", lambda: leave_one_dataset_out(cells))
+    emit(
+        "regime_comparison",
+        lambda: regime_comparison(runs, anc),
+        "no 'lora' regime rows in the store (frozen vs adapted needs both)",
+    )
+    emit("layer_depth", lambda: layer_depth(runs), "no layer-depth sweep rows in the store")
+    (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2), encoding="utf-8")
+    return summary

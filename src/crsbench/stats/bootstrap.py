@@ -1,0 +1,229 @@
+"""Paired-seed bootstrap of the CRS ranking, vectorised over replicates.
+
+Each replicate draws seed indices with replacement, the same indices for every encoder and
+cell (that is what makes it *paired*), recomputes the seed-mean axes, the CRS per cell and the
+aggregate CRS per encoder, and ranks the encoders. Replicates are processed in chunks: a
+``(B, S)`` matrix of resample counts contracts the ``(C, E, S, 4)`` per-seed axes with one
+``einsum``; dominance uses the bit-mask counter; ranks come from one ``argsort``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from crsbench.core.errors import ConfigError, DataError
+from crsbench.scoring.anchors import AXES, Anchors, load_anchors
+from crsbench.scoring.crs import check_rule, crs_components, fixed_utilities, score_array
+from crsbench.scoring.dominance import DominanceCounter
+
+
+@dataclass(frozen=True)
+class AxesCube:
+    """Per-seed axes as a dense array ``values[c, e, s, axis]`` (NaN where absent)."""
+
+    values: np.ndarray
+    datasets: list[str]
+    encoders: list[str]
+    seeds: list
+
+
+def axes_cube(per_seed: pd.DataFrame) -> AxesCube:
+    """Pivot a per-seed axes table (``encoder, dataset, seed`` + the four axes) to a cube."""
+    missing = [c for c in ("encoder", "dataset", "seed", *AXES) if c not in per_seed]
+    if missing:
+        raise DataError(f"per-seed axes must have columns {missing}. Got {list(per_seed)}.")
+    datasets = sorted(per_seed["dataset"].unique())
+    encoders = sorted(per_seed["encoder"].unique())
+    seeds = sorted(per_seed["seed"].unique())
+    cube = np.full((len(datasets), len(encoders), len(seeds), len(AXES)), np.nan)
+    ci = pd.Index(datasets).get_indexer(per_seed["dataset"])
+    ei = pd.Index(encoders).get_indexer(per_seed["encoder"])
+    si = pd.Index(seeds).get_indexer(per_seed["seed"])
+    cube[ci, ei, si] = per_seed[list(AXES)].to_numpy(dtype=float)
+    return AxesCube(cube, datasets, encoders, seeds)
+
+
+def resample_counts(n_replicates: int, n_seeds: int, rng: np.random.Generator) -> np.ndarray:
+    """``(B, S)`` multiplicities of each seed in ``B`` resamples of ``S`` seeds with replacement."""
+    idx = rng.integers(0, n_seeds, size=(n_replicates, n_seeds))
+    flat = idx + (np.arange(n_replicates) * n_seeds)[:, None]
+    return np.bincount(flat.ravel(), minlength=n_replicates * n_seeds).reshape(
+        n_replicates, n_seeds
+    )
+
+
+def replicate_scores(
+    cube: AxesCube,
+    counts: np.ndarray,
+    anchors: Anchors,
+    rule: str = "fixed",
+    counters: list[DominanceCounter] | None = None,
+) -> np.ndarray:
+    """Aggregate CRS per encoder for each row of ``counts``: shape ``(B, E)``."""
+    present = np.isfinite(cube.values).all(axis=-1).astype(float)
+    x0 = np.nan_to_num(cube.values) * present[..., None]
+    w = counts.astype(float)
+    num = np.einsum("cesk,bs->bcek", x0, w, optimize=True)
+    den = np.einsum("ces,bs->bce", present, w, optimize=True)[..., None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        raw = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+    if rule == "fixed":
+        counters = counters or _counters(cube, anchors)
+        u = fixed_utilities(raw, anchors)
+        p = np.empty(raw.shape[:-1])
+        by_counter: dict[int, list[int]] = {}
+        for c, counter in enumerate(counters):  # cells sharing a panel are scored in one call
+            by_counter.setdefault(id(counter), []).append(c)
+        for cells in by_counter.values():
+            p[:, cells] = counters[cells[0]].share(u[:, cells])
+        crs = crs_components(u, p, anchors.weights)["CRS"]
+    else:
+        crs = score_array(raw, anchors, rule="cohort")["CRS"]
+    with np.errstate(invalid="ignore"):
+        return np.nanmean(crs, axis=1)
+
+
+def _counters(cube: AxesCube, anchors: Anchors) -> list[DominanceCounter]:
+    """One counter per cell; cells whose panel is the same object share one counter."""
+    made: dict[int, DominanceCounter] = {}
+    out = []
+    for d in cube.datasets:
+        panel = anchors.panel_for(d)
+        if id(panel) not in made:
+            made[id(panel)] = DominanceCounter(panel)
+        out.append(made[id(panel)])
+    return out
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Outcome of :func:`paired_seed_bootstrap`.
+
+    Attributes
+    ----------
+    ranks : pandas.DataFrame
+        Per encoder: point ``CRS``, ``rank``, ``p_rank1``, ``p_top3``, ``mean_rank``,
+        ``crs_ci_low``, ``crs_ci_high``, ``tier``.
+    pairwise : pandas.DataFrame
+        Per ordered pair: ``diff`` (a − b, point), ``ci_low``, ``ci_high``, ``p_a_better``.
+    replicates : numpy.ndarray
+        ``(B, E)`` aggregate CRS of every replicate (columns in ``ranks`` order of encoders).
+    """
+
+    ranks: pd.DataFrame
+    pairwise: pd.DataFrame
+    replicates: np.ndarray
+
+
+def paired_seed_bootstrap(
+    per_seed: pd.DataFrame,
+    anchors: str | Anchors | None = None,
+    rule: str = "fixed",
+    n_replicates: int = 10_000,
+    seed: int = 0,
+    top_k: int = 3,
+    level: float = 0.95,
+    chunk: int = 1_000,
+) -> BootstrapResult:
+    """Paired-seed bootstrap of the aggregate-CRS ranking (PROTOCOL.md section 6).
+
+    Parameters
+    ----------
+    per_seed : pandas.DataFrame
+        Per (encoder, dataset, seed) axes, e.g. from :func:`crsbench.scoring.axes_from_runs`.
+    anchors, rule
+        As :func:`crsbench.scoring.crs_table`.
+    n_replicates : int
+        Bootstrap replicates (default 10,000).
+    seed : int
+        Seed of the resampling generator: the same seed gives the same result.
+    top_k : int
+        ``p_top3`` is the probability of a rank ``<= top_k``.
+    level : float
+        Confidence level of the percentile intervals.
+    chunk : int
+        Replicates processed at once (memory ~ chunk · cells · encoders · 4 floats).
+
+    Returns
+    -------
+    BootstrapResult
+    """
+    check_rule(rule)
+    if not isinstance(n_replicates, int) or n_replicates < 1:
+        raise ConfigError(f"n_replicates must be a positive integer. Got {n_replicates!r}.")
+    if not 0 < level < 1:
+        raise ConfigError(f"level must be in (0, 1). Got {level!r} instead.")
+    anc = load_anchors(anchors)
+    cube = axes_cube(per_seed)
+    rng = np.random.default_rng(seed)
+    counters = _counters(cube, anc) if rule == "fixed" else None
+    reps = np.empty((n_replicates, len(cube.encoders)))
+    for start in range(0, n_replicates, chunk):
+        b = min(chunk, n_replicates - start)
+        counts = resample_counts(b, len(cube.seeds), rng)
+        reps[start : start + b] = replicate_scores(cube, counts, anc, rule, counters)
+    point = replicate_scores(cube, np.ones((1, len(cube.seeds)), dtype=int), anc, rule, counters)[0]
+    return _summarise(cube.encoders, point, reps, top_k, level)
+
+
+def rank_matrix(scores: np.ndarray) -> np.ndarray:
+    """0-based ranks (0 = best = highest score) along the last axis; NaN scores rank last."""
+    filled = np.where(np.isfinite(scores), scores, -np.inf)
+    order = np.argsort(-filled, axis=-1, kind="stable")
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(scores.shape[-1]), axis=-1)
+    return ranks
+
+
+def _summarise(encoders, point, reps, top_k, level) -> BootstrapResult:
+    alpha = (1 - level) / 2
+    ranks = rank_matrix(reps)
+    table = pd.DataFrame(
+        {
+            "encoder": encoders,
+            "CRS": point,
+            "crs_ci_low": np.nanquantile(reps, alpha, axis=0),
+            "crs_ci_high": np.nanquantile(reps, 1 - alpha, axis=0),
+            "p_rank1": (ranks == 0).mean(axis=0),
+            f"p_top{top_k}": (ranks < top_k).mean(axis=0),
+            "mean_rank": ranks.mean(axis=0) + 1,
+        }
+    )
+    diffs = reps[:, :, None] - reps[:, None, :]
+    lo = np.nanquantile(diffs, alpha, axis=0)
+    hi = np.nanquantile(diffs, 1 - alpha, axis=0)
+    better = (diffs > 0).mean(axis=0)
+    ia, ib = np.where(~np.eye(len(encoders), dtype=bool))
+    pairwise = pd.DataFrame(
+        {
+            "encoder_a": np.asarray(encoders)[ia],
+            "encoder_b": np.asarray(encoders)[ib],
+            "diff": point[ia] - point[ib],
+            "ci_low": lo[ia, ib],
+            "ci_high": hi[ia, ib],
+            "p_a_better": better[ia, ib],
+        }
+    )
+    table["tier"] = _tiers(point, lo)
+    table = table.sort_values("CRS", ascending=False, kind="stable").reset_index(drop=True)
+    table.insert(2, "rank", np.arange(1, len(table) + 1))
+    return BootstrapResult(table, pairwise, reps)
+
+
+def _tiers(point: np.ndarray, diff_lo: np.ndarray) -> np.ndarray:
+    """Greedy tiers: the best unassigned encoder heads a tier that holds every unassigned
+    encoder it does not beat significantly (lower CI bound of head − other ≤ 0)."""
+    order = np.argsort(-np.where(np.isfinite(point), point, -np.inf), kind="stable")
+    tier = np.zeros(len(point), dtype=int)
+    current = 0
+    for head in order:
+        if tier[head]:
+            continue
+        current += 1
+        for other in order:
+            if not tier[other] and (other == head or diff_lo[head, other] <= 0):
+                tier[other] = current
+    return tier

@@ -1,0 +1,116 @@
+"""Calibration analyses: post-hoc recalibration effect, and calibration under perturbation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from crsbench.core.errors import ConfigError
+from crsbench.stats._select import CELL, select
+
+
+def mean_ci(
+    values: np.ndarray, n_boot: int = 2_000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float, float]:
+    """Mean of ``values`` and its percentile bootstrap CI (resampling the values), vectorised."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return np.nan, np.nan, np.nan
+    if n_boot < 1:
+        raise ConfigError(f"n_boot must be a positive integer. Got {n_boot!r} instead.")
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, v.size, size=(n_boot, v.size))].mean(axis=1)
+    alpha = (1 - level) / 2
+    return float(v.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
+
+
+def recalibration_effect(
+    runs: pd.DataFrame, regime: str = "frozen", n_boot: int = 2_000, seed: int = 0
+) -> pd.DataFrame:
+    """Per recalibration method: ECE before/after, relative reduction, mean absolute reduction
+    (bootstrap CI over cells) and AUROC delta (bootstrap CI over cells).
+
+    Cells are (encoder, dataset) seed means of the clean, full-label main-protocol rows;
+    "before" is ``recalibrator='none'``.
+    """
+    rows = select(runs, regime=regime, recalibrator=None)
+    keys = [*CELL, "seed"]
+    base = rows[rows["recalibrator"] == "none"].groupby(keys)[["ece", "auroc"]].mean()
+    out = []
+    for method, grp in rows[rows["recalibrator"] != "none"].groupby("recalibrator", sort=True):
+        after = grp.groupby(keys)[["ece", "auroc"]].mean()
+        joined = base.add_suffix("_before").join(after.add_suffix("_after"), how="inner")
+        cells = joined.groupby(level=[0, 1]).mean()
+        if cells.empty:
+            continue
+        abs_red = (cells["ece_before"] - cells["ece_after"]).to_numpy()
+        delta = (cells["auroc_after"] - cells["auroc_before"]).to_numpy()
+        red, red_lo, red_hi = mean_ci(abs_red, n_boot, seed)
+        d, d_lo, d_hi = mean_ci(delta, n_boot, seed + 1)
+        before, after_m = cells["ece_before"].mean(), cells["ece_after"].mean()
+        out.append(
+            {
+                "method": method,
+                "n_cells": len(cells),
+                "ece_before": before,
+                "ece_after": after_m,
+                "relative_reduction": 1.0 - after_m / before if before > 0 else np.nan,
+                "mean_abs_reduction": red,
+                "abs_reduction_ci_low": red_lo,
+                "abs_reduction_ci_high": red_hi,
+                "auroc_delta": d,
+                "auroc_delta_ci_low": d_lo,
+                "auroc_delta_ci_high": d_hi,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def _perturbation_cells(runs: pd.DataFrame, regime: str) -> pd.DataFrame:
+    clean = select(runs, regime=regime).groupby(CELL)[["auroc", "ece"]].mean()
+    pert = select(runs, regime=regime, condition=None)
+    pert = pert[~pert["condition"].isin(["clean", "shift"])]
+    per = pert.groupby([*CELL, "condition", "severity"])[["auroc", "ece"]].mean()
+    joined = per.join(clean.add_suffix("_clean"), how="inner").reset_index()
+    joined["auroc_drop"] = joined["auroc_clean"] - joined["auroc"]
+    joined["ece_increase"] = joined["ece"] - joined["ece_clean"]
+    return joined
+
+
+def ece_increase_by_condition(runs: pd.DataFrame, regime: str = "frozen") -> pd.DataFrame:
+    """Per (perturbation, severity): mean ECE increase and AUROC drop over cells."""
+    cells = _perturbation_cells(runs, regime)
+    g = cells.groupby(["condition", "severity"], sort=True)
+    return pd.DataFrame(
+        {
+            "ece_increase": g["ece_increase"].mean(),
+            "ece_increase_sd": g["ece_increase"].std(ddof=1),
+            "auroc_drop": g["auroc_drop"].mean(),
+            "n_cells": g["ece_increase"].size(),
+        }
+    ).reset_index()
+
+
+def discrimination_calibration_correlation(
+    runs: pd.DataFrame, regime: str = "frozen"
+) -> pd.DataFrame:
+    """Across cells: Pearson and Spearman correlation of the mean AUROC drop (discrimination
+    loss) with the mean ECE increase (calibration loss) over perturbation conditions."""
+    cells = _perturbation_cells(runs, regime).groupby(CELL)[["auroc_drop", "ece_increase"]].mean()
+    if len(cells) < 3:
+        return pd.DataFrame()
+    r = sps.pearsonr(cells["auroc_drop"], cells["ece_increase"])
+    rho = sps.spearmanr(cells["auroc_drop"], cells["ece_increase"])
+    return pd.DataFrame(
+        [
+            {
+                "n_cells": len(cells),
+                "pearson_r": float(r.statistic),
+                "pearson_p": float(r.pvalue),
+                "spearman_rho": float(rho.statistic),
+                "spearman_p": float(rho.pvalue),
+            }
+        ]
+    )

@@ -1,0 +1,54 @@
+"""Adaptation regime: frozen vs LoRA rankings, per domain and for the four-axis CRS."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from crsbench.scoring.aggregate import encoder_means, score_cells
+from crsbench.scoring.anchors import Anchors
+from crsbench.scoring.axes import axes_from_runs
+from crsbench.stats.agreement import rank_agreement
+
+
+def regime_comparison(
+    runs: pd.DataFrame,
+    anchors: str | Anchors | None = None,
+    base: str = "frozen",
+    adapted: str = "lora",
+) -> pd.DataFrame:
+    """Per domain: Kendall tau of the AUROC rankings of ``base`` vs ``adapted``, leader change
+    and mean AUROC gain; plus one ``all`` row comparing the aggregate CRS rankings (tau and
+    mean rank displacement). Empty when ``runs`` has no ``adapted`` rows.
+
+    Paper: tau 0.829 / 0.667 / 0.448 per domain; CRS comparison 0.562, displacement 2.0.
+    """
+    if not (runs["regime"] == adapted).any():
+        return pd.DataFrame()
+    cells = {r: score_cells(axes_from_runs(runs, regime=r), anchors) for r in (base, adapted)}
+    rows = []
+    for ds in sorted(set(cells[base]["dataset"]) & set(cells[adapted]["dataset"])):
+        a = encoder_means(cells[base][cells[base]["dataset"] == ds], "auroc")
+        b = encoder_means(cells[adapted][cells[adapted]["dataset"] == ds], "auroc")
+        common = sorted(set(a) & set(b))
+        if len(common) < 2:
+            continue
+        agr = rank_agreement(a, b)
+        lead_a, lead_b = max(common, key=a.get), max(common, key=b.get)
+        rows.append({"scope": ds, "score": "auroc", "n": agr["n"],
+                     "kendall_tau": agr["kendall_tau"],
+                     "mean_abs_displacement": agr["mean_abs_displacement"],
+                     f"leader_{base}": lead_a, f"leader_{adapted}": lead_b,
+                     "leader_changed": lead_a != lead_b,
+                     "auroc_gain": float(np.mean([b[k] - a[k] for k in common]))})  # fmt: skip
+    a, b = encoder_means(cells[base], "CRS"), encoder_means(cells[adapted], "CRS")
+    if len(set(a) & set(b)) >= 2:
+        agr = rank_agreement(a, b)
+        common = sorted(set(a) & set(b))
+        lead_a, lead_b = max(common, key=a.get), max(common, key=b.get)
+        rows.append({"scope": "all", "score": "CRS", "n": agr["n"],
+                     "kendall_tau": agr["kendall_tau"],
+                     "mean_abs_displacement": agr["mean_abs_displacement"],
+                     f"leader_{base}": lead_a, f"leader_{adapted}": lead_b,
+                     "leader_changed": lead_a != lead_b, "auroc_gain": np.nan})  # fmt: skip
+    return pd.DataFrame(rows)
