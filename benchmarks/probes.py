@@ -123,13 +123,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tol", type=float, default=1e-4)
     parser.add_argument("--tasks", default="multiclass,multilabel")
     parser.add_argument(
-        "--quick", action="store_true", help="smoke run: n=1500, d=64, 2 fractions × 2 seeds"
+        "--quick", action="store_true", help="smoke run: n=400, d=16, 4 labels, 3 C, 2 fractions"
     )
     args = parser.parse_args(argv)
     n, d, fractions, seeds, Cs = args.n, args.d, FRACTIONS, SEEDS, DEFAULT_CS
+    labels = args.labels
     if args.quick:
-        n, d, fractions, seeds, Cs = 1500, 64, (0.25, 1.0), (0, 1), np.logspace(-4, 2, 5)
-    X, y, Y, Xv, yv, Yv = make_data(n, n // 4, d, args.classes, args.labels)
+        n, d, fractions, seeds, Cs = 400, 16, (0.5, 1.0), (0,), np.logspace(-3, 1, 3)
+        labels = 4
+    X, y, Y, Xv, yv, Yv = make_data(n, n // 4, d, args.classes, labels)
     subsets = make_subsets(n, fractions, seeds)
     print(
         f"grid: {len(Cs)} C x {len(fractions)} fractions x {len(seeds)} seeds; "

@@ -502,11 +502,17 @@ def validate_paths(cfg: BenchmarkConfig) -> None:
 
 
 def _registry_names(module: str, attr: str) -> list[str] | None:
+    """Names of ``module.attr``; None when that module is not installed (other errors raise)."""
     import importlib
 
     try:
-        reg = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError):
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            return None
+        raise
+    reg = getattr(mod, attr, None)
+    if reg is None:
         return None
     return list(reg.names()) if hasattr(reg, "names") else list(reg)
 

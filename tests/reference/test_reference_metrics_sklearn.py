@@ -56,7 +56,9 @@ def test_macro_auroc_multilabel_with_nan_equals_sklearn(tied):
         S = np.round(S, 1)
     Y = (rng.random((n, L)) < 0.3).astype(float)
     Y[rng.random((n, L)) < 0.2] = np.nan
-    ref = np.mean([roc_auc_score(Y[~np.isnan(Y[:, j]), j], S[~np.isnan(Y[:, j]), j]) for j in range(L)])
+    ref = np.mean(
+        [roc_auc_score(Y[~np.isnan(Y[:, j]), j], S[~np.isnan(Y[:, j]), j]) for j in range(L)]
+    )
     assert abs(macro_auroc(Y, S, "multilabel") - ref) <= 1e-12
 
 
@@ -78,7 +80,9 @@ def test_auroc_batch_columns_and_weights_match_sklearn():
     rng = np.random.default_rng(5)
     y = (rng.random(400) < 0.4).astype(float)
     S = np.round(rng.normal(size=(400, 3)), 1)
-    np.testing.assert_allclose(auroc_batch(y, S), [roc_auc_score(y, S[:, j]) for j in range(3)], atol=1e-12)
+    np.testing.assert_allclose(
+        auroc_batch(y, S), [roc_auc_score(y, S[:, j]) for j in range(3)], atol=1e-12
+    )
     W = rng.poisson(1.0, size=(4, 400)).astype(float)
     got = auroc_batch(y, S, sample_weight=W)
     ref = [[roc_auc_score(y, S[:, j], sample_weight=w) for j in range(3)] for w in W]
@@ -97,7 +101,9 @@ def test_ece_hand_worked_multilabel_masks_nan():
     # label 0: p=0.2 twice, both negative -> |0 - 0.2| = 0.2; label 1: p=0.7 (y=1), masked row.
     P = np.array([[0.2, 0.7], [0.2, 0.5]])
     Y = np.array([[0, 1], [0, np.nan]])
-    assert expected_calibration_error(Y, P, "multilabel") == pytest.approx((0.2 + 0.3) / 2, abs=1e-12)
+    assert expected_calibration_error(Y, P, "multilabel") == pytest.approx(
+        (0.2 + 0.3) / 2, abs=1e-12
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -119,7 +125,9 @@ def test_brier_and_nll_match_sklearn():
     P = rng.dirichlet(np.ones(3), 300)
     y = rng.integers(0, 3, 300)
     onehot = np.eye(3)[y]
-    assert brier_score(y, P, "multiclass") == pytest.approx(np.mean(((P - onehot) ** 2).sum(1)), abs=1e-12)
+    assert brier_score(y, P, "multiclass") == pytest.approx(
+        np.mean(((P - onehot) ** 2).sum(1)), abs=1e-12
+    )
     assert negative_log_likelihood(y, P, "multiclass") == pytest.approx(log_loss(y, P), abs=1e-12)
     Y = (rng.random((300, 2)) < 0.4).astype(float)
     Pl = rng.random((300, 2))
@@ -138,4 +146,6 @@ def test_sensitivity_at_specificity_matches_roc_curve(spec):
     for j in range(3):
         fpr, tpr, _ = roc_curve(y == j, P[:, j], drop_intermediate=False)
         ref.append(tpr[fpr <= 1 - spec + 1e-12].max())
-    assert sensitivity_at_specificity(y, P, "multiclass", spec) == pytest.approx(np.mean(ref), abs=1e-12)
+    assert sensitivity_at_specificity(y, P, "multiclass", spec) == pytest.approx(
+        np.mean(ref), abs=1e-12
+    )

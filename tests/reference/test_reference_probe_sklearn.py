@@ -35,7 +35,9 @@ def test_multiclass_matches_sklearn(C):
 def test_multilabel_matches_sklearn_per_label(C):
     rng = np.random.default_rng(1)
     X, _ = _data(1)
-    Y = ((X - X.mean(0)) @ rng.normal(size=(X.shape[1], 3)) * 0.2 + rng.normal(size=(len(X), 3)) > 0.5)
+    Y = (X - X.mean(0)) @ rng.normal(size=(X.shape[1], 3)) * 0.2 + rng.normal(
+        size=(len(X), 3)
+    ) > 0.5
     Y = Y.astype(float)
     Y[rng.random(Y.shape) < 0.15] = np.nan
     probe = LogisticProbe(C=C, task="multilabel", tol=1e-9).fit(X, Y)

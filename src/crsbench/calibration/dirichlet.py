@@ -37,7 +37,7 @@ def fit_dirichlet(
 
     v0 = np.r_[np.eye(K).ravel(), np.zeros(K)]
     res = minimize(
-        fun, v0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "gtol": 1e-9}
+        fun, v0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "gtol": 1e-7}
     )
     return res.x[: K * K].reshape(K, K), res.x[K * K :]
 

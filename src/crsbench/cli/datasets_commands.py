@@ -29,6 +29,7 @@ def list_datasets() -> None:
     for name in DATASETS.names():
         card = DATASETS.get(name).card
         task = card.task + (" (ordinal)" if card.ordinal else "")
+        task = task if card.label_names else "from CSV"
         labels = str(len(card.label_names)) if card.label_names else "from CSV"
         table.add_row(name, task, card.modality, labels, card.licence)
     console.print(table)

@@ -15,7 +15,8 @@ from crsbench.core.seeding import stable_seed
 class PreparedDataset:
     """A loaded dataset with its fixed splits and the nested label subsamples.
 
-    ``eval_rows`` are the rows a shift target is evaluated on (its test split).
+    ``eval_rows`` are the rows a shift target is evaluated on: all of them, since no probe is
+    ever trained on a shift target (its ``splits`` is ``None``).
     """
 
     dataset: Any
@@ -70,6 +71,10 @@ def prepare_datasets(cfg: BenchmarkConfig) -> dict[str, PreparedDataset]:
         rows = cap_rows(np.asarray(ds.image_ids), np.asarray(ds.groups), spec.max_images)
         if len(rows) < len(ds):
             ds = subset_dataset(ds, rows, spec.max_images)
+        if name in cfg.shift_targets:
+            # Nothing is ever trained on a shift target: every row is an evaluation row.
+            out[name] = PreparedDataset(ds, None, {}, np.arange(len(ds)))
+            continue
         splits = make_splits(ds, seed=cfg.split_seed)
         subsets = label_subsamples(
             ds.labels[splits.train],

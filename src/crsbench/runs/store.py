@@ -29,58 +29,19 @@ from crsbench.runs.records import (
     METRIC_COLUMNS,
     RUN_COLUMNS,
     SCHEMA_VERSION,
-    VOLATILE_COLUMNS,
     RunRecord,
 )
+from crsbench.runs.schema import (
+    ARROW_SCHEMA,
+    DB_NAME,
+    GROUP_COLUMNS,
+    META_DDL,
+    PAYLOAD_COLUMNS,
+    Transaction,
+    metrics_ddl,
+    runs_ddl,
+)
 from crsbench.runs.validate import validate_frame
-
-DB_NAME = "results.duckdb"
-GROUP_COLUMNS: tuple[str, ...] = tuple(c for c in IDENTITY_COLUMNS if c != "seed")
-PAYLOAD_COLUMNS: tuple[str, ...] = tuple(c for c in RUN_COLUMNS if c not in VOLATILE_COLUMNS)
-_SQL_TYPES = {
-    "seed": "INTEGER",
-    "severity": "INTEGER",
-    "layer": "DOUBLE",
-    "fraction": "DOUBLE",
-    "wall_time_s": "DOUBLE",
-    "created_at": "TIMESTAMP",
-    "schema_version": "INTEGER",
-    **{m: "DOUBLE" for m in METRIC_COLUMNS},
-}
-ARROW_SCHEMA = pa.schema(
-    [
-        (
-            c,
-            {"INTEGER": pa.int32(), "DOUBLE": pa.float64(), "TIMESTAMP": pa.timestamp("us")}.get(
-                _SQL_TYPES.get(c, "VARCHAR"), pa.string()
-            ),
-        )
-        for c in RUN_COLUMNS
-    ]
-)
-
-
-def _runs_ddl() -> str:
-    cols = []
-    for c in RUN_COLUMNS:
-        null = "" if c in METRIC_COLUMNS else " NOT NULL"
-        key = " PRIMARY KEY" if c == "run_key" else ""
-        cols.append(f"{c} {_SQL_TYPES.get(c, 'VARCHAR')}{null}{key}")
-    return f"CREATE TABLE runs ({', '.join(cols)})"
-
-
-def _metrics_ddl() -> str:
-    cols = [f"{c} {_SQL_TYPES.get(c, 'VARCHAR')} NOT NULL" for c in GROUP_COLUMNS]
-    cols.append("n_seeds INTEGER NOT NULL")
-    for m in METRIC_COLUMNS:
-        cols += [f"{m}_mean DOUBLE", f"{m}_std DOUBLE", f"{m}_n_seeds INTEGER NOT NULL"]
-    return f"CREATE TABLE metrics ({', '.join(cols)})"
-
-
-_META_DDL = (
-    "CREATE TABLE meta (schema_version INTEGER NOT NULL, config_hash VARCHAR NOT NULL, "
-    "config_json VARCHAR NOT NULL, package_version VARCHAR NOT NULL, created_at TIMESTAMP NOT NULL)"
-)
 
 
 class ResultsStore:
@@ -132,7 +93,11 @@ class ResultsStore:
             if not self.path.is_file():
                 raise StoreError(f"no results store at {self.path}. Run `crsbench run` first.")
             self._con = self._connect(read_only=True)
-            self._check_meta(force_new=False)
+            try:
+                self._check_meta(force_new=False)
+            except BaseException:
+                self.close()
+                raise
             return
         if not config_hash:
             raise StoreError("a config hash is required to open a store for writing.")
@@ -176,7 +141,7 @@ class ResultsStore:
         from crsbench import __version__
 
         with self._transaction():
-            for ddl in (_runs_ddl(), _metrics_ddl(), _META_DDL):
+            for ddl in (runs_ddl(), metrics_ddl(), META_DDL):
                 self.con.execute(ddl).fetchall()
             self.con.execute(
                 "INSERT INTO meta VALUES (?, ?, ?, ?, ?)",
@@ -234,8 +199,8 @@ class ResultsStore:
         if self.mode != "rw":
             raise StoreError(f"results store {self.path} was opened read-only.")
 
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self.con, self.path)
+    def _transaction(self) -> Transaction:
+        return Transaction(self.con, self.path)
 
     def append(self, records: Sequence[RunRecord]) -> int:
         """Add a batch of records in one transaction; return how many rows were new.
@@ -454,28 +419,6 @@ class ResultsStore:
     def __del__(self) -> None:  # pragma: no cover - safety net
         if getattr(self, "_con", None) is not None or getattr(self, "_lock", None) is not None:
             self.close()
-
-
-class _Transaction:
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path) -> None:
-        self.con, self.path = con, path
-
-    def __enter__(self) -> None:
-        self.con.execute("BEGIN TRANSACTION").fetchall()
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is not None:
-            try:
-                self.con.execute("ROLLBACK").fetchall()
-            except duckdb.Error:
-                pass
-            if isinstance(exc, duckdb.Error):
-                raise StoreError(f"write to {self.path} failed and was rolled back: {exc}") from exc
-            return
-        try:
-            self.con.execute("COMMIT").fetchall()
-        except duckdb.Error as err:
-            raise StoreError(f"commit to {self.path} failed; nothing was written: {err}") from err
 
 
 def _first(cur: Any) -> Any:

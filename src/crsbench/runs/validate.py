@@ -21,6 +21,7 @@ from crsbench.runs.records import (
     RUN_COLUMNS,
     SCHEMA_VERSION,
     UNPERTURBED_CONDITIONS,
+    details_json,
     keys_for_columns,
 )
 
@@ -117,6 +118,15 @@ def validate_frame(frame: pd.DataFrame, config_hash: str) -> pd.DataFrame:
     check(
         pd.to_datetime(df["created_at"], errors="coerce").isna(), "created_at must be a timestamp"
     )
+    canonical_details: dict[object, str] = {}
+    for text in df["details"].dropna().unique():
+        try:
+            parsed = json.loads(text)
+            canonical_details[text] = details_json(parsed) if isinstance(parsed, dict) else ""
+        except (ValueError, TypeError, StoreError):
+            canonical_details[text] = ""
+    bad_details = df["details"].map(canonical_details).fillna("") == ""
+    check(bad_details.to_numpy(), "details must be a JSON object without NaN/Inf")
     check(
         pd.to_numeric(df["schema_version"], errors="coerce") != SCHEMA_VERSION,
         f"schema_version must be {SCHEMA_VERSION}",
@@ -134,6 +144,7 @@ def validate_frame(frame: pd.DataFrame, config_hash: str) -> pd.DataFrame:
             raise StoreError("invalid run rows:\n  " + "\n  ".join(problems))
     out = df.copy()
     out["run_key"] = keys
+    out["details"] = out["details"].map(canonical_details)
     for c in ("layer", "fraction"):
         values = out[c].astype(float)
         out[c] = values.map({u: float(f"{u:.12g}") for u in values.unique()})

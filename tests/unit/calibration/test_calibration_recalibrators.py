@@ -40,10 +40,15 @@ def test_temperature_lowers_nll_and_keeps_auroc():
     assert cal.temperature_ == pytest.approx(3.0, rel=0.15)
     Q = cal.predict_proba(P[1500:])
     yt = y[1500:]
-    assert negative_log_likelihood(yt, Q, "multiclass") < negative_log_likelihood(yt, P[1500:], "multiclass")
+    assert negative_log_likelihood(yt, Q, "multiclass") < negative_log_likelihood(
+        yt, P[1500:], "multiclass"
+    )
     # softmax(z / T) keeps every row's argmax; the one-vs-rest ranking of p_k across rows can
     # move slightly (p_k also depends on the other logits), so multiclass AUROC is near-equal.
     np.testing.assert_array_equal(Q.argmax(1), P[1500:].argmax(1))
+    assert expected_calibration_error(yt, Q, "multiclass") < expected_calibration_error(
+        yt, P[1500:], "multiclass"
+    )
     assert abs(macro_auroc(yt, Q, "multiclass") - macro_auroc(yt, P[1500:], "multiclass")) < 0.005
 
 
@@ -52,11 +57,12 @@ def test_temperature_leaves_multilabel_auroc_exactly_unchanged():
     cal = TemperatureScaling(task="multilabel").fit(P[:1500], Y[:1500])
     Q = cal.predict_proba(P[1500:])
     Yt = Y[1500:]
-    assert negative_log_likelihood(Yt, Q, "multilabel") < negative_log_likelihood(Yt, P[1500:], "multilabel")
+    assert negative_log_likelihood(Yt, Q, "multilabel") < negative_log_likelihood(
+        Yt, P[1500:], "multilabel"
+    )
     assert macro_auroc(Yt, Q, "multilabel") == pytest.approx(
         macro_auroc(Yt, P[1500:], "multilabel"), abs=1e-12
     )
-    assert expected_calibration_error(yt, Q, "multiclass") < expected_calibration_error(yt, P[1500:], "multiclass")
 
 
 @pytest.mark.parametrize("name", ["temperature", "vector", "isotonic", "dirichlet"])

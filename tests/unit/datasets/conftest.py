@@ -118,7 +118,7 @@ class Writers:
         gz: bool = False,
         images_on_disk: bool = True,
     ) -> Path:
-        """``studies``: (subject, study, 14 cells); ``images``: (dicom, subj, study, view, split)."""
+        """studies: (subject, study, 14 cells); images: (dicom, subject, study, view, split)."""
         ext = ".csv.gz" if gz else ".csv"
         label_rows = [[s, t, *cells] for s, t, cells in studies]
         write_csv(

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from crsbench.features import FeatureCache, extract
 
@@ -65,4 +66,36 @@ def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, doubles, doubles_path
         a, b = np.asarray(resumed[k].features), np.asarray(clean[k].features)
         assert a.tobytes() == b.tobytes() and list(resumed[k].ids) == ids
     FeatureCache(cache_dir).gc()
+    assert not list((cache_dir / "objects").rglob("*.tmp"))
+
+
+@pytest.mark.slow
+def test_two_processes_extracting_the_same_key(tmp_path, doubles, doubles_path):
+    imgs, cache_dir = tmp_path / "imgs", tmp_path / "shared"
+    doubles.write_images(imgs, 16)
+    script = tmp_path / "run.py"
+    body = SCRIPT.replace("delay=0.4", "delay=0.05")
+    script.write_text(body.format(doubles=str(doubles_path), imgs=str(imgs), cache=str(cache_dir)))
+    procs = [
+        subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE) for _ in range(2)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+    ids, paths = doubles.write_images(imgs, 16)
+    kw = dict(
+        dataset_revision="rev1",
+        conditions=[("clean", 0), ("noise", 2)],
+        batch_size=4,
+        shard_size=4,
+        num_workers=0,
+        progress=False,
+        perturb_fn=doubles.toy_perturb,
+    )
+    shared = extract(doubles.TinyEncoder(), ids, paths, cache=FeatureCache(cache_dir), **kw)
+    assert shared.n_decoded == 0 and not shared.cache_events
+    alone = extract(doubles.TinyEncoder(), ids, paths, cache=FeatureCache(tmp_path / "a"), **kw)
+    for k in alone:
+        assert np.asarray(shared[k].features).tobytes() == np.asarray(alone[k].features).tobytes()
+    assert _committed(cache_dir) == 4 * 2 + 2  # 4 shards x 2 conditions + 2 final entries
     assert not list((cache_dir / "objects").rglob("*.tmp"))

@@ -201,7 +201,18 @@ def test_append_frame_validation_names_rows(store: ResultsStore) -> None:
         store.append_frame(missing_auroc)
     missing_auroc.loc[0, "details"] = json.dumps({"undefined": {"auroc": "one class"}})
     assert store.append_frame(missing_auroc) == 2
-    assert store.runs_frame()["auroc"].isna().sum() == 1  # stored as NULL, not NaN
+    nulls, nans = store.con.execute(
+        "SELECT count(*) FILTER (WHERE auroc IS NULL), count(*) FILTER (WHERE isnan(auroc)) FROM runs"
+    ).fetchall()[0]
+    assert (nulls, nans) == (1, 0)  # stored as NULL, never NaN
+    # details with another key order are the same payload (canonical JSON) → re-append is a no-op
+    reordered = missing_auroc.copy()
+    reordered.loc[0, "details"] = '{"undefined":   {"auroc": "one class"}}'
+    assert store.append_frame(reordered) == 0
+    broken = make_frame(1)
+    broken.loc[0, "details"] = "{not json"
+    with pytest.raises(StoreError, match="details must be a JSON object"):
+        store.append_frame(broken)
 
 
 def test_has_keys_and_quick_scale(store: ResultsStore) -> None:

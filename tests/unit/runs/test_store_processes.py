@@ -122,7 +122,7 @@ def test_same_process_second_open_refused(tmp_path: Path) -> None:
 
 
 def test_sigkill_during_appends_keeps_whole_batches(tmp_path: Path) -> None:
-    size, kills = 400, 4
+    size, kills = 400, 3
     rng = random.Random(20260101)
     for _ in range(kills):
         proc = _spawn("append", str(tmp_path), str(size))
@@ -150,3 +150,19 @@ def test_sigkill_during_appends_keeps_whole_batches(tmp_path: Path) -> None:
             want = batch(i, size)
             assert len(got) == size
             assert sorted(got["auroc"].tolist()) == sorted(want["auroc"].tolist())
+
+
+def test_file_too_large_during_append_loses_nothing(tmp_path: Path) -> None:
+    """RELIABILITY E3: EFBIG on commit → StoreError, exit non-zero, committed batches intact."""
+    size = 1000
+    proc = _spawn("efbig", str(tmp_path), str(size), str(2_500_000))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, err
+    lines = out.splitlines()
+    assert lines[-1].startswith("error StoreError") and "File too large" in lines[-1]
+    committed = sum(1 for line in lines if line.startswith("committed"))
+    assert committed >= 1
+    store = ResultsStore(tmp_path, HASH)
+    with store:
+        assert store.count() == committed * size
+        assert store.audit()["duplicate_keys"] == 0

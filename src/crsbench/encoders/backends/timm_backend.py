@@ -8,6 +8,7 @@ lookup, sha256 check and strict key check.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from crsbench.encoders.backends.common import gap, load_checked, seeded, tiny_seed
@@ -42,22 +43,12 @@ def create(name: str, ctx: BuildContext, real: dict[str, Any], tiny: dict[str, A
         return timm.create_model(name, pretrained=False, **kwargs)
 
 
-def load_into(
-    model: Any,
-    ctx: BuildContext,
-    *,
-    filename: str,
-    repo_id: str | None,
-    key_map: KeyMap | None = None,
-    allow_missing: tuple[str, ...] = (),
-    ignore_unexpected: tuple[str, ...] = (),
-    hint: str = "",
-) -> tuple:
-    """Find, verify, load and key-check one weight file; return ``(path,)`` or ``()``."""
+def locate(ctx: BuildContext, filename: str, repo_id: str | None, hint: str = "") -> Path | None:
+    """Find the weight file before any model is built (a missing file fails fast)."""
     if not ctx.load_weights:
-        return ()
+        return None
     card = ctx.card
-    path = find_file(
+    return find_file(
         card.name,
         filename,
         weights_path=ctx.weights_path,
@@ -65,15 +56,29 @@ def load_into(
         revision=card.revision,
         hint=hint,
     )
+
+
+def load_into(
+    model: Any,
+    ctx: BuildContext,
+    path: Path | None,
+    *,
+    key_map: KeyMap | None = None,
+    allow_missing: tuple[str, ...] = (),
+    ignore_unexpected: tuple[str, ...] = (),
+) -> tuple:
+    """Verify, load and key-check one weight file (from :func:`locate`); ``(path,)`` or ``()``."""
+    if path is None:
+        return ()
     if not ctx.tiny:
-        verify_sha256(path, card.weights_sha256)
+        verify_sha256(path, ctx.card.weights_sha256)
     sd = load_state_dict(path)
     if key_map is not None:
         sd = key_map(sd)
     load_checked(
         model,
         sd,
-        name=card.name,
+        name=ctx.card.name,
         source=str(path),
         allow_missing=allow_missing,
         ignore_unexpected=ignore_unexpected,
@@ -86,23 +91,22 @@ HEADS = ("fc.*", "head.*", "classifier.*")
 
 def build_resnet50(ctx: BuildContext) -> Backbone:
     """ResNet-50 (torchvision V1 weights via timm ``resnet50.tv_in1k``)."""
+    path = locate(ctx, "model.safetensors", "timm/resnet50.tv_in1k")
     model = create("resnet50.tv_in1k", ctx, {}, {"layers": [1, 1, 1, 1]})
     files = load_into(
         model,
         ctx,
-        filename="model.safetensors",
-        repo_id="timm/resnet50.tv_in1k",
+        path,
         ignore_unexpected=HEADS,
     )
     return resnet_backbone(model, 32 if ctx.tiny else ctx.card.input_size, files)
 
 
 def _timm_vit(ctx: BuildContext, timm_name: str, hub: str) -> Backbone:
+    path = locate(ctx, "model.safetensors", hub)
     size = 32 if ctx.tiny else ctx.card.input_size
     model = create(timm_name, ctx, {}, {**TINY_VIT, "img_size": size})
-    files = load_into(
-        model, ctx, filename="model.safetensors", repo_id=hub, ignore_unexpected=HEADS
-    )
+    files = load_into(model, ctx, path, ignore_unexpected=HEADS)
     return vit_backbone(model, size, files)
 
 
@@ -123,6 +127,12 @@ def build_retfound(ctx: BuildContext) -> Backbone:
     The MAE checkpoint (``ckpt["model"]``) has no ``fc_norm`` (it stays at its identity init,
     exactly as in RETFound's code) and carries the MAE decoder, which is ignored.
     """
+    path = locate(
+        ctx,
+        "RETFound_mae_natureCFP.pth",
+        "YukunZhou/RETFound_mae_natureCFP",
+        "RETFound is gated on the hub: accept its terms (contact sharing) first.",
+    )
     from crsbench.encoders.backends.common import unwrap
 
     size = 32 if ctx.tiny else ctx.card.input_size
@@ -135,12 +145,10 @@ def build_retfound(ctx: BuildContext) -> Backbone:
     files = load_into(
         model,
         ctx,
-        filename="RETFound_mae_natureCFP.pth",
-        repo_id="YukunZhou/RETFound_mae_natureCFP",
+        path,
         key_map=unwrap,
         allow_missing=("fc_norm.*",),
         ignore_unexpected=("norm.*", "decoder*", "mask_token", *HEADS),
-        hint="RETFound is gated on the hub: accept its terms (contact sharing) first.",
     )
     return vit_backbone(model, size, files)
 
@@ -157,6 +165,12 @@ def panderm_keys(sd: Mapping[str, Any]) -> dict[str, Any]:
 
 def build_panderm(ctx: BuildContext) -> Backbone:
     """PanDerm ViT-L/16 as ``timm.models.beit.Beit`` (abs pos-emb, LayerScale 0.1), CLS."""
+    path = locate(
+        ctx,
+        "panderm_ll_data6_checkpoint-499.pth",
+        None,
+        "PanDerm weights are on Google Drive only (github.com/SiyuanYan1/PanDerm README).",
+    )
     from functools import partial
 
     import torch.nn as nn
@@ -186,8 +200,7 @@ def build_panderm(ctx: BuildContext) -> Backbone:
     files = load_into(
         model,
         ctx,
-        filename="panderm_ll_data6_checkpoint-499.pth",
-        repo_id=None,
+        path,
         key_map=panderm_keys,
         allow_missing=("fc_norm.*",),
         ignore_unexpected=(
@@ -199,7 +212,6 @@ def build_panderm(ctx: BuildContext) -> Backbone:
             "lm_head*",
             *HEADS,
         ),
-        hint="PanDerm weights are on Google Drive only (github.com/SiyuanYan1/PanDerm README).",
     )
     return vit_backbone(model, size, files)
 
@@ -213,12 +225,14 @@ def biovil_keys(sd: Mapping[str, Any]) -> dict[str, Any]:
 
 def build_biovil(ctx: BuildContext) -> Backbone:
     """BioViL image encoder: ResNet-50 trunk, GAP(layer4) 2048-d (projector not used)."""
+    path = locate(
+        ctx, "biovil_image_resnet50_proj_size_128.pt", "microsoft/BiomedVLP-CXR-BERT-specialized"
+    )
     model = create("resnet50", ctx, {}, {"layers": [1, 1, 1, 1]})
     files = load_into(
         model,
         ctx,
-        filename="biovil_image_resnet50_proj_size_128.pt",
-        repo_id="microsoft/BiomedVLP-CXR-BERT-specialized",
+        path,
         key_map=biovil_keys,
         ignore_unexpected=HEADS,
     )

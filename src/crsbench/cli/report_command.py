@@ -1,0 +1,42 @@
+"""``crsbench report``: the self-contained HTML report of a results store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from crsbench.cli.app import app, console, fail
+
+
+@app.command("report")
+def report(
+    store: Path = typer.Option(..., "--store", help="Directory holding results.duckdb."),
+    out: Path = typer.Option(
+        ..., "--out", help="Output directory for index.html, figures, tables."
+    ),
+    replicates: int = typer.Option(2000, "--replicates", help="Paired-seed bootstrap replicates."),
+    seed: int = typer.Option(0, "--seed", help="Seed of every resampling."),
+    anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
+    cell: str | None = typer.Option(
+        None, "--calibration-cell", help="ENCODER/DATASET cell of the calibration section."
+    ),
+) -> None:
+    """Write index.html (opens offline), every figure as PNG + SVG and every table as CSV."""
+    from crsbench.core.errors import CrsbenchError
+    from crsbench.report import build_report
+
+    if replicates < 0:
+        fail(f"--replicates must be >= 0. Got {replicates} instead.")
+    chosen = None
+    if cell is not None:
+        parts = cell.split("/")
+        if len(parts) != 2 or not all(parts):
+            fail(f"--calibration-cell must be ENCODER/DATASET. Got {cell!r} instead.")
+        chosen = (parts[0], parts[1])
+    try:
+        index = build_report(store, out, n_replicates=replicates, seed=seed, anchors=anchors,
+                             calibration_cell=chosen)  # fmt: skip
+    except CrsbenchError as exc:
+        fail(str(exc))
+    console.print(f"wrote {index}")

@@ -1,0 +1,316 @@
+"""Everything the report shows, computed once from a results store.
+
+The report reads the store through :func:`crsbench.scoring.load_runs` and plain read-only
+DuckDB queries; it never imports the pipeline (``crsbench.runs``, ``crsbench.features``,
+``crsbench.encoders``). Each analysis that the store has no data for is left as ``None`` with
+a one-line reason in :attr:`ReportData.missing`, which the page shows instead of a figure.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from crsbench.core.errors import CrsbenchError, DataError, StoreError
+
+#: Columns of the optional ``reliability`` table (one row per reliability-diagram bin).
+RELIABILITY_COLUMNS: tuple[str, ...] = (
+    "encoder", "dataset", "seed", "recalibrator", "bin", "conf", "acc", "count",
+)  # fmt: skip
+#: Leaderboard columns shown and written, in order.
+BOARD_COLUMNS: tuple[str, ...] = (
+    "rank_crs", "rank_auroc", "encoder", "n_cells", "auroc", "ece", "retention",
+    "robustness_drop", "P", "I", "W", "CRS", "tier", "p_rank1", "p_top3",
+)  # fmt: skip
+
+
+@dataclass
+class ReportData:
+    """Tables behind every section of the report (``None`` = not available, see ``missing``)."""
+
+    runs: pd.DataFrame
+    board: pd.DataFrame
+    cells: pd.DataFrame
+    anchors_version: str
+    n_replicates: int
+    seed: int
+    agreement: dict[str, float] | None = None
+    rank_moves: pd.DataFrame | None = None
+    bootstrap: pd.DataFrame | None = None
+    leader_gap: dict[str, Any] | None = None
+    recalibration: pd.DataFrame | None = None
+    calibration_cell: tuple[str, str] | None = None
+    cell_ece: pd.DataFrame | None = None
+    reliability: pd.DataFrame | None = None
+    label_curves: pd.DataFrame | None = None
+    robustness: pd.DataFrame | None = None
+    shift: pd.DataFrame | None = None
+    shift_test: pd.DataFrame | None = None
+    depth_curves: pd.DataFrame | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+    cells_left_out: list[str] = field(default_factory=list)
+
+
+def read_store_extras(store_dir: str | Path) -> tuple[dict[str, Any], pd.DataFrame | None]:
+    """The ``meta`` row (empty dict when absent) and the optional ``reliability`` table.
+
+    Raises
+    ------
+    StoreError
+        The ``reliability`` table exists but lacks one of :data:`RELIABILITY_COLUMNS`.
+    """
+    import duckdb
+
+    path = Path(store_dir) / "results.duckdb"
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables")
+                  .fetchall()}  # fmt: skip
+        meta: dict[str, Any] = {}
+        if "meta" in tables:
+            cur = con.execute("SELECT * FROM meta LIMIT 1")
+            row = cur.fetchone()
+            if row is not None:
+                meta = dict(zip([d[0] for d in cur.description], row, strict=True))
+        reliability = None
+        if "reliability" in tables:
+            reliability = con.execute("SELECT * FROM reliability").df()
+            absent = [c for c in RELIABILITY_COLUMNS if c not in reliability.columns]
+            if absent:
+                raise StoreError(
+                    f"results store {path}: table 'reliability' must have columns "
+                    f"{list(RELIABILITY_COLUMNS)}. Got {list(reliability.columns)} instead "
+                    f"(missing {absent})."
+                )
+    finally:
+        con.close()
+    return meta, reliability
+
+
+def _clean_full(
+    runs: pd.DataFrame,
+    *,
+    layer: float | None = 1.0,
+    fraction: float | None = 1.0,
+    recalibrator: str | None = "none",
+) -> pd.DataFrame:
+    """Frozen, logistic, clean, own-dataset rows; a ``None`` filter keeps every value."""
+    keep = (runs["regime"] == "frozen") & (runs["probe"] == "logistic")
+    keep &= (runs["condition"] == "clean") & (runs["eval_dataset"] == runs["dataset"])
+    if layer is not None:
+        keep &= np.isclose(runs["layer"].astype(float), layer)
+    if fraction is not None:
+        keep &= np.isclose(runs["fraction"].astype(float), fraction)
+    if recalibrator is not None:
+        keep &= runs["recalibrator"] == recalibrator
+    return runs.loc[keep]
+
+
+def _leader_gap(boot_ranks: pd.DataFrame, pairwise: pd.DataFrame) -> dict[str, Any] | None:
+    if len(boot_ranks) < 2:
+        return None
+    lead, second = boot_ranks["encoder"].iloc[0], boot_ranks["encoder"].iloc[1]
+    row = pairwise[(pairwise["encoder_a"] == lead) & (pairwise["encoder_b"] == second)]
+    if row.empty:
+        return None
+    r = row.iloc[0]
+    return {"leader": lead, "runner_up": second, "diff": float(r["diff"]),
+            "ci_low": float(r["ci_low"]), "ci_high": float(r["ci_high"]),
+            "p_leader_better": float(r["p_a_better"])}  # fmt: skip
+
+
+def _choose_cell(
+    board: pd.DataFrame, cells: pd.DataFrame, wanted: tuple[str, str] | None
+) -> tuple[str, str]:
+    present = set(zip(cells["encoder"], cells["dataset"], strict=True))
+    if wanted is not None:
+        if tuple(wanted) not in present:
+            raise DataError(
+                f"calibration cell must be an (encoder, dataset) cell of the store. Got "
+                f"{tuple(wanted)} instead; cells are {sorted(present)}."
+            )
+        return (str(wanted[0]), str(wanted[1]))
+    leader = board["encoder"].iloc[0]
+    own = sorted(cells.loc[cells["encoder"] == leader, "dataset"])
+    return (leader, own[0])
+
+
+def _curves(rows: pd.DataFrame, x: str) -> pd.DataFrame:
+    g = rows.groupby(["dataset", "encoder", x])["auroc"]
+    out = g.agg(auroc="mean", auroc_sd="std", n_seeds="count").reset_index()
+    return out.sort_values(["dataset", "encoder", x]).reset_index(drop=True)
+
+
+def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, anchors: Any) -> None:
+    from crsbench.stats import paired_seed_bootstrap
+
+    board = data.board
+    if data.n_replicates <= 0 or len(board) < 2:
+        data.missing["uncertainty"] = (
+            "the bootstrap needs at least two scored encoders and --replicates ≥ 1"
+        )
+        return
+    complete = per_seed.merge(data.cells[["encoder", "dataset"]], on=["encoder", "dataset"])
+    if complete["seed"].nunique() < 2:
+        data.missing["uncertainty"] = "the paired-seed bootstrap needs at least two seeds"
+        return
+    boot = paired_seed_bootstrap(complete, anchors, n_replicates=data.n_replicates, seed=data.seed)
+    info = boot.ranks.set_index("encoder")
+    for col in ("tier", "p_rank1", "p_top3"):
+        board[col] = board["encoder"].map(info[col])
+    data.bootstrap = boot.ranks
+    data.leader_gap = _leader_gap(boot.ranks, boot.pairwise)
+
+
+def _add_calibration(data: ReportData, wanted: tuple[str, str] | None) -> None:
+    from crsbench.stats import recalibration_effect
+
+    runs = data.runs
+    recal = recalibration_effect(runs, seed=data.seed)
+    if recal.empty:
+        data.missing["calibration"] = "the store has no recalibrated rows (recalibrator ≠ none)"
+        return
+    data.recalibration = recal
+    enc, ds = data.calibration_cell = _choose_cell(data.board, data.cells, wanted)
+    rows = _clean_full(runs, recalibrator=None)
+    rows = rows[(rows["encoder"] == enc) & (rows["dataset"] == ds)]
+    data.cell_ece = rows[["seed", "recalibrator", "ece", "auroc"]].sort_values(
+        ["recalibrator", "seed"]
+    )
+    if data.reliability is not None:
+        rel = data.reliability
+        rel = rel[(rel["encoder"] == enc) & (rel["dataset"] == ds)]
+        data.reliability = rel if not rel.empty else None
+        if data.reliability is None:
+            data.missing["reliability"] = f"the reliability table has no bins for {enc}/{ds}"
+    else:
+        data.missing["reliability"] = (
+            "the store has no 'reliability' table (per-bin confidence and accuracy), so "
+            "true reliability diagrams cannot be drawn"
+        )
+
+
+def _groups_from_column(runs: pd.DataFrame, encoders: list[str]) -> dict[str, str] | None:
+    """Groups from an ``encoder_group`` column when it covers every encoder (no card lookup,
+    which would import the encoder registry)."""
+    from crsbench.stats.shift import GROUP_OF_FAMILY
+
+    if "encoder_group" not in runs:
+        return None
+    pairs = runs[["encoder", "encoder_group"]].dropna().drop_duplicates("encoder")
+    found = {e: GROUP_OF_FAMILY.get(g, g) for e, g in zip(pairs["encoder"],
+             pairs["encoder_group"], strict=True)}  # fmt: skip
+    return found if all(e in found for e in encoders) else None
+
+
+def _add_robustness(data: ReportData) -> None:
+    from crsbench.stats import (
+        default_groups,
+        ece_increase_by_condition,
+        shift_auroc_by_encoder,
+        shift_welch,
+    )
+
+    runs = data.runs
+    rob = ece_increase_by_condition(runs)
+    if rob.empty:
+        data.missing["robustness"] = "the store has no perturbed rows (condition ≠ clean)"
+    else:
+        data.robustness = rob
+    shift = shift_auroc_by_encoder(runs)
+    if shift.empty:
+        data.missing["shift"] = "the store has no institutional-shift rows (condition = shift)"
+        return
+    encoders = sorted(shift["encoder"].unique())
+    groups = _groups_from_column(runs, encoders) or default_groups(encoders, runs)
+    shift["group"] = shift["encoder"].map(groups).fillna("unknown")
+    data.shift = shift
+    target = shift.groupby("encoder")["shift_auroc"].mean().to_dict()
+    try:
+        data.shift_test = shift_welch(target, groups)
+    except (CrsbenchError, ValueError) as exc:
+        data.missing["shift_test"] = str(exc)
+
+
+def compute_report_data(
+    store_dir: str | Path,
+    *,
+    n_replicates: int = 2000,
+    seed: int = 0,
+    anchors: Any = None,
+    calibration_cell: tuple[str, str] | None = None,
+) -> ReportData:
+    """Load the store and compute every table the report shows.
+
+    Parameters
+    ----------
+    store_dir : path
+        Directory holding ``results.duckdb``.
+    n_replicates : int
+        Paired-seed bootstrap replicates (``0`` skips the uncertainty section).
+    seed : int
+        Seed of every resampling.
+    anchors : anchors source, optional
+        Version string, YAML path or :class:`crsbench.scoring.Anchors`; default current.
+    calibration_cell : (encoder, dataset), optional
+        Cell of the calibration section; default the CRS leader's first dataset.
+
+    Raises
+    ------
+    StoreError
+        The store is missing, locked, or has no complete main-protocol cell to score.
+    """
+    from crsbench.scoring import (
+        aggregate_by_encoder,
+        axes_from_runs,
+        load_anchors,
+        load_runs,
+        score_cells,
+    )
+    from crsbench.stats import rank_agreement, rank_moves
+
+    runs = load_runs(store_dir)
+    meta, reliability = read_store_extras(store_dir)
+    anc = load_anchors(anchors) if not hasattr(anchors, "version") else anchors
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        per_seed = axes_from_runs(runs)
+        cells = score_cells(per_seed, anc)
+    if cells.empty:
+        raise StoreError(
+            f"results store {Path(store_dir) / 'results.duckdb'} must hold at least one complete "
+            "main-protocol cell (frozen, logistic, layer 1.0, all four axes). Got none."
+        )
+    board = aggregate_by_encoder(cells)
+    for col in ("tier", "p_rank1", "p_top3"):
+        board[col] = np.nan
+    data = ReportData(runs=runs, board=board, cells=cells, anchors_version=anc.version,
+                      n_replicates=n_replicates, seed=seed, meta=meta, reliability=reliability,
+                      cells_left_out=[str(w.message) for w in caught])  # fmt: skip
+    if len(board) >= 2:
+        auc = dict(zip(board["encoder"], board["auroc"], strict=True))
+        crs = dict(zip(board["encoder"], board["CRS"], strict=True))
+        data.agreement = rank_agreement(auc, crs)
+        data.rank_moves = rank_moves(auc, crs, names=("auroc", "crs"))
+    else:
+        data.missing["rank_shift"] = "rank agreement needs at least two scored encoders"
+    _add_bootstrap(data, per_seed, anc)
+    _add_calibration(data, calibration_cell)
+    _add_robustness(data)
+    clean = _clean_full(runs, fraction=None)
+    if clean["fraction"].nunique() >= 2:
+        data.label_curves = _curves(clean, "fraction")
+    else:
+        data.missing["label_efficiency"] = "the store has clean rows at only one label fraction"
+    depth = _clean_full(runs, layer=None)
+    if depth["layer"].nunique() >= 2:
+        data.depth_curves = _curves(depth, "layer")
+    else:
+        data.missing["layer_depth"] = "no layer-depth sweep rows in the store (one layer only)"
+    return data

@@ -1,0 +1,265 @@
+"""The nine sections of the report, each from :class:`ReportData` to HTML plus files.
+
+Every section writes its tables as CSV under ``tables/`` and its figures as PNG and SVG under
+``figures/``; when the store lacks the data, the section shows a note saying so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from crsbench.report import figures_detail as fd
+from crsbench.report import figures_rank as fr
+from crsbench.report.data import BOARD_COLUMNS, ReportData
+from crsbench.report.html import (
+    Section,
+    figure_html,
+    files_html,
+    note_html,
+    stats_html,
+    table_html,
+)
+
+BOARD_HEADERS = {
+    "rank_crs": "CRS rank", "rank_auroc": "AUROC rank", "n_cells": "cells",
+    "auroc": "D: AUROC", "ece": "C: ECE", "retention": "L: retention",
+    "robustness_drop": "R: drop", "p_rank1": "P(rank 1)", "p_top3": "P(top 3)",
+}  # fmt: skip
+
+
+class Writer:
+    """Writes the CSV tables and figures of one report directory."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out = out_dir
+        self.fig_dir = out_dir / "figures"
+        self.table_dir = out_dir / "tables"
+        self.fig_dir.mkdir(parents=True, exist_ok=True)
+        self.table_dir.mkdir(parents=True, exist_ok=True)
+        self.tables: list[str] = []
+
+    def csv(self, df: pd.DataFrame, name: str) -> str:
+        """Write ``tables/name.csv``; return its page-relative path."""
+        df.to_csv(self.table_dir / f"{name}.csv", index=False)
+        rel = f"tables/{name}.csv"
+        self.tables.append(rel)
+        return rel
+
+
+def leaderboard(d: ReportData, w: Writer) -> Section:
+    """Section 1: the sortable leaderboard."""
+    board = d.board.copy()
+    board = board[[c for c in BOARD_COLUMNS if c in board]]
+    rel = w.csv(board, "leaderboard")
+    s = Section(
+        "leaderboard", "1. Leaderboard",
+        "Encoders ordered by CRS; compare the CRS rank with the AUROC rank to see where "
+        "reliability changes the choice. Encoders in the same bootstrap tier are not "
+        "significantly different; click a column header to sort.",
+    )  # fmt: skip
+    s.parts.append(table_html(board, headers=BOARD_HEADERS, sortable=True, table_id="board"))
+    s.parts.append(files_html([rel]))
+    if d.cells_left_out:
+        s.parts.append(note_html("; ".join(d.cells_left_out)))
+    return s
+
+
+def profiles(d: ReportData, w: Writer) -> Section:
+    """Section 2: one utility radar per encoder."""
+    cols = ["encoder", "rank_crs", *(c for c, _ in fr.PROFILE_AXES), "CRS"]
+    rel = w.csv(d.board[cols], "profiles")
+    s = Section(
+        "profiles", "2. Four-axis profiles",
+        "Each shape is one encoder on the fixed-anchor utility scale (outer ring = best "
+        "bound), so shapes compare directly: a large, even shape is reliable on every axis, a "
+        "dent marks the axis that would fail first.",
+    )  # fmt: skip
+    s.parts.append(figure_html(fr.profiles_figure(d.board, w.fig_dir), "Radar chart per encoder"))
+    s.parts.append(files_html([rel]))
+    return s
+
+
+def rank_shift(d: ReportData, w: Writer) -> Section:
+    """Section 3: AUROC → CRS slope chart and agreement statistics."""
+    s = Section(
+        "rank-shift", "3. What changes between AUROC and CRS",
+        "Lines that cross are encoders whose position depends on whether you judge by AUROC "
+        "alone or by reliability; Kendall's tau near 1 means the two rankings mostly agree.",
+    )  # fmt: skip
+    if d.rank_moves is None or d.agreement is None:
+        s.parts.append(note_html(d.missing.get("rank_shift", "not available")))
+        return s
+    a = d.agreement
+    s.parts.append(stats_html([
+        ("Kendall's tau-b", f"{a['kendall_tau']:.3f}"),
+        ("Spearman's rho", f"{a['spearman_rho']:.3f}"),
+        ("reversed pairs", f"{int(a['reversed_pairs'])} of {int(a['n_pairs'])}"),
+        ("mean |rank change|", f"{a['mean_abs_displacement']:.2f}"),
+        ("top-3 overlap", f"{a['top3_overlap']:.2f}"),
+    ]))  # fmt: skip
+    s.parts.append(figure_html(fr.rank_shift_figure(d.rank_moves, w.fig_dir), "Slope chart"))
+    rels = [w.csv(d.rank_moves, "rank_moves"), w.csv(pd.DataFrame([a]), "agreement")]
+    s.parts.append(files_html(rels))
+    return s
+
+
+def uncertainty(d: ReportData, w: Writer) -> Section:
+    """Section 4: bootstrap rank probabilities, CRS intervals and the leader's gap."""
+    s = Section(
+        "uncertainty", "4. Uncertainty",
+        "How often each encoder comes first or in the top three when seeds are resampled; a "
+        "leader whose gap interval includes 0 is not reliably ahead of the runner-up.",
+    )  # fmt: skip
+    if d.bootstrap is None:
+        s.parts.append(note_html(d.missing.get("uncertainty", "not available")))
+        return s
+    g = d.leader_gap
+    if g is not None:
+        verdict = "excludes 0: the lead is significant" if g["ci_low"] > 0 else "includes 0"
+        s.parts.append(stats_html([
+            ("leader", g["leader"]), ("runner-up", g["runner_up"]),
+            ("CRS gap", f"{g['diff']:.3f}"),
+            ("95% CI of the gap", f"[{g['ci_low']:.3f}, {g['ci_high']:.3f}]"),
+            ("P(leader ahead)", f"{g['p_leader_better']:.2f}"),
+        ]))  # fmt: skip
+        s.parts.append(f'<p class="lede">The interval {verdict}.</p>')
+    fig = fr.uncertainty_figure(d.bootstrap, w.fig_dir, d.n_replicates)
+    s.parts.append(figure_html(fig, "Bootstrap rank probabilities"))
+    rels = [w.csv(d.bootstrap, "bootstrap_ranks")]
+    if g is not None:
+        rels.append(w.csv(pd.DataFrame([g]), "leader_gap"))
+    s.parts.append(files_html(rels))
+    return s
+
+
+def calibration(d: ReportData, w: Writer) -> Section:
+    """Section 5: reliability diagrams (or per-seed ECE) of one cell, ECE reduction table."""
+    s = Section(
+        "calibration", "5. Calibration",
+        "How far predicted probabilities sit from observed frequencies before and after each "
+        "post-hoc recalibrator; the table gives the ECE reduction over every cell with its "
+        "95% interval and the (small) AUROC change.",
+    )  # fmt: skip
+    if d.recalibration is None:
+        s.parts.append(note_html(d.missing.get("calibration", "not available")))
+        return s
+    enc, ds = d.calibration_cell or ("?", "?")
+    s.parts.append(f"<h3>Chosen cell: {enc} on {ds}</h3>")
+    if d.reliability is not None:
+        fig = fd.reliability_figure(d.reliability, (enc, ds), w.fig_dir)
+        s.parts.append(figure_html(fig, "Reliability diagrams"))
+        s.parts.append(files_html([w.csv(d.reliability, "reliability_bins")]))
+    else:
+        s.parts.append(note_html(
+            d.missing.get("reliability", "") + ". Shown instead: the ECE of this cell before "
+            "and after each recalibrator (bar = seed mean, dots = seeds)."
+        ))  # fmt: skip
+    if d.cell_ece is not None and not d.cell_ece.empty:
+        fig = fd.cell_ece_figure(d.cell_ece, (enc, ds), w.fig_dir)
+        s.parts.append(figure_html(fig, "ECE per recalibrator for the chosen cell"))
+    s.parts.append("<h3>ECE reduction over all cells</h3>")
+    s.parts.append(figure_html(fd.recalibration_summary_figure(d.recalibration, w.fig_dir),
+                               "ECE reduction per recalibrator"))  # fmt: skip
+    s.parts.append(table_html(d.recalibration, sortable=True, table_id="recalibration"))
+    s.parts.append(files_html([w.csv(d.recalibration, "recalibration"),
+                               w.csv(d.cell_ece, "calibration_cell")]))  # fmt: skip
+    return s
+
+
+def label_efficiency(d: ReportData, w: Writer) -> Section:
+    """Section 6: AUROC vs label fraction per domain."""
+    s = Section(
+        "label-efficiency", "6. Label efficiency",
+        "AUROC as the labelled training set shrinks to 1%: flat curves keep their "
+        "discrimination with few labels, steep ones need the full set.",
+    )  # fmt: skip
+    if d.label_curves is None:
+        s.parts.append(note_html(d.missing.get("label_efficiency", "not available")))
+        return s
+    s.parts.append(figure_html(fd.label_efficiency_figure(d.label_curves, w.fig_dir),
+                               "AUROC vs label fraction"))  # fmt: skip
+    s.parts.append(files_html([w.csv(d.label_curves, "label_efficiency")]))
+    return s
+
+
+def robustness(d: ReportData, w: Writer) -> Section:
+    """Section 7: perturbation heatmaps and the institutional-shift bars."""
+    s = Section(
+        "robustness", "7. Robustness",
+        "Darker-to-brighter cells show which perturbation and severity costs the most AUROC "
+        "and calibration; the bars compare each encoder's AUROC at its source site with the "
+        "shifted site, medical and general encoders apart.",
+    )  # fmt: skip
+    rels = []
+    if d.robustness is None:
+        s.parts.append(note_html(d.missing.get("robustness", "not available")))
+    else:
+        s.parts.append(figure_html(fd.robustness_figure(d.robustness, w.fig_dir),
+                                   "Heatmaps of AUROC drop and ECE increase"))  # fmt: skip
+        rels.append(w.csv(d.robustness, "robustness"))
+    s.parts.append("<h3>Institutional shift</h3>")
+    if d.shift is None:
+        s.parts.append(note_html(d.missing.get("shift", "not available")))
+    else:
+        s.parts.append(figure_html(fd.shift_figure(d.shift, w.fig_dir), "Shift AUROC bars"))
+        rels.append(w.csv(d.shift, "shift"))
+        if d.shift_test is not None:
+            s.parts.append(table_html(d.shift_test, table_id="shift-test"))
+            rels.append(w.csv(d.shift_test, "shift_welch"))
+        else:
+            s.parts.append(note_html("Welch test not run: " + d.missing.get("shift_test", "")))
+    s.parts.append(files_html(rels))
+    return s
+
+
+def layer_depth(d: ReportData, w: Writer) -> Section:
+    """Section 8: AUROC vs probed layer depth."""
+    s = Section(
+        "layer-depth", "8. Layer depth",
+        "AUROC of a probe on intermediate blocks: a curve that peaks before depth 1 means the "
+        "last block is not the best feature for this task.",
+    )  # fmt: skip
+    if d.depth_curves is None:
+        s.parts.append(note_html(d.missing.get("layer_depth", "not available")))
+        return s
+    s.parts.append(figure_html(fd.layer_depth_figure(d.depth_curves, w.fig_dir),
+                               "AUROC vs layer depth"))  # fmt: skip
+    s.parts.append(files_html([w.csv(d.depth_curves, "layer_depth")]))
+    return s
+
+
+def _revisions(runs: pd.DataFrame, key: str, col: str) -> pd.DataFrame:
+    if col not in runs:
+        return pd.DataFrame({key: sorted(runs[key].unique()), col: "not recorded"})
+    pairs = runs[[key, col]].astype(str).drop_duplicates()
+    return pairs.groupby(key)[col].agg(lambda v: ", ".join(sorted(set(v)))).reset_index()
+
+
+def provenance(d: ReportData, w: Writer, facts: list[tuple[str, object]]) -> Section:
+    """Section 9: config, versions, revisions and dates."""
+    from crsbench.report.html import esc, kv_html
+
+    s = Section(
+        "provenance", "9. Provenance",
+        "What produced these numbers: cite the package and anchors versions with any result, "
+        "and check the encoder and dataset revisions before comparing with another report.",
+    )  # fmt: skip
+    s.parts.append(kv_html(facts))
+    enc = _revisions(d.runs, "encoder", "encoder_revision")
+    data_col = "eval_dataset"
+    ds = _revisions(d.runs, data_col, "dataset_revision").rename(columns={data_col: "dataset"})
+    s.parts.append("<h3>Encoder revisions</h3>" + table_html(enc))
+    s.parts.append("<h3>Dataset revisions</h3>" + table_html(ds))
+    config = d.meta.get("config_json")
+    if config:
+        s.parts.append(f"<details><summary>Resolved config</summary><pre>{esc(config)}</pre>"
+                       "</details>")  # fmt: skip
+    else:
+        s.parts.append(note_html("the store has no meta table, so the resolved config is not "
+                                 "recorded"))  # fmt: skip
+    rels = [w.csv(enc, "encoder_revisions"), w.csv(ds, "dataset_revisions"),
+            w.csv(pd.DataFrame(facts, columns=["key", "value"]), "provenance")]  # fmt: skip
+    s.parts.append(files_html(rels))
+    return s

@@ -1,0 +1,54 @@
+"""A tiny, fast benchmark config over synthetic data, shared by the runner's integration tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+TINY_SIZES = {
+    "isic2019": 60,
+    "aptos2019": 50,
+    "chexpert_train": 90,
+    "chexpert_valid": 12,
+    "mimic_cxr": 50,
+    "side": 48,
+}
+
+
+def write_tiny_data(root: Path) -> Path:
+    """Synthetic ISIC, APTOS, CheXpert and MIMIC in their real layouts, tiny."""
+    from crsbench.datasets.synthetic import write_all
+
+    write_all(root, size=TINY_SIZES, seed=0)
+    return root
+
+
+def tiny_config_dict(
+    data: Path, out: Path, encoders: tuple[str, ...] = ("pixel",)
+) -> dict[str, Any]:
+    """A reduced grid: every kind of record, few of each."""
+    return {
+        "encoders": list(encoders),
+        "datasets": {
+            "isic2019": {"root": str(data / "isic2019")},
+            "chexpert": {"root": str(data / "chexpert")},
+            "mimic_cxr": {"root": str(data / "mimic_cxr")},
+        },
+        "shifts": [{"source": "chexpert", "target": "mimic_cxr"}],
+        "seeds": [0, 1],
+        "fractions": [0.25, 1.0],
+        "layers": [0.5, 1.0],
+        "perturbations": {
+            "names": ["gaussian_blur", "jpeg"],
+            "severities": [1, 3],
+            "include_extra": False,
+        },
+        "recalibrators": ["temperature", "isotonic"],
+        "probes": {
+            "logistic": {"c_grid": [0.01, 1.0, 100.0], "max_iter": 100, "tol": 1e-4},
+            "mlp": {"hidden_size": 8, "epochs": 5},
+        },
+        "output_dir": str(out),
+        "device": "cpu",
+        "num_workers": 0,
+    }

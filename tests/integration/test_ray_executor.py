@@ -1,0 +1,303 @@
+"""The Ray executor on a local Ray instance: same store as the local executor, dying workers.
+
+One Ray session (2 CPUs) and one set of tiny synthetic datasets serve every test of this
+module; the reference store comes from the local executor on the same config.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from crsbench.config import BenchmarkConfig, parse_config  # noqa: E402
+from crsbench.core.errors import CacheError, ConfigError, CrsbenchError, DataError  # noqa: E402
+from crsbench.runs.pipeline import run_benchmark  # noqa: E402
+
+IDENTITY = [
+    "encoder",
+    "dataset",
+    "eval_dataset",
+    "seed",
+    "regime",
+    "probe",
+    "layer",
+    "fraction",
+    "condition",
+    "severity",
+    "recalibrator",
+]
+METRICS = ["auroc", "ece", "brier", "nll", "sens_at_spec90", "sens_at_spec95"]
+SIZE = {
+    "isic2019": 40,
+    "aptos2019": 30,
+    "chexpert_train": 60,
+    "chexpert_valid": 10,
+    "mimic_cxr": 30,
+    "side": 48,
+}
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from crsbench.datasets.synthetic import write_all
+
+    root = tmp_path_factory.mktemp("ray_synth")
+    write_all(root, size=SIZE, seed=0)
+    return root
+
+
+def reduced_config(data_root: Path, out: Path, cache: Path) -> BenchmarkConfig:
+    """Two cells (ISIC; CheXpert with its MIMIC shift target), pixel encoder, 2 seeds."""
+    data = {
+        "encoders": [{"name": "pixel", "input_size": 32}],
+        "datasets": {
+            "isic2019": {"root": str(data_root / "isic2019")},
+            "chexpert": {
+                "root": str(data_root / "chexpert"),
+                "options": {"uncertainty": "ignore", "frontal_only": True},
+            },
+            "mimic_cxr": {
+                "root": str(data_root / "mimic_cxr"),
+                "options": {"uncertainty": "ignore"},
+            },
+        },
+        "shifts": [{"source": "chexpert", "target": "mimic_cxr"}],
+        "seeds": [0, 1],
+        "fractions": [0.1, 1.0],
+        "perturbations": {"names": ["gaussian_blur"], "severities": [1], "include_extra": False},
+        "probes": {
+            "logistic": {"c_grid": [0.1, 1.0], "max_iter": 100},
+            "mlp": None,
+            "knn": {"k": 3},
+        },
+        "recalibrators": ["temperature"],
+        "layers": [0.5, 1.0],
+        "output_dir": str(out),
+        "cache_dir": str(cache),
+        "device": "cpu",
+        "num_workers": 0,
+        "batch_size": 32,
+    }
+    return parse_config(data, base_dir=data_root)
+
+
+def runs_table(out: Path) -> pd.DataFrame:
+    """The ``runs`` table without the per-run timing columns, in identity order."""
+    import duckdb
+
+    con = duckdb.connect(str(out / "results.duckdb"), read_only=True)
+    try:
+        df = con.execute("SELECT * FROM runs").df()
+    finally:
+        con.close()
+    df = df.drop(columns=["wall_time_s", "created_at"])
+    return df.sort_values(IDENTITY).reset_index(drop=True)
+
+
+def assert_same_runs(got: pd.DataFrame, want: pd.DataFrame) -> None:
+    assert len(got) == len(want)
+    assert not got.duplicated(IDENTITY).any()
+    pd.testing.assert_frame_equal(got[IDENTITY], want[IDENTITY])
+    for col in METRICS:
+        np.testing.assert_array_equal(got[col].to_numpy(float), want[col].to_numpy(float))
+    rest = [c for c in want.columns if c not in IDENTITY + METRICS]
+    pd.testing.assert_frame_equal(got[rest], want[rest])
+
+
+@pytest.fixture(scope="module")
+def local_runs(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
+    base = tmp_path_factory.mktemp("ray_local_ref")
+    cfg = reduced_config(data_root, base / "out", base / "cache")
+    run_benchmark(cfg, executor="local", progress=False)
+    df = runs_table(base / "out")
+    assert len(df) > 0 and df["auroc"].notna().all()
+    return df
+
+
+@pytest.fixture(scope="module")
+def ray_session() -> Any:
+    """One local Ray instance for the module; executors use it and leave it running."""
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        object_store_memory=200 * 1024**2,
+        ignore_reinit_error=True,
+    )
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def ray_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Feature cache filled by Ray workers (shared by the tests after the first)."""
+    return tmp_path_factory.mktemp("ray_cache")
+
+
+def _attempts(marker_dir: Path, tag: str) -> int:
+    return len(list(marker_dir.glob(f"{tag}.*")))
+
+
+def test_ray_store_equals_local_store(
+    ray_session: Any, data_root: Path, local_runs: pd.DataFrame, ray_cache: Path, tmp_path: Path
+) -> None:
+    cfg = reduced_config(data_root, tmp_path / "out", ray_cache)
+    summary = run_benchmark(cfg, executor="ray", progress=False)
+    assert summary.n_records_written == summary.n_records_total == len(local_runs)
+    assert_same_runs(runs_table(tmp_path / "out"), local_runs)
+    # extraction really ran in the workers: the Ray cache holds the entries
+    assert any((ray_cache / "objects").rglob("*.json"))
+    assert ray_session.is_initialized()  # the executor did not own this session
+
+
+def test_dying_workers_are_retried_nothing_lost_or_doubled(
+    ray_session: Any,
+    data_root: Path,
+    local_runs: pd.DataFrame,
+    ray_cache: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from crsbench.runs import executors
+    from crsbench.runs.cell import evaluate_cell
+    from crsbench.runs.extract_cell import extract_cell_features
+    from crsbench.runs.ray_executor import RayExecutor
+
+    markers = str(tmp_path / "markers")
+    os.makedirs(markers)
+
+    def crash_first(tag: str) -> None:
+        """Record the attempt; kill this worker process on the first one."""
+        n = len([f for f in os.listdir(markers) if f.startswith(tag + ".")])
+        open(os.path.join(markers, f"{tag}.{n}.{os.getpid()}"), "w").close()
+        if n == 0:
+            os._exit(1)
+
+    def extract_dies_once(cfg, plan, prep, target, progress=False):  # type: ignore[no-untyped-def]
+        if plan.dataset == "chexpert":
+            crash_first("extract")
+        return extract_cell_features(cfg, plan, prep, target, progress=progress)
+
+    def probe_dies_once(data, settings):  # type: ignore[no-untyped-def]
+        if data.dataset == "isic2019":
+            crash_first("probe")
+        return evaluate_cell(data, settings)
+
+    made: list[RayExecutor] = []
+
+    def make(name: str, *, address: str | None = None) -> RayExecutor:
+        ex = RayExecutor(
+            address, max_retries=2, extract_fn=extract_dies_once, evaluate_fn=probe_dies_once
+        )
+        made.append(ex)
+        return ex
+
+    monkeypatch.setattr(executors, "make_executor", make)
+    cfg = reduced_config(data_root, tmp_path / "out", ray_cache)
+    summary = run_benchmark(cfg, executor="ray", progress=False)
+    assert len(made) == 1
+    # each injected fault fired once and its task succeeded on the second attempt
+    assert _attempts(Path(markers), "extract") == 2
+    assert _attempts(Path(markers), "probe") == 2
+    pids = {f.name.split(".")[-1] for f in Path(markers).iterdir()}
+    assert str(os.getpid()) not in pids  # the faults ran in workers, never in the driver
+    assert summary.n_records_written == len(local_runs)
+    assert_same_runs(runs_table(tmp_path / "out"), local_runs)
+
+
+def test_exhausted_retries_fail_the_cell_and_a_resume_completes_the_store(
+    ray_session: Any,
+    data_root: Path,
+    local_runs: pd.DataFrame,
+    ray_cache: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from crsbench.runs import executors
+    from crsbench.runs.cell import evaluate_cell
+    from crsbench.runs.ray_executor import RayExecutor
+
+    def probe_always_dies(data, settings):  # type: ignore[no-untyped-def]
+        if data.dataset == "chexpert":
+            os._exit(1)
+        return evaluate_cell(data, settings)
+
+    real_make = executors.make_executor
+    monkeypatch.setattr(
+        executors,
+        "make_executor",
+        lambda name, *, address=None: RayExecutor(
+            address, max_retries=0, evaluate_fn=probe_always_dies
+        ),
+    )
+    cfg = reduced_config(data_root, tmp_path / "out", ray_cache)
+    with pytest.raises(CrsbenchError, match=r"pixel × chexpert.*died 1 times"):
+        run_benchmark(cfg, executor="ray", progress=False)
+    partial = runs_table(tmp_path / "out")
+    assert set(partial["dataset"]) <= {"isic2019"}  # nothing of the failed cell was written
+    monkeypatch.setattr(executors, "make_executor", real_make)
+    summary = run_benchmark(cfg, executor="ray", progress=False)
+    assert summary.n_records_written == len(local_runs) - len(partial)
+    assert_same_runs(runs_table(tmp_path / "out"), local_runs)
+
+
+def test_task_errors_are_not_retried_and_keep_their_type(
+    ray_session: Any, data_root: Path, ray_cache: Path, tmp_path: Path
+) -> None:
+    from crsbench.runs.pipeline import cell_settings
+    from crsbench.runs.plan import plan_cells
+    from crsbench.runs.prepare import prepare_datasets
+    from crsbench.runs.ray_executor import RayExecutor
+
+    markers = str(tmp_path / "attempts")
+    os.makedirs(markers)
+
+    def probe_raises(data, settings):  # type: ignore[no-untyped-def]
+        open(os.path.join(markers, f"try.{len(os.listdir(markers))}"), "w").close()
+        raise DataError("labels must be 0/1. Got 7 instead.")
+
+    cfg = reduced_config(data_root, tmp_path / "out", ray_cache)
+    prepared = prepare_datasets(cfg)
+    mods = {n: p.dataset.card.modality for n, p in prepared.items()}
+    cells = [c for c in plan_cells(cfg, mods) if c.dataset == "isic2019"]
+    ex = RayExecutor(max_retries=3, evaluate_fn=probe_raises)
+    with pytest.raises(DataError, match=r"pixel × isic2019: labels must be 0/1\. Got 7"):
+        list(ex.run_cells(cfg, cells, prepared, cell_settings(cfg), progress=False))
+    ex.close()
+    assert len(os.listdir(markers)) == 1  # an application error is not retried
+    assert ray_session.is_initialized()
+
+
+def test_probe_task_refuses_a_cache_entry_it_cannot_read(tmp_path: Path) -> None:
+    from crsbench.core.types import Condition
+    from crsbench.features.results import FeatureArray
+    from crsbench.runs.ray_executor import load_features, strip_features
+
+    fa = FeatureArray(
+        np.ones((3, 2)),
+        np.array(["a", "b", "c"]),
+        Condition("clean", 0),
+        1.0,
+        "ab" * 32,
+        "computed",
+    )
+    stripped = strip_features({"clean": {1.0: fa}, "perturbed": {}})
+    assert stripped["clean"][1.0].features.size == 0 and stripped["clean"][1.0].key == fa.key
+    with pytest.raises(CacheError, match="filesystem shared by the driver and every Ray node"):
+        load_features(stripped, tmp_path / "cache")
+
+
+def test_missing_ray_extra_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from crsbench.runs.executors import make_executor
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ConfigError, match=r"crsbench\[ray\]"):
+        make_executor("ray")

@@ -1,0 +1,128 @@
+"""The report of a synthetic store: sections, figures, tables, self-containment, values."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+SECTION_IDS = (
+    "leaderboard", "profiles", "rank-shift", "uncertainty", "calibration",
+    "label-efficiency", "robustness", "layer-depth", "provenance",
+)  # fmt: skip
+FULL_FIGURES = (
+    "profiles", "rank_shift", "uncertainty", "calibration_cell", "recalibration",
+    "label_efficiency", "robustness", "shift", "layer_depth",
+)  # fmt: skip
+
+
+def _sections(html: str) -> dict[str, str]:
+    parts = re.findall(r'<section id="([^"]+)">(.*?)</section>', html, flags=re.S)
+    return dict(parts)
+
+
+def _png_std(path: Path) -> float:
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return float(np.asarray(im.convert("L"), dtype=float).std())
+
+
+def test_every_section_present_with_reading_guide(small_report: Path) -> None:
+    html = small_report.read_text(encoding="utf-8")
+    found = _sections(html)
+    assert tuple(found) == SECTION_IDS
+    for sid, body in found.items():
+        lede = re.search(r'<p class="lede">([^<]+)</p>', body)
+        assert lede is not None and len(lede.group(1)) > 40, sid
+    # the simulated store has data for every analysis; it lacks only the optional
+    # reliability bins and the meta table (write_store writes runs and metrics)
+    notes = re.findall(r'<p class="note">([^<]*)</p>', html)
+    assert len(notes) == 2
+    assert "reliability" in notes[0] and "meta table" in notes[1]
+
+
+def test_no_figure_is_empty(small_report: Path) -> None:
+    fig_dir = small_report.parent / "figures"
+    for name in FULL_FIGURES:
+        png, svg = fig_dir / f"{name}.png", fig_dir / f"{name}.svg"
+        assert png.stat().st_size > 5_000, name
+        assert svg.read_text(encoding="utf-8").lstrip().startswith("<?xml"), name
+        assert _png_std(png) > 10.0, f"{name}.png is (nearly) blank"
+    html = small_report.read_text(encoding="utf-8")
+    assert html.count('<img src="data:image/svg+xml;base64,') == len(FULL_FIGURES)
+
+
+def test_page_is_self_contained(small_report: Path) -> None:
+    html = small_report.read_text(encoding="utf-8")
+    assert "http://" not in html and "https://" not in html
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=\"(?!data:)[^\"]*\"[^>]*>", html)
+    assert "<script>" in html and "<style>" in html
+    assert "default-src 'none'" in html  # CSP: the page cannot fetch anything
+
+
+def test_leaderboard_matches_scoring(small_store: Path, small_report: Path) -> None:
+    from crsbench.scoring import build_leaderboard, load_runs
+
+    written = pd.read_csv(small_report.parent / "tables" / "leaderboard.csv")
+    ref = build_leaderboard(load_runs(small_store), n_replicates=60, seed=0)
+    merged = written.merge(ref, on="encoder", suffixes=("", "_ref"))
+    assert len(merged) == len(ref) == 4
+    for col in ("CRS", "auroc", "ece", "retention", "robustness_drop", "P", "I", "W",
+                "p_rank1", "p_top3"):  # fmt: skip
+        np.testing.assert_allclose(merged[col], merged[f"{col}_ref"], rtol=1e-9, err_msg=col)
+    for col in ("rank_crs", "rank_auroc", "tier"):
+        assert (merged[col] == merged[f"{col}_ref"]).all(), col
+    # the HTML table shows the same encoders in CRS order
+    html = small_report.read_text(encoding="utf-8")
+    board = re.search(r'<table class="sortable" id="board">(.*?)</table>', html, re.S).group(1)
+    shown = re.findall(r"<tr><td[^>]*>1?\d</td><td[^>]*>\d+</td><td>([^<]+)</td>", board)
+    assert shown == list(ref["encoder"])
+
+
+def test_tables_written_and_consistent(small_report: Path) -> None:
+    tables = small_report.parent / "tables"
+    names = {p.stem for p in tables.glob("*.csv")}
+    assert {"leaderboard", "profiles", "rank_moves", "agreement", "bootstrap_ranks",
+            "leader_gap", "recalibration", "label_efficiency", "robustness", "shift",
+            "layer_depth", "provenance"} <= names  # fmt: skip
+    for p in tables.glob("*.csv"):
+        assert len(pd.read_csv(p)) > 0, p.name
+    boot = pd.read_csv(tables / "bootstrap_ranks.csv")
+    assert boot["p_rank1"].sum() == pytest.approx(1.0)
+    assert boot["p_top3"].sum() == pytest.approx(3.0)
+    gap = pd.read_csv(tables / "leader_gap.csv").iloc[0]
+    assert gap["leader"] == boot["encoder"].iloc[0]
+    assert gap["diff"] == pytest.approx(boot["CRS"].iloc[0] - boot["CRS"].iloc[1])
+    depth = pd.read_csv(tables / "layer_depth.csv")
+    assert sorted(depth["layer"].unique()) == [0.25, 0.5, 0.75, 1.0]
+    label = pd.read_csv(tables / "label_efficiency.csv")
+    assert label.groupby(["dataset", "encoder"]).size().eq(5).all()
+
+
+def test_label_curve_values_are_seed_means(small_store: Path, small_report: Path) -> None:
+    import duckdb
+
+    con = duckdb.connect(str(small_store / "results.duckdb"), read_only=True)
+    want = con.execute(
+        "SELECT avg(auroc) FROM runs WHERE encoder='resnet50' AND dataset='isic2019' AND "
+        "fraction=0.05 AND layer=1.0 AND probe='logistic' AND condition='clean' AND "
+        "recalibrator='none' AND regime='frozen' AND eval_dataset=dataset"
+    ).fetchone()[0]
+    con.close()
+    label = pd.read_csv(small_report.parent / "tables" / "label_efficiency.csv")
+    got = label.query("encoder == 'resnet50' and dataset == 'isic2019' and fraction == 0.05")
+    assert got["auroc"].iloc[0] == pytest.approx(want)
+    assert got["n_seeds"].iloc[0] == 3
+
+
+def test_provenance_lists_versions(small_report: Path) -> None:
+    from crsbench import __version__
+
+    body = _sections(small_report.read_text(encoding="utf-8"))["provenance"]
+    for text in ("anchors version (scores)", "v1", __version__, "config hash", "sim-frozen",
+                 "Encoder revisions", "Dataset revisions"):  # fmt: skip
+        assert text in body, text
