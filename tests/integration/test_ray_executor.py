@@ -249,8 +249,9 @@ def test_exhausted_retries_fail_the_cell_and_a_resume_completes_the_store(
     assert_same_runs(runs_table(tmp_path / "out"), local_runs)
 
 
+@pytest.mark.parametrize("stage", ["extract", "probe"])
 def test_task_errors_are_not_retried_and_keep_their_type(
-    ray_session: Any, data_root: Path, ray_cache: Path, tmp_path: Path
+    ray_session: Any, data_root: Path, ray_cache: Path, tmp_path: Path, stage: str
 ) -> None:
     from crsbench.runs.pipeline import cell_settings
     from crsbench.runs.plan import plan_cells
@@ -260,7 +261,7 @@ def test_task_errors_are_not_retried_and_keep_their_type(
     markers = str(tmp_path / "attempts")
     os.makedirs(markers)
 
-    def probe_raises(data, settings):  # type: ignore[no-untyped-def]
+    def raises(*args, **kwargs):  # type: ignore[no-untyped-def]
         open(os.path.join(markers, f"try.{len(os.listdir(markers))}"), "w").close()
         raise DataError("labels must be 0/1. Got 7 instead.")
 
@@ -268,7 +269,7 @@ def test_task_errors_are_not_retried_and_keep_their_type(
     prepared = prepare_datasets(cfg)
     mods = {n: p.dataset.card.modality for n, p in prepared.items()}
     cells = [c for c in plan_cells(cfg, mods) if c.dataset == "isic2019"]
-    ex = RayExecutor(max_retries=3, evaluate_fn=probe_raises)
+    ex = RayExecutor(max_retries=3, **{f"{'evaluate' if stage == 'probe' else stage}_fn": raises})
     with pytest.raises(DataError, match=r"pixel × isic2019: labels must be 0/1\. Got 7"):
         list(ex.run_cells(cfg, cells, prepared, cell_settings(cfg), progress=False))
     ex.close()
@@ -301,3 +302,48 @@ def test_missing_ray_extra_is_a_config_error(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ConfigError, match=r"crsbench\[ray\]"):
         make_executor("ray")
+
+
+@pytest.mark.parametrize(
+    ("device", "cluster_gpus", "asked"), [("auto", 0, 0.0), ("auto", 2, 1.0), ("cpu", 2, 0.0)]
+)
+def test_extraction_asks_for_a_gpu_only_when_the_cluster_has_one(
+    ray_session: Any,
+    data_root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    device: str,
+    cluster_gpus: int,
+    asked: float,
+) -> None:
+    from crsbench.runs.ray_executor import RayExecutor
+
+    cfg = reduced_config(data_root, tmp_path / "out", tmp_path / "cache")
+    cfg = cfg.model_copy(update={"device": device})
+    ex = RayExecutor()
+    monkeypatch.setattr(ex, "cluster_gpus", lambda: float(cluster_gpus))
+    assert ex.extraction_gpus(cfg) == asked
+    ex.close()
+    assert ray_session.is_initialized()
+
+
+def test_cuda_device_without_cluster_gpus_is_a_config_error(
+    ray_session: Any, data_root: Path, tmp_path: Path
+) -> None:
+    from crsbench.runs.ray_executor import RayExecutor
+
+    cfg = reduced_config(data_root, tmp_path / "out", tmp_path / "cache")
+    cfg = cfg.model_copy(update={"device": "cuda"})
+    ex = RayExecutor()
+    assert ex.cluster_gpus() == 0.0  # the local test instance has no GPU
+    with pytest.raises(ConfigError, match="reports no GPU"):
+        list(ex.run_cells(cfg, [], {}, None, progress=False))  # type: ignore[arg-type]
+    ex.close()
+
+
+@pytest.mark.parametrize("bad", [{"max_retries": -1}, {"num_cpus_per_task": 0}])
+def test_bad_executor_parameters_are_config_errors(bad: dict[str, Any]) -> None:
+    from crsbench.runs.ray_executor import RayExecutor
+
+    with pytest.raises(ConfigError, match="must be"):
+        RayExecutor(**bad)

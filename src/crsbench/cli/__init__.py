@@ -12,6 +12,7 @@ from crsbench.cli import (  # noqa: F401  (importing registers the commands)
     datasets_commands,
     demo_command,
     encoder_commands,
+    report_command,
     run_commands,
     synth_command,
 )

@@ -87,8 +87,8 @@ class FittedLinear:
 
     @property
     def C(self) -> float:
-        """The chosen C."""
-        return float(self.Cs[self.C_index])
+        """The chosen C (NaN for a skipped subset)."""
+        return float(self.Cs[self.C_index]) if self.C_index >= 0 else float("nan")
 
     @property
     def coef(self) -> np.ndarray:
@@ -291,14 +291,7 @@ def fit_probe_grid(
         except _Skip as skip:
             fitted = _skipped(key, task, Cs, d, K, idx.size, str(skip))
         else:
-            val = np.full(Cs.size, np.nan)
-            if Xv is not None:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", UndefinedMetricWarning)
-                    for c in range(Cs.size):
-                        val[c] = macro_auroc(
-                            yv, linear_proba(Xv, coef_path[c], icpt_path[c], task), task
-                        )
+            val = _val_auroc(Xv, yv, coef_path, icpt_path, task)
             c_idx = int(np.nanargmax(val)) if np.isfinite(val).any() else 0
             fitted = FittedLinear(
                 key,
@@ -319,6 +312,23 @@ def fit_probe_grid(
         cache[sig] = fitted
         results[key] = fitted
     return results
+
+
+def _val_auroc(Xv, yv, coef_path, icpt_path, task) -> np.ndarray:
+    """Validation macro-AUROC of every C, from one matrix product over all C values."""
+    m, d, K = coef_path.shape
+    if Xv is None:
+        return np.full(m, np.nan)
+    logits = (Xv.astype(np.float64) @ coef_path.transpose(1, 0, 2).reshape(d, m * K)).reshape(
+        -1, m, K
+    ) + icpt_path[None]
+    probs = softmax(logits, axis=2) if task == "multiclass" else expit(logits)
+    val = np.full(m, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        for c in range(m):
+            val[c] = macro_auroc(yv, probs[:, c, :], task)
+    return val
 
 
 def _rekey(fitted: FittedLinear, key: Hashable) -> FittedLinear:

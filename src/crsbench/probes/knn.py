@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from crsbench.probes._validation import check_features
 from crsbench.probes.base import ProbeBase
 
 _METRICS = ("cosine", "euclidean")
@@ -85,6 +86,7 @@ class KNNProbe(ProbeBase):
     def kneighbors(self, X: np.ndarray) -> np.ndarray:
         """Indices (N × k) of the nearest training rows, nearest first."""
         self._check_fitted()
+        X = check_features(X, "X", self.n_features_in_)
         out = np.empty((X.shape[0], self.n_neighbors_), dtype=np.int64)
         kk = self.n_neighbors_
         for start in range(0, X.shape[0], self.chunk_size):

@@ -20,6 +20,7 @@ written by the driver from a completed outcome, a retry loses or doubles nothing
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -219,30 +220,39 @@ class RayExecutor:
         self._evaluate_fn = evaluate_fn
         self.owns_instance = not ray.is_initialized()
         if self.owns_instance:
-            kwargs: dict[str, Any] = {
-                "ignore_reinit_error": True,
-                "include_dashboard": False,
-                "log_to_driver": False,
-            }
-            if address is None:
-                kwargs["num_cpus"] = num_cpus
-                kwargs["object_store_memory"] = int(object_store_bytes)
-            try:
-                ray.init(address=address, **kwargs)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise ConfigError(
-                    f"--address must name a running Ray cluster. Got {address!r} instead "
-                    f"({type(exc).__name__}: {exc})."
-                ) from exc
+            self._init(address, num_cpus, object_store_bytes)
         self.address = address
         self._closed = False
 
     # ---------------------------------------------------------------------------- helpers
+    def _init(self, address: str | None, num_cpus: int | None, store_bytes: int) -> None:
+        """Start a local instance (``address`` None, no ``RAY_ADDRESS``) or connect."""
+        kwargs: dict[str, Any] = {
+            "ignore_reinit_error": True,
+            "include_dashboard": False,
+            "log_to_driver": False,
+        }
+        local = address is None and not os.environ.get("RAY_ADDRESS")
+        if local:
+            kwargs["num_cpus"] = num_cpus
+            kwargs["object_store_memory"] = int(store_bytes)
+        try:
+            self._ray.init(address=address, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            what = (
+                "a local Ray instance must start"
+                if local
+                else f"--address must name a running Ray cluster (address={address!r}, "
+                f"RAY_ADDRESS={os.environ.get('RAY_ADDRESS')!r})"
+            )
+            raise ConfigError(f"{what}. Got {type(exc).__name__}: {exc} instead.") from exc
+
     def cluster_gpus(self) -> float:
         """GPUs the cluster reports (0 when none)."""
         return float(self._ray.cluster_resources().get("GPU", 0.0))
 
-    def _extract_gpus(self, cfg: BenchmarkConfig) -> float:
+    def extraction_gpus(self, cfg: BenchmarkConfig) -> float:
+        """GPUs an extraction task asks for: 1 when the cluster has one and ``device`` allows."""
         gpus = self.cluster_gpus()
         if cfg.device == "cuda" and gpus < 1:
             raise ConfigError(
@@ -257,7 +267,11 @@ class RayExecutor:
         if isinstance(exc, ray.exceptions.RayTaskError):
             cause = getattr(exc, "cause", None)
             if isinstance(cause, CrsbenchError):
-                raise type(cause)(f"{cell}: {cause}") from exc
+                try:
+                    named = type(cause)(f"{cell}: {cause}")
+                except TypeError:  # a subclass with another constructor: keep it as is
+                    named = cause
+                raise named from exc
             raise CrsbenchError(f"{cell}: a Ray task failed:\n{exc}") from exc
         raise CrsbenchError(
             f"{cell}: the Ray worker running it died {self.max_retries + 1} times "
@@ -282,10 +296,10 @@ class RayExecutor:
         """
         if self._closed:
             raise CrsbenchError("this RayExecutor is closed; make a new one.")
+        gpus = self.extraction_gpus(cfg)
         if not cells:
             return
         ray = self._ray
-        gpus = self._extract_gpus(cfg)
         common = {"max_retries": self.max_retries, "retry_exceptions": False}
         ext, probe = ray.remote(extract_task), ray.remote(probe_task)
         ext_opts = {"num_cpus": self.num_cpus_per_task, "num_gpus": gpus, **common}
