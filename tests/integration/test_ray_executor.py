@@ -337,7 +337,8 @@ def test_cuda_device_without_cluster_gpus_is_a_config_error(
     ex = RayExecutor()
     assert ex.cluster_gpus() == 0.0  # the local test instance has no GPU
     with pytest.raises(ConfigError, match="reports no GPU"):
-        list(ex.run_cells(cfg, [], {}, None, progress=False))  # type: ignore[arg-type]
+        ex.extraction_gpus(cfg)
+    assert list(ex.run_cells(cfg, [], {}, None, progress=False)) == []  # type: ignore[arg-type]
     ex.close()
 
 
@@ -347,3 +348,87 @@ def test_bad_executor_parameters_are_config_errors(bad: dict[str, Any]) -> None:
 
     with pytest.raises(ConfigError, match="must be"):
         RayExecutor(**bad)
+
+
+class FakeRay:
+    """Records the lifecycle calls the executor makes (no Ray process is started)."""
+
+    def __init__(self, initialized: bool = False, fail: Exception | None = None) -> None:
+        self.initialized = initialized
+        self.fail = fail
+        self.init_calls: list[dict[str, Any]] = []
+        self.shutdowns = 0
+
+    def is_initialized(self) -> bool:
+        return self.initialized
+
+    def init(self, **kwargs: Any) -> None:
+        self.init_calls.append(kwargs)
+        if self.fail is not None:
+            raise self.fail
+        self.initialized = True
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+        self.initialized = False
+
+
+def _executor_with(monkeypatch: pytest.MonkeyPatch, fake: FakeRay, **kwargs: Any) -> Any:
+    from crsbench.runs import ray_executor
+
+    monkeypatch.setattr(ray_executor, "import_ray", lambda: fake)
+    return ray_executor.RayExecutor(**kwargs)
+
+
+def test_local_instance_is_started_lazily_and_shut_down_on_close(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    fake = FakeRay()
+    ex = _executor_with(monkeypatch, fake, num_cpus=2, object_store_bytes=123)
+    assert fake.init_calls == []  # nothing starts before there is work
+    ex.start()
+    (kw,) = fake.init_calls
+    assert kw["address"] is None and kw["num_cpus"] == 2 and kw["object_store_memory"] == 123
+    assert kw["include_dashboard"] is False and kw["log_to_driver"] is False
+    assert kw["ignore_reinit_error"] is True
+    ex.close()
+    ex.close()
+    assert fake.shutdowns == 1
+    with pytest.raises(CrsbenchError, match="closed"):
+        ex.start()
+
+
+@pytest.mark.parametrize("how", ["address", "env"])
+def test_connecting_to_a_cluster_sends_no_local_resources(
+    monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    fake = FakeRay()
+    if how == "env":
+        monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+        ex = _executor_with(monkeypatch, fake)
+    else:
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+        ex = _executor_with(monkeypatch, fake, address="10.0.0.1:6379")
+    ex.start()
+    (kw,) = fake.init_calls
+    assert "num_cpus" not in kw and "object_store_memory" not in kw
+    ex.close()  # disconnects this driver only; a cluster is never stopped by ray.shutdown()
+    assert fake.shutdowns == 1
+
+
+def test_an_existing_session_is_used_and_left_running(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeRay(initialized=True)
+    ex = _executor_with(monkeypatch, fake, address="10.0.0.1:6379")
+    ex.start()
+    ex.close()
+    assert fake.init_calls == [] and fake.shutdowns == 0 and fake.initialized
+
+
+def test_an_unreachable_cluster_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    fake = FakeRay(fail=ConnectionError("could not connect to 10.9.9.9:6379"))
+    ex = _executor_with(monkeypatch, fake, address="10.9.9.9:6379")
+    with pytest.raises(ConfigError, match=r"--address must name a running Ray cluster.*10\.9"):
+        ex.start()
+    assert fake.shutdowns == 0

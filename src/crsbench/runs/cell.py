@@ -8,6 +8,8 @@ caller.
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -144,51 +146,87 @@ def _emit(
     rows: list[dict[str, Any]],
     ident: dict[str, Any],
     y: np.ndarray,
-    prob: np.ndarray,
+    prob: Any,
     task: str,
     extra: Mapping[str, Any],
     t0: float,
+    memo: dict[Any, dict[str, Any]] | None = None,
+    key: Any = None,
 ) -> None:
-    metrics = score(y, prob, task)
-    metrics["details"].update(extra)
+    """Score a prediction and append the row; ``prob`` may be a callable (computed lazily).
+
+    With ``memo`` and ``key``, a prediction already scored under ``key`` (the same model on
+    the same rows, e.g. the full-label fit that every seed shares) is reused, not recomputed.
+    """
+    if memo is not None and key is not None and key in memo:
+        metrics = copy.deepcopy(memo[key])
+    else:
+        metrics = score(y, prob() if callable(prob) else prob, task)
+        metrics["details"].update(extra)
+        if memo is not None and key is not None:
+            memo[key] = copy.deepcopy(metrics)
     rows.append({**ident, **metrics, "wall_time_s": time.perf_counter() - t0})
+
+
+def model_key(*parts: Any) -> str:
+    """Fingerprint of a fitted model from its parameters or its training rows."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(
+            np.ascontiguousarray(p).tobytes() if isinstance(p, np.ndarray) else repr(p).encode()
+        )
+    return h.hexdigest()
 
 
 def _conditions(
     cell: CellData,
     seed: int,
     probe: str,
-    predict,
+    predict: Any,
     y: np.ndarray,
     rows: list[dict[str, Any]],
     extra: Mapping[str, Any],
+    memo: dict[Any, dict[str, Any]],
+    mkey: str | None,
 ) -> None:
     """Rows of a full-label model on every perturbed condition and the shift target."""
     for (name, sev), X in cell.perturbed.items():
         t0 = time.perf_counter()
+        ident = _row(cell, seed, probe, 1.0, 1.0, name, sev)
         _emit(
             rows,
-            _row(cell, seed, probe, 1.0, 1.0, name, sev),
+            ident,
             y[cell.test],
-            predict(X),
+            lambda X=X: predict(X),
             cell.task,
             extra,
             t0,
+            memo,
+            None if mkey is None else (mkey, name, sev),
         )
     if cell.shift is not None:
         t0 = time.perf_counter()
+        ident = _row(cell, seed, probe, 1.0, 1.0, "shift", 0, eval_dataset=cell.shift.target)
         _emit(
             rows,
-            _row(cell, seed, probe, 1.0, 1.0, "shift", 0, eval_dataset=cell.shift.target),
+            ident,
             targets(cell.shift.y, cell.task),
-            predict(cell.shift.X),
+            lambda: predict(cell.shift.X),
             cell.task,
             extra,
             t0,
+            memo,
+            None if mkey is None else (mkey, "shift"),
         )
 
 
-def _logistic(cell: CellData, s: CellSettings, y: np.ndarray, rows: list[dict[str, Any]]) -> None:
+def _logistic(
+    cell: CellData,
+    s: CellSettings,
+    y: np.ndarray,
+    rows: list[dict[str, Any]],
+    memo: dict[Any, dict[str, Any]],
+) -> None:
     X = cell.features[1.0]
     subsets = {(f, seed): cell.subsets[(f, seed)] for seed in s.seeds for f in s.fractions}
     t0 = time.perf_counter()
@@ -214,30 +252,35 @@ def _logistic(cell: CellData, s: CellSettings, y: np.ndarray, rows: list[dict[st
             "flags": list(fit.flags),
             "skipped": {str(k): v for k, v in fit.skipped.items()},
         }
+        mkey = model_key("logistic", fit.coef, fit.intercept)
         t1 = time.perf_counter() - fit_time
         _emit(
             rows,
             _row(cell, seed, "logistic", 1.0, f),
             y[cell.test],
-            fit.predict_proba(X[cell.test]),
+            lambda fit=fit: fit.predict_proba(X[cell.test]),
             cell.task,
             extra,
             t1,
+            memo,
+            (mkey, "clean"),
         )
         if f != 1.0:
             continue
-        _conditions(cell, seed, "logistic", fit.predict_proba, y, rows, extra)
-        _recalibrated(cell, s, seed, fit.predict_proba, y, rows, extra)
+        _conditions(cell, seed, "logistic", fit.predict_proba, y, rows, extra, memo, mkey)
+        _recalibrated(cell, s, seed, fit.predict_proba, y, rows, extra, memo, mkey)
 
 
 def _recalibrated(
     cell: CellData,
     s: CellSettings,
     seed: int,
-    predict,
+    predict: Any,
     y: np.ndarray,
     rows: list[dict[str, Any]],
     extra: Mapping[str, Any],
+    memo: dict[Any, dict[str, Any]],
+    mkey: str,
 ) -> None:
     """Rows of the full-label logistic probe after each post-hoc recalibrator."""
     if not s.recalibrators:
@@ -245,44 +288,55 @@ def _recalibrated(
     from crsbench.calibration import CALIBRATORS
 
     X = cell.features[1.0]
-    p_cal, p_test = predict(X[cell.calib]), predict(X[cell.test])
+    extra = {**extra, "n_calib": len(cell.calib)}
     for name in s.recalibrators:
         t0 = time.perf_counter()
-        cal = CALIBRATORS.get(name)(task=cell.task)
-        cal.fit(p_cal, y[cell.calib])
+        keys = [(mkey, "recal", name, "clean"), (mkey, "recal", name, "shift")]
+        cal: list[Any] = []
+
+        def fitted(name: str = name, cal: list[Any] = cal) -> Any:
+            if not cal:
+                c = CALIBRATORS.get(name)(task=cell.task)
+                c.fit(predict(X[cell.calib]), y[cell.calib])
+                cal.append(c)
+            return cal[0]
+
         _emit(
             rows,
             _row(cell, seed, "logistic", 1.0, 1.0, recalibrator=name),
             y[cell.test],
-            cal.predict_proba(p_test),
+            lambda f=fitted: f().predict_proba(predict(X[cell.test])),
             cell.task,
-            {**extra, "n_calib": len(cell.calib)},
+            extra,
             t0,
+            memo,
+            keys[0],
         )
         if cell.shift is not None:
             t1 = time.perf_counter()
+            ident = _row(
+                cell, seed, "logistic", 1.0, 1.0, "shift", 0, name, eval_dataset=cell.shift.target
+            )
             _emit(
                 rows,
-                _row(
-                    cell,
-                    seed,
-                    "logistic",
-                    1.0,
-                    1.0,
-                    "shift",
-                    0,
-                    name,
-                    eval_dataset=cell.shift.target,
-                ),
+                ident,
                 targets(cell.shift.y, cell.task),
-                cal.predict_proba(predict(cell.shift.X)),
+                lambda f=fitted: f().predict_proba(predict(cell.shift.X)),
                 cell.task,
                 extra,
                 t1,
+                memo,
+                keys[1],
             )
 
 
-def _layers(cell: CellData, s: CellSettings, y: np.ndarray, rows: list[dict[str, Any]]) -> None:
+def _layers(
+    cell: CellData,
+    s: CellSettings,
+    y: np.ndarray,
+    rows: list[dict[str, Any]],
+    memo: dict[Any, dict[str, Any]],
+) -> None:
     """Full-label logistic probes on the intermediate taps (clean test only)."""
     for depth in s.layers:
         if depth == 1.0:
@@ -303,57 +357,90 @@ def _layers(cell: CellData, s: CellSettings, y: np.ndarray, rows: list[dict[str,
             tol=s.tol,
         )
         for seed, fit in fits.items():
+            mkey = model_key("layer", depth, fit.coef, fit.intercept)
             _emit(
                 rows,
                 _row(cell, seed, "logistic", depth, 1.0),
                 y[cell.test],
-                fit.predict_proba(X[cell.test]),
+                lambda fit=fit, X=X: fit.predict_proba(X[cell.test]),
                 cell.task,
                 {"C": fit.C, "n_iter": fit.n_iter},
                 t0,
+                memo,
+                (mkey, "clean"),
             )
             t0 = time.perf_counter()
 
 
-def _controls(cell: CellData, s: CellSettings, y: np.ndarray, rows: list[dict[str, Any]]) -> None:
-    """MLP and kNN control probes: the same splits, seeds and label subsamples."""
+def _controls(
+    cell: CellData,
+    s: CellSettings,
+    y: np.ndarray,
+    rows: list[dict[str, Any]],
+    memo: dict[Any, dict[str, Any]],
+) -> None:
+    """MLP and kNN control probes: the same splits, seeds and label subsamples.
+
+    kNN is deterministic given its training rows, so seeds sharing rows share its results;
+    the MLP's initialisation depends on the seed, so each seed is fitted.
+    """
     X = cell.features[1.0]
-    makers = []
-    if s.knn is not None:
-        makers.append(
-            ("knn", lambda seed: KNNProbe(task=cell.task, n_outputs=cell.n_outputs, **dict(s.knn)))
-        )
-    if s.mlp is not None:
-        makers.append(
-            (
-                "mlp",
-                lambda seed: MLPProbe(
-                    task=cell.task, n_outputs=cell.n_outputs, random_state=seed, **dict(s.mlp)
-                ),
-            )
-        )
-    for name, make in makers:
+    for name, params in (("knn", s.knn), ("mlp", s.mlp)):
+        if params is None:
+            continue
         for seed in s.seeds:
             for f in s.control_fractions:
                 t0 = time.perf_counter()
                 rows_idx = cell.train[cell.subsets[(f, seed)]]
-                model = make(seed)
-                if name == "mlp":
-                    model.fit(X[rows_idx], y[rows_idx], X[cell.val], y[cell.val])
-                else:
-                    model.fit(X[rows_idx], y[rows_idx])
+                mkey = model_key(name, rows_idx, seed if name == "mlp" else None)
+                models: list[Any] = []
+
+                def model(
+                    name: str = name,
+                    rows_idx: np.ndarray = rows_idx,
+                    seed: int = seed,
+                    params: Mapping[str, Any] = params,
+                    models: list[Any] = models,
+                ) -> Any:
+                    if not models:
+                        if name == "mlp":
+                            m = MLPProbe(
+                                task=cell.task,
+                                n_outputs=cell.n_outputs,
+                                random_state=seed,
+                                **dict(params),
+                            )
+                            m.fit(X[rows_idx], y[rows_idx], X[cell.val], y[cell.val])
+                        else:
+                            m = KNNProbe(task=cell.task, n_outputs=cell.n_outputs, **dict(params))
+                            m.fit(X[rows_idx], y[rows_idx])
+                        models.append(m)
+                    return models[0]
+
                 extra = {"n_train": int(len(rows_idx))}
                 _emit(
                     rows,
                     _row(cell, seed, name, 1.0, f),
                     y[cell.test],
-                    model.predict_proba(X[cell.test]),
+                    lambda m=model: m().predict_proba(X[cell.test]),
                     cell.task,
                     extra,
                     t0,
+                    memo,
+                    (mkey, "clean"),
                 )
                 if f == 1.0:
-                    _conditions(cell, seed, name, model.predict_proba, y, rows, extra)
+                    _conditions(
+                        cell,
+                        seed,
+                        name,
+                        lambda Z, m=model: m().predict_proba(Z),
+                        y,
+                        rows,
+                        extra,
+                        memo,
+                        mkey,
+                    )
 
 
 def evaluate_cell(cell: CellData, settings: CellSettings) -> list[dict[str, Any]]:
@@ -374,7 +461,8 @@ def evaluate_cell(cell: CellData, settings: CellSettings) -> list[dict[str, Any]
     """
     y = targets(cell.labels, cell.task)
     rows: list[dict[str, Any]] = []
-    _logistic(cell, settings, y, rows)
-    _layers(cell, settings, y, rows)
-    _controls(cell, settings, y, rows)
+    memo: dict[Any, dict[str, Any]] = {}
+    _logistic(cell, settings, y, rows, memo)
+    _layers(cell, settings, y, rows, memo)
+    _controls(cell, settings, y, rows, memo)
     return rows

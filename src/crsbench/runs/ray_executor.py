@@ -176,8 +176,10 @@ class RayExecutor:
     ----------
     address : str, optional
         Address of an existing cluster (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``).
-        ``None`` starts a local instance, which :meth:`close` shuts down again. If Ray is
-        already initialised in this process, that session is used and left running.
+        ``None`` starts a local instance (or joins ``RAY_ADDRESS`` when set), which
+        :meth:`close` shuts down again. The session starts with the first cell, so a run
+        with nothing left to do starts nothing. If Ray is already initialised in this
+        process, that session is used and left running.
     max_retries : int
         Times a task is retried when its worker dies (application errors are not retried:
         they would fail again).
@@ -213,16 +215,29 @@ class RayExecutor:
             raise ConfigError(f"max_retries must be >= 0. Got {max_retries} instead.")
         if num_cpus_per_task <= 0:
             raise ConfigError(f"num_cpus_per_task must be > 0. Got {num_cpus_per_task} instead.")
-        self._ray = ray = import_ray()
+        self._ray = import_ray()
         self.max_retries = int(max_retries)
         self.num_cpus_per_task = num_cpus_per_task
         self._extract_fn = extract_fn
         self._evaluate_fn = evaluate_fn
-        self.owns_instance = not ray.is_initialized()
-        if self.owns_instance:
-            self._init(address, num_cpus, object_store_bytes)
         self.address = address
+        self.num_cpus = num_cpus
+        self.object_store_bytes = int(object_store_bytes)
+        #: True once this executor has started (or connected) the Ray session it uses
+        self.owns_instance = False
         self._closed = False
+
+    def start(self) -> None:
+        """Start a local instance or connect to ``address`` unless Ray is already initialised.
+
+        Called by :meth:`run_cells` when there is work, so a finished grid starts nothing.
+        """
+        if self._closed:
+            raise CrsbenchError("this RayExecutor is closed; make a new one.")
+        if self._ray.is_initialized():
+            return
+        self._init(self.address, self.num_cpus, self.object_store_bytes)
+        self.owns_instance = True
 
     # ---------------------------------------------------------------------------- helpers
     def _init(self, address: str | None, num_cpus: int | None, store_bytes: int) -> None:
@@ -249,6 +264,7 @@ class RayExecutor:
 
     def cluster_gpus(self) -> float:
         """GPUs the cluster reports (0 when none)."""
+        self.start()
         return float(self._ray.cluster_resources().get("GPU", 0.0))
 
     def extraction_gpus(self, cfg: BenchmarkConfig) -> float:
@@ -294,11 +310,9 @@ class RayExecutor:
         ``progress`` is accepted for the executor protocol; workers never draw progress
         bars (the driver reports each completed cell).
         """
-        if self._closed:
-            raise CrsbenchError("this RayExecutor is closed; make a new one.")
-        gpus = self.extraction_gpus(cfg)
         if not cells:
             return
+        gpus = self.extraction_gpus(cfg)  # starts the session
         ray = self._ray
         common = {"max_retries": self.max_retries, "retry_exceptions": False}
         ext, probe = ray.remote(extract_task), ray.remote(probe_task)
