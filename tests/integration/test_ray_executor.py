@@ -342,7 +342,9 @@ def test_cuda_device_without_cluster_gpus_is_a_config_error(
     ex.close()
 
 
-@pytest.mark.parametrize("bad", [{"max_retries": -1}, {"num_cpus_per_task": 0}])
+@pytest.mark.parametrize(
+    "bad", [{"max_retries": -1}, {"num_cpus_per_task": 0}, {"stall_timeout_s": 0}]
+)
 def test_bad_executor_parameters_are_config_errors(bad: dict[str, Any]) -> None:
     from crsbench.runs.ray_executor import RayExecutor
 
@@ -377,6 +379,7 @@ def _executor_with(monkeypatch: pytest.MonkeyPatch, fake: FakeRay, **kwargs: Any
     from crsbench.runs import ray_executor
 
     monkeypatch.setattr(ray_executor, "import_ray", lambda: fake)
+    monkeypatch.setattr(ray_executor, "check_reachable", lambda *a, **k: None)
     return ray_executor.RayExecutor(**kwargs)
 
 
@@ -425,10 +428,65 @@ def test_an_existing_session_is_used_and_left_running(monkeypatch: pytest.Monkey
     assert fake.init_calls == [] and fake.shutdowns == 0 and fake.initialized
 
 
-def test_an_unreachable_cluster_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_ray_init_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     fake = FakeRay(fail=ConnectionError("could not connect to 10.9.9.9:6379"))
     ex = _executor_with(monkeypatch, fake, address="10.9.9.9:6379")
     with pytest.raises(ConfigError, match=r"--address must name a running Ray cluster.*10\.9"):
         ex.start()
-    assert fake.shutdowns == 0
+    assert fake.shutdowns == 0 and not ex.owns_instance
+
+
+def test_an_address_where_nothing_listens_fails_fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+    import time
+
+    from crsbench.runs import ray_executor
+
+    with socket.socket() as srv:  # a port that answers, then one that surely does not
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        port = srv.getsockname()[1]
+        ray_executor.check_reachable(f"127.0.0.1:{port}", timeout_s=2)
+        ray_executor.check_reachable(f"ray://127.0.0.1:{port}", timeout_s=2)
+    fake = FakeRay()
+    monkeypatch.setattr(ray_executor, "import_ray", lambda: fake)
+    ex = ray_executor.RayExecutor(f"127.0.0.1:{port}", connect_timeout_s=2)
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match=rf"Got '127\.0\.0\.1:{port}' instead, where nothing"):
+        ex.start()
+    assert time.perf_counter() - t0 < 5 and fake.init_calls == []
+    ray_executor.check_reachable("auto")  # left to Ray
+    ray_executor.check_reachable(None)
+
+
+def test_a_hung_worker_ends_the_run_after_the_stall_timeout(
+    ray_session: Any, data_root: Path, ray_cache: Path, tmp_path: Path
+) -> None:
+    import time
+
+    from crsbench.runs.cell import evaluate_cell
+    from crsbench.runs.pipeline import cell_settings
+    from crsbench.runs.plan import plan_cells
+    from crsbench.runs.prepare import prepare_datasets
+    from crsbench.runs.ray_executor import RayExecutor
+
+    def probe_hangs_on_chexpert(data, settings):  # type: ignore[no-untyped-def]
+        if data.dataset == "chexpert":
+            time.sleep(3600)
+        return evaluate_cell(data, settings)
+
+    cfg = reduced_config(data_root, tmp_path / "out", ray_cache)
+    prepared = prepare_datasets(cfg)
+    cells = plan_cells(cfg, {n: p.dataset.card.modality for n, p in prepared.items()})
+    ex = RayExecutor(stall_timeout_s=4, evaluate_fn=probe_hangs_on_chexpert)
+    done = []
+    t0 = time.perf_counter()
+    with pytest.raises(
+        CrsbenchError, match=r"stall_timeout_s=4 s.*1 pending cell\(s\): pixel × chexpert"
+    ):
+        for outcome in ex.run_cells(cfg, cells, prepared, cell_settings(cfg), progress=False):
+            done.append(outcome.plan.dataset)
+    assert done == ["isic2019"]  # the healthy cell was delivered before the run ended
+    assert time.perf_counter() - t0 < 60
+    ex.close()

@@ -171,30 +171,32 @@ def run_benchmark(
         )
         ex = make_executor(executor, address=address)
         t_extract = t_eval = 0.0
-        for out_cell in ex.run_cells(cfg, todo, prepared, settings, progress=progress):
-            c = out_cell.plan
-            records = to_records(
-                out_cell.rows,
-                cfg_hash=h,
-                encoder_revision=out_cell.encoder_revision,
-                dataset_revision=prepared[c.dataset].dataset.revision,
-                anchors_version=cfg.anchors,
-                package_version=__version__,
-            )
-            written += store.append(records)
-            t_extract += out_cell.extract_s
-            t_eval += out_cell.evaluate_s
-            emit(
-                "cell",
-                {
-                    "encoder": c.encoder,
-                    "dataset": c.dataset,
-                    "records": len(records),
-                    "extract_s": out_cell.extract_s,
-                    "evaluate_s": out_cell.evaluate_s,
-                },
-            )
-        ex.close()
+        try:
+            for out_cell in ex.run_cells(cfg, todo, prepared, settings, progress=progress):
+                c = out_cell.plan
+                records = to_records(
+                    out_cell.rows,
+                    cfg_hash=h,
+                    encoder_revision=out_cell.encoder_revision,
+                    dataset_revision=prepared[c.dataset].dataset.revision,
+                    anchors_version=cfg.anchors,
+                    package_version=__version__,
+                )
+                written += store.append(records)
+                t_extract += out_cell.extract_s
+                t_eval += out_cell.evaluate_s
+                emit(
+                    "cell",
+                    {
+                        "encoder": c.encoder,
+                        "dataset": c.dataset,
+                        "records": len(records),
+                        "extract_s": out_cell.extract_s,
+                        "evaluate_s": out_cell.evaluate_s,
+                    },
+                )
+        finally:
+            ex.close()
         stages["extract"] = t_extract
         stages["probes_and_metrics"] = t_eval
         t0 = time.perf_counter()

@@ -54,6 +54,36 @@ def import_ray() -> Any:
     return ray
 
 
+def check_reachable(address: str | None, timeout_s: float = 10.0) -> None:
+    """Fail fast when a ``host:port`` (or ``ray://host:port``) address does not answer.
+
+    ``ray.init`` keeps retrying an unreachable address for minutes; a plain TCP connection
+    tells in seconds. ``None``, ``"auto"`` and ``"local"`` are left to Ray.
+
+    Raises
+    ------
+    ConfigError
+        If nothing accepts a TCP connection at the address within ``timeout_s``.
+    """
+    import socket
+
+    if not address or address in ("auto", "local"):
+        return
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise ConfigError(
+            f"--address must name a running Ray cluster. Got {address!r} instead, where nothing "
+            f"answers ({type(exc).__name__}: {exc}); start one with `ray start --head` or "
+            "leave --address out for a local instance."
+        ) from exc
+
+
 @dataclass(frozen=True)
 class ExtractedCell:
     """What an extraction task sends back: cache keys only, plus provenance and timing.
@@ -160,13 +190,8 @@ def probe_task(
     data = cell_data(plan, prep, feats, target)
     t1 = time.perf_counter()
     rows = (evaluate_fn or evaluate_cell)(data, settings)
-    return CellOutcome(
-        plan,
-        rows,
-        extracted.encoder_revision,
-        extracted.seconds + (t1 - t0),
-        time.perf_counter() - t1,
-    )
+    t_read, t_eval = t1 - t0, time.perf_counter() - t1
+    return CellOutcome(plan, rows, extracted.encoder_revision, extracted.seconds + t_read, t_eval)
 
 
 class RayExecutor:
@@ -189,6 +214,12 @@ class RayExecutor:
         CPUs of a local instance (default: all of this machine's).
     object_store_bytes : int
         Object store size of a local instance (only small objects travel through it).
+    connect_timeout_s : float
+        How long a ``host:port`` address may take to accept a TCP connection.
+    stall_timeout_s : float, optional
+        End the run (force-cancelling every pending task) when no cell completes for this
+        long: a hung worker then stops the job instead of blocking it forever. Cells already
+        yielded stay committed; a rerun resumes. ``None`` (default) waits indefinitely.
     extract_fn, evaluate_fn : callable, optional
         Replace :func:`~crsbench.runs.extract_cell.extract_cell_features` and
         :func:`~crsbench.runs.cell.evaluate_cell` in the tasks (custom probes, fault
@@ -208,6 +239,8 @@ class RayExecutor:
         num_cpus_per_task: float = 1,
         num_cpus: int | None = None,
         object_store_bytes: int = DEFAULT_OBJECT_STORE_BYTES,
+        connect_timeout_s: float = 10.0,
+        stall_timeout_s: float | None = None,
         extract_fn: ExtractFn | None = None,
         evaluate_fn: EvaluateFn | None = None,
     ) -> None:
@@ -223,6 +256,12 @@ class RayExecutor:
         self.address = address
         self.num_cpus = num_cpus
         self.object_store_bytes = int(object_store_bytes)
+        self.connect_timeout_s = float(connect_timeout_s)
+        if stall_timeout_s is not None and stall_timeout_s <= 0:
+            raise ConfigError(
+                f"stall_timeout_s must be > 0 or None. Got {stall_timeout_s} instead."
+            )
+        self.stall_timeout_s = stall_timeout_s
         #: True once this executor has started (or connected) the Ray session it uses
         self.owns_instance = False
         self._closed = False
@@ -249,8 +288,9 @@ class RayExecutor:
         }
         local = address is None and not os.environ.get("RAY_ADDRESS")
         if local:
-            kwargs["num_cpus"] = num_cpus
-            kwargs["object_store_memory"] = int(store_bytes)
+            kwargs.update(num_cpus=num_cpus, object_store_memory=int(store_bytes))
+        else:
+            check_reachable(address or os.environ.get("RAY_ADDRESS"), self.connect_timeout_s)
         try:
             self._ray.init(address=address, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -295,6 +335,19 @@ class RayExecutor:
             f"Got {type(exc).__name__}: {exc}"
         ) from exc
 
+    def _stalled(self, plans: list[CellPlan], refs: list[Any]) -> None:
+        for ref in refs:
+            try:
+                self._ray.cancel(ref, force=True)
+            except Exception:  # already finished
+                pass
+        cells = ", ".join(f"{p.encoder} × {p.dataset}" for p in plans)
+        raise CrsbenchError(
+            f"no cell finished within stall_timeout_s={self.stall_timeout_s:g} s (a hung "
+            f"worker?); cancelled {len(plans)} pending cell(s): {cells}. Cells already "
+            "written are kept: run again to resume."
+        )
+
     # -------------------------------------------------------------------------------- API
     def run_cells(
         self,
@@ -333,7 +386,9 @@ class RayExecutor:
             pending[p] = plan
         try:
             while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=self.stall_timeout_s)
+                if not ready:
+                    self._stalled(list(pending.values()), [*pending, *extract_refs])
                 for ref in ready:
                     plan = pending.pop(ref)
                     try:
