@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import expit, log_expit
+
+from crsbench.probes._lbfgs import batched_lbfgs
 
 
 @dataclass(frozen=True)
@@ -108,8 +109,7 @@ def solve_logistic_path(
         gW += lam[:, None, :] * W
         loss = loss + 0.5 * np.einsum("mrk,mrk,mk->m", W, W, lam)
         grad = np.concatenate([gW, gb[:, None, :]], axis=1) * S
-        fun.last_grad = grad  # type: ignore[attr-defined]
-        return float(loss.sum()), grad.ravel()
+        return loss, grad.reshape(m, -1)
 
     v0 = np.zeros((m, r + 1, K))
     if multiclass:
@@ -119,16 +119,7 @@ def solve_logistic_path(
     else:
         rate = np.clip(np.nansum(Y, axis=0) / np.maximum(n_l, 1), 1e-6, 1 - 1e-6)
         v0[:, r, :] = np.log(rate / (1 - rate)) / S[:, r, :]
-    res = minimize(
-        fun,
-        v0.ravel(),
-        jac=True,
-        method="L-BFGS-B",
-        options={"maxiter": max_iter, "gtol": tol, "ftol": 64 * np.finfo(float).eps, "maxcor": 20},
-    )
-    _, grad = fun(res.x)
-    grad_norm = np.abs(grad.reshape(m, -1)).max(axis=1)
-    W, b = unpack(res.x)
-    return SolveResult(
-        W.copy(), b.copy(), int(res.nit), grad_norm <= tol, grad_norm, str(res.message)
-    )
+    res = batched_lbfgs(lambda V: fun(V.ravel()), v0.reshape(m, -1), max_iter=max_iter, tol=tol)
+    grad_norm = np.abs(res.grad).max(axis=1)
+    W, b = unpack(res.x.ravel())
+    return SolveResult(W.copy(), b.copy(), int(res.n_iter), res.converged, grad_norm, res.message)

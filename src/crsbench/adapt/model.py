@@ -1,0 +1,163 @@
+"""The adapted classifier: LoRA-wrapped encoder + a linear head on the depth-1.0 embedding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from torch import nn
+
+from crsbench.core.errors import DataError
+from crsbench.core.types import check_task
+
+
+class LoraClassifier(nn.Module):
+    """``head(backbone(preprocess(images)))``: logits of a fine-tuned encoder.
+
+    Parameters
+    ----------
+    encoder : Encoder
+        Whose ``module`` was wrapped by :func:`crsbench.adapt.lora.wrap_with_lora`.
+    n_outputs : int
+        Classes (multi-class) or labels (multi-label).
+    task : {"multiclass", "multilabel"}
+
+    Notes
+    -----
+    Only the LoRA parameters and the head train. :meth:`train_mode` keeps the backbone in eval
+    mode (frozen normalisation statistics, no stochastic depth) and turns on the LoRA dropout
+    only, so the base weights and buffers stay bit-identical.
+    """
+
+    def __init__(self, encoder: Any, n_outputs: int, task: str) -> None:
+        super().__init__()
+        self.task = check_task(task)
+        if n_outputs < 2 and self.task == "multiclass":
+            raise DataError(f"a multi-class head must have >= 2 outputs. Got {n_outputs} instead.")
+        self.backbone = encoder.module
+        self._preprocess = encoder.preprocess
+        self.head = nn.Linear(int(encoder.embed_dim), int(n_outputs)).to(encoder.device)
+        self.to(encoder.device)
+
+    @property
+    def device(self) -> Any:
+        """Device of the head (and of the backbone)."""
+        return self.head.weight.device
+
+    def forward(self, x: Any) -> Any:
+        """Preprocessed ``N×3×S×S`` float batch → logits ``N×K``."""
+        z = self.backbone(x)
+        z = z if not isinstance(z, (tuple, list)) else z[0]
+        return self.head(z.float())
+
+    def logits_from_images(self, images: Any) -> Any:
+        """uint8 ``N×C×H×W`` images (any device) → logits, through the encoder's preprocessing."""
+        return self(self._preprocess(images.to(self.device)))
+
+    def train_mode(self) -> LoraClassifier:
+        """Eval mode everywhere except the LoRA dropout layers (see the class notes)."""
+        self.eval()
+        for name, m in self.named_modules():
+            if "lora_dropout" in name:
+                m.train()
+        return self
+
+    def trainable_state(self) -> dict[str, Any]:
+        """Copies of the LoRA and head tensors (what a checkpoint or an adapter file holds)."""
+        return {
+            n: p.detach().clone().cpu()
+            for n, p in self.named_parameters()
+            if p.requires_grad or n.startswith("head.")
+        }
+
+    def load_trainable_state(self, state: dict[str, Any]) -> None:
+        """Load tensors saved by :meth:`trainable_state`; every key must match."""
+        import torch
+
+        own = dict(self.named_parameters())
+        wanted = set(self.trainable_state())
+        if set(state) != wanted:
+            missing, extra = sorted(wanted - set(state)), sorted(set(state) - wanted)
+            raise DataError(
+                f"adapter state must hold exactly the LoRA and head tensors. Got missing "
+                f"{missing[:4]} and unexpected {extra[:4]} instead."
+            )
+        with torch.no_grad():
+            for n, t in state.items():
+                own[n].copy_(t.to(own[n].device))
+
+    def reset(self, seed: int) -> None:
+        """Fresh adapters and head from ``seed`` (the start of every fine-tune)."""
+        from crsbench.adapt.lora import reset_lora
+        from crsbench.encoders.backends.common import seeded
+
+        reset_lora(self.backbone, seed)
+        with seeded(seed + 1):
+            self.head.reset_parameters()
+
+    def loss(self, logits: Any, y: Any) -> Any:
+        """Cross-entropy (multi-class, class indices) or masked BCE (multi-label, NaN = masked)."""
+        import torch
+        from torch.nn import functional as F
+
+        logits = logits.float()
+        if self.task == "multiclass":
+            return F.cross_entropy(logits, y.long())
+        mask = ~torch.isnan(y)
+        if not bool(mask.any()):
+            return logits.sum() * 0.0
+        return F.binary_cross_entropy_with_logits(logits[mask], y[mask].float())
+
+    def probabilities(self, logits: Any) -> Any:
+        """Softmax (multi-class) or per-label sigmoid (multi-label)."""
+        import torch
+
+        if self.task == "multiclass":
+            return torch.softmax(logits.float(), dim=1)
+        return torch.sigmoid(logits.float())
+
+
+def predict_proba(
+    model: LoraClassifier, images: Any, rows: np.ndarray, batch_size: int = 64
+) -> np.ndarray:
+    """Probabilities of ``images[rows]`` (uint8 ``N×3×S×S`` source), float64 ``len(rows)×K``.
+
+    Inference mode, bf16 autocast on CUDA; the model is left in eval mode.
+    """
+    import torch
+
+    model.eval()
+    out = []
+    cuda = model.device.type == "cuda"
+    with torch.inference_mode(), torch.autocast("cuda", torch.bfloat16, enabled=cuda):
+        for i in range(0, len(rows), batch_size):
+            batch = images[np.asarray(rows[i : i + batch_size])]
+            out.append(model.probabilities(model.logits_from_images(batch)).float().cpu().numpy())
+    k = model.head.out_features
+    return np.concatenate(out).astype(np.float64) if out else np.zeros((0, k))
+
+
+def predict_proba_conditions(
+    model: LoraClassifier, images: Any, rows: np.ndarray, batch_size: int = 64
+) -> list[np.ndarray]:
+    """Like :func:`predict_proba` for a multi-condition source (``B×n_cond×3×S×S`` batches).
+
+    Each batch is decoded once and every condition is scored from it; returns one float64
+    ``len(rows)×K`` array per condition, in the source's condition order.
+    """
+    import torch
+
+    model.eval()
+    n_cond = int(images.n_conditions)
+    out: list[list[np.ndarray]] = [[] for _ in range(n_cond)]
+    cuda = model.device.type == "cuda"
+    with torch.inference_mode(), torch.autocast("cuda", torch.bfloat16, enabled=cuda):
+        for i in range(0, len(rows), batch_size):
+            batch = images[np.asarray(rows[i : i + batch_size])]
+            if n_cond == 1:
+                batch = batch[:, None]
+            for k in range(n_cond):
+                logits = model.logits_from_images(batch[:, k])
+                out[k].append(model.probabilities(logits).float().cpu().numpy())
+    k_out = model.head.out_features
+    return [np.concatenate(o).astype(np.float64) if o else np.zeros((0, k_out)) for o in out]

@@ -1,0 +1,277 @@
+"""The adaptation-regime stage: LoRA fine-tunes evaluated on the frozen protocol's conditions.
+
+For each encoder × probe dataset × LoRA seed, the encoder is fine-tuned with LoRA adapters and a
+linear head (:mod:`crsbench.adapt`) at **every label fraction of the config** (the same nested
+subsamples as the frozen probes, so the label-efficiency axis exists for the adapted model),
+then evaluated exactly like the frozen main probe: clean test at every fraction; at the full
+fraction also every (perturbation, severity) of :func:`crsbench.runs.plan.cell_conditions`, the
+shift target, and each recalibrator fitted on the calibration split (clean and shift). Rows
+carry ``regime="lora"``, ``probe=LORA_PROBE``, ``layer=1.0``.
+
+Work is committed per (encoder, dataset, seed); identities already in the store are skipped;
+each fine-tune checkpoints every epoch under ``output_dir/lora/<config hash>/...`` and resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from crsbench.config import BenchmarkConfig
+from crsbench.core.errors import EncoderError
+from crsbench.runs.cell import score, targets
+from crsbench.runs.plan import _identity, cell_conditions
+from crsbench.runs.records import make_run_key
+
+#: ``probe`` of the LoRA rows. The stored analyses (``axes_from_runs``, hence
+#: ``regime_comparison``) read the main-protocol rows of a regime as ``probe='logistic'``; the
+#: LoRA head *is* a linear softmax / sigmoid classifier on the adapted embedding, so the rows
+#: use that name and are told apart by ``regime='lora'`` (see docs/adaptation.md).
+LORA_PROBE = "logistic"
+#: Training batch size of every fine-tune (a protocol constant: it changes the result).
+TRAIN_BATCH_SIZE = 32
+#: Early-stopping patience in epochs.
+PATIENCE = 3
+log = logging.getLogger("crsbench.lora")
+
+
+def lora_identities(
+    cfg: BenchmarkConfig,
+    encoder: str,
+    dataset: str,
+    seed: int,
+    conds: Sequence[tuple[str, int]],
+    shift_target: str | None,
+) -> Iterator[dict[str, Any]]:
+    """Every run identity one LoRA seed of a cell writes, in the order they are produced."""
+
+    def ident(*args: Any, **kw: Any) -> dict[str, Any]:
+        return {**_identity(encoder, dataset, seed, LORA_PROBE, 1.0, *args, **kw), "regime": "lora"}
+
+    for f in cfg.fractions:
+        yield ident(f)
+        if f != 1.0:
+            continue
+        for name, sev in conds:
+            yield ident(1.0, name, sev)
+        if shift_target:
+            yield ident(1.0, "shift", 0, eval_dataset=shift_target)
+        for rec in cfg.recalibrators:
+            yield ident(1.0, recalibrator=rec)
+            if shift_target:
+                yield ident(1.0, "shift", 0, rec, eval_dataset=shift_target)
+
+
+def train_settings(cfg: BenchmarkConfig) -> Any:
+    """The fine-tuning budget of ``cfg.regimes.lora`` (the same for every encoder)."""
+    from crsbench.adapt import LoraTrainSettings, lr_grid
+
+    spec = cfg.regimes.lora
+    return LoraTrainSettings(
+        epochs=spec.epochs, lrs=lr_grid(spec.lr), batch_size=TRAIN_BATCH_SIZE, patience=PATIENCE
+    )
+
+
+def _subsets(cfg: BenchmarkConfig, name: str, prep: Any, seed: int) -> dict[float, np.ndarray]:
+    """Label subsamples of ``seed`` (drawn like the frozen ones when the seed is LoRA-only)."""
+    if all((f, seed) in prep.subsets for f in cfg.fractions):
+        return {f: prep.subsets[(f, seed)] for f in cfg.fractions}
+    from crsbench.splits import label_subsamples
+
+    ds = prep.dataset
+    sub = label_subsamples(ds.labels[prep.splits.train], ds.task, fractions=cfg.fractions,
+                           seeds=[seed], key=f"{name}|{cfg.split_seed}")  # fmt: skip
+    return {f: sub[(f, seed)] for f in cfg.fractions}
+
+
+class _Cell:
+    """Images, targets and split rows of one (encoder, dataset), shared by its seeds."""
+
+    def __init__(self, cfg: BenchmarkConfig, name: str, prep: Any, target: Any, size: int) -> None:
+        from crsbench.adapt import ImageRows
+
+        ds = prep.dataset
+        self.name, self.task, self.n_outputs = name, ds.task, len(ds.label_names)
+        self.conds = cell_conditions(cfg, ds.card.modality)
+        self.y = targets(ds.labels, ds.task)
+        self.clean = ImageRows(ds.paths, ds.image_ids, size)
+        sp = prep.splits
+        self.train = np.asarray(sp.train)
+        self.val = self._ok(self.clean, sp.val)
+        self.calib = self._ok(self.clean, sp.calib)
+        test = self._ok(self.clean, sp.test)
+        multi = ImageRows(ds.paths[test], ds.image_ids[test], size, (("clean", 0), *self.conds))
+        keep = multi.ok(np.arange(len(test)))
+        self.test, self.test_multi, self.test_local = test[keep], multi, np.flatnonzero(keep)
+        self.shift = None
+        if target is not None:
+            tds, rows = target.dataset, np.asarray(target.eval_rows)
+            srows = ImageRows(tds.paths[rows], tds.image_ids[rows], size)
+            ok = self._ok(srows, np.arange(len(rows)))
+            self.shift = (tds.name, srows, ok, targets(tds.labels[rows][ok], ds.task))
+
+    @staticmethod
+    def _ok(images: Any, rows: Any) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        return rows[images.ok(rows)]
+
+    def train_rows(self, subset: np.ndarray) -> np.ndarray:
+        return self._ok(self.clean, self.train[subset])
+
+
+def _seed_rows(
+    cfg: BenchmarkConfig,
+    cell: _Cell,
+    model: Any,
+    ids: list[dict[str, Any]],
+    seed: int,
+    subsets: dict[float, np.ndarray],
+    ckpt_root: Path,
+    extra: dict[str, Any],
+    progress: bool,
+) -> list[dict[str, Any]]:
+    """Fine-tune every fraction of one seed and score every planned identity."""
+    from crsbench.adapt import predict_proba, predict_proba_conditions, save_checkpoint, train_lora
+    from crsbench.calibration import CALIBRATORS
+
+    s = train_settings(cfg)
+    bs = cfg.batch_size
+    by_id = {(i["fraction"], i["condition"], i["severity"], i["recalibrator"]): i for i in ids}
+    rows: list[dict[str, Any]] = []
+
+    def emit(key: tuple, y: np.ndarray, prob: np.ndarray, t0: float, det: dict) -> None:
+        metrics = score(y, prob, cell.task)
+        metrics["details"].update(det)
+        rows.append({**by_id[key], **metrics, "wall_time_s": time.perf_counter() - t0})
+
+    for f in cfg.fractions:
+        t0 = time.perf_counter()
+        tr = cell.train_rows(subsets[f])
+        ckpt = ckpt_root / f"seed{seed}" / f"fraction{f:g}"
+        fit = train_lora(model, cell.clean, tr, cell.y[tr], cell.clean, cell.val, cell.y[cell.val],
+                         settings=s, seed=seed, ckpt_dir=ckpt, progress=progress)  # fmt: skip
+        save_checkpoint(ckpt / "adapter.pt", model.trainable_state())
+        det = {**extra, **fit.as_details()}
+        if f != 1.0:
+            prob = predict_proba(model, cell.clean, cell.test, bs)
+            emit((f, "clean", 0, "none"), cell.y[cell.test], prob, t0, det)
+            continue
+        probs = predict_proba_conditions(model, cell.test_multi, cell.test_local, bs)
+        y_test = cell.y[cell.test]
+        emit((1.0, "clean", 0, "none"), y_test, probs[0], t0, det)
+        for (name, sev), prob in zip(cell.conds, probs[1:], strict=True):
+            emit((1.0, name, sev, "none"), y_test, prob, time.perf_counter(), det)
+        shift_prob = None
+        if cell.shift is not None:
+            _, srows, ok, y_shift = cell.shift
+            t1 = time.perf_counter()
+            shift_prob = predict_proba(model, srows, ok, bs)
+            emit((1.0, "shift", 0, "none"), y_shift, shift_prob, t1, det)
+        calib_prob = predict_proba(model, cell.clean, cell.calib, bs)
+        for rec in cfg.recalibrators:
+            t1 = time.perf_counter()
+            c = CALIBRATORS.get(rec)(task=cell.task)
+            c.fit(calib_prob, cell.y[cell.calib])
+            rdet = {**det, "n_calib": int(len(cell.calib))}
+            emit((1.0, "clean", 0, rec), y_test, c.predict_proba(probs[0]), t1, rdet)
+            if shift_prob is not None:
+                emit((1.0, "shift", 0, rec), cell.shift[3], c.predict_proba(shift_prob), t1, rdet)
+    return rows
+
+
+def _adapted_encoder(cfg: BenchmarkConfig, spec: Any) -> tuple[Any, str]:
+    """A fresh encoder (never the frozen pipeline's cached one) with LoRA adapters."""
+    from crsbench.adapt import wrap_with_lora
+    from crsbench.encoders import build
+    from crsbench.runs.extract_cell import encoder_revision, resolve_device, with_input_size
+
+    enc = build(spec.name, device=resolve_device(cfg.device), weights_path=spec.weights_path,
+                allow_remote_code=spec.allow_remote_code)  # fmt: skip
+    enc = with_input_size(enc, spec.input_size)
+    revision = encoder_revision(enc)  # of the base weights, as in the frozen rows
+    lora = cfg.regimes.lora
+    wrap_with_lora(enc, rank=lora.rank, alpha=lora.alpha, dropout=lora.dropout)
+    return enc, revision
+
+
+def run_lora_stage(
+    cfg: BenchmarkConfig,
+    prepared: dict[str, Any],
+    store: Any,
+    *,
+    cfg_hash: str,
+    progress: bool = True,
+) -> int:
+    """Fine-tune and evaluate every (encoder, probe dataset, LoRA seed); return rows written.
+
+    Parameters
+    ----------
+    cfg : BenchmarkConfig
+        Does nothing unless ``cfg.regimes.lora.enabled``.
+    prepared : dict
+        :func:`crsbench.runs.prepare.prepare_datasets` of ``cfg``.
+    store : ResultsStore
+        Opened for writing with ``cfg_hash``; rows are appended one (encoder, dataset, seed)
+        at a time. Call :meth:`ResultsStore.aggregate` afterwards.
+    cfg_hash : str
+        :func:`crsbench.config.config_hash` of ``cfg``.
+    progress : bool
+        Progress bars per epoch and a line per committed seed.
+
+    Notes
+    -----
+    Encoders LoRA cannot adapt (``pixel``: no weights; no trainable target) are skipped with a
+    logged warning naming the reason.
+    """
+    from crsbench import __version__
+    from crsbench.adapt import LoraClassifier
+    from crsbench.runs.pipeline import to_records
+
+    lora = cfg.regimes.lora
+    if not lora.enabled:
+        return 0
+    shift_of = {s.source: s.target for s in cfg.shifts}
+    done = store.done_keys()
+    written = 0
+    for spec in cfg.encoders:
+        encoder = None
+        for name in cfg.probe_datasets:
+            prep = prepared[name]
+            target = shift_of.get(name)
+            conds = cell_conditions(cfg, prep.dataset.card.modality)
+            plan = {s: list(lora_identities(cfg, spec.name, name, s, conds, target))
+                    for s in lora.seeds}  # fmt: skip
+            todo = [s for s in lora.seeds
+                    if not {make_run_key(i, cfg_hash) for i in plan[s]} <= done]  # fmt: skip
+            if not todo:
+                continue
+            if encoder is None:
+                try:
+                    encoder, revision = _adapted_encoder(cfg, spec)
+                except EncoderError as exc:
+                    log.warning("lora regime: skipping encoder %r: %s", spec.name, exc)
+                    break
+                mod = encoder.module
+                extra = {"lora": {"rank": lora.rank, "alpha": lora.alpha,
+                                  "dropout": lora.dropout, "epochs": lora.epochs,
+                                  "targets": list(mod.crsbench_lora_targets),
+                                  "targets_source": mod.crsbench_lora_source}}  # fmt: skip
+            cell = _Cell(cfg, name, prep, prepared.get(target) if target else None,
+                         encoder.input_size)  # fmt: skip
+            model = LoraClassifier(encoder, cell.n_outputs, cell.task)
+            root = Path(cfg.output_dir) / "lora" / cfg_hash[:12] / spec.name / name
+            for seed in todo:
+                rows = _seed_rows(cfg, cell, model, plan[seed], seed,
+                                  _subsets(cfg, name, prep, seed), root, extra, progress)  # fmt: skip
+                records = to_records(rows, cfg_hash=cfg_hash, encoder_revision=revision,
+                                     dataset_revision=prep.dataset.revision,
+                                     anchors_version=cfg.anchors, package_version=__version__)  # fmt: skip
+                written += store.append(records)
+                log.info("lora regime: %s × %s seed %d: %d records", spec.name, name, seed,
+                         len(records))  # fmt: skip
+    return written

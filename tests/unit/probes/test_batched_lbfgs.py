@@ -1,0 +1,69 @@
+"""The batched L-BFGS solves independent problems exactly as separate solves would."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import minimize
+
+from crsbench.probes._lbfgs import batched_lbfgs
+
+
+def _quadratics(m: int, p: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    A = []
+    for i in range(m):
+        Q = np.linalg.qr(rng.normal(size=(p, p)))[0]
+        eig = np.linspace(0.05, 1.0, p) * (1.0 - 0.5 * i / m)  # Hessian <= I, different per problem
+        A.append(Q @ np.diag(eig) @ Q.T)
+    A = np.stack(A)
+    b = rng.normal(size=(m, p))
+
+    def fun(X):
+        AX = np.einsum("mpq,mq->mp", A, X)
+        return 0.5 * np.einsum("mp,mp->m", X, AX) - np.einsum("mp,mp->m", b, X), AX - b
+
+    return A, b, fun
+
+
+def test_quadratics_reach_the_exact_minimisers():
+    A, b, fun = _quadratics(m=5, p=20)
+    res = batched_lbfgs(fun, np.zeros((5, 20)), max_iter=500, tol=1e-7, ftol=0.0)
+    exact = np.stack([np.linalg.solve(A[i], b[i]) for i in range(5)])
+    assert res.converged.all()
+    np.testing.assert_allclose(res.x, exact, atol=1e-5)
+
+
+def test_logistic_problems_match_scipy_one_by_one():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 6))
+    y = (X @ rng.normal(size=6) + rng.normal(size=200) > 0).astype(float)
+    lams = np.array([1e-3, 1e-1, 1.0])
+
+    def one(w, lam):
+        z = X @ w
+        f = np.mean(np.logaddexp(0, z) - y * z) + 0.5 * lam * w @ w
+        g = X.T @ (1 / (1 + np.exp(-z)) - y) / len(y) + lam * w
+        return f, g
+
+    def fun(W):
+        out = [one(W[i], lams[i]) for i in range(len(lams))]
+        return np.array([o[0] for o in out]), np.stack([o[1] for o in out])
+
+    res = batched_lbfgs(fun, np.zeros((3, 6)), max_iter=1000, tol=1e-7, ftol=0.0)
+    for i, lam in enumerate(lams):
+        ref = minimize(
+            lambda w, lam=lam: one(w, lam),
+            np.zeros(6),
+            jac=True,
+            method="L-BFGS-B",
+            options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 1000},
+        )
+        np.testing.assert_allclose(res.x[i], ref.x, atol=1e-5)
+    assert res.converged.all()
+
+
+def test_iteration_cap_reports_not_converged():
+    _, _, fun = _quadratics(m=2, p=30, seed=3)
+    res = batched_lbfgs(fun, np.zeros((2, 30)), max_iter=2, tol=1e-12)
+    assert res.n_iter == 2 and not res.converged.any()
+    assert res.message == "iteration cap reached"
