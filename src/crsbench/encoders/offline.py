@@ -142,6 +142,7 @@ def build_random_vit(ctx: BuildContext) -> Backbone:
 
     size = 32 if ctx.tiny else ctx.card.input_size
     kwargs = {**TINY_VIT, "img_size": size} if ctx.tiny else {"img_size": size}
+    kwargs["dynamic_img_size"] = True  # runs at any input side (a config may override it)
     with seeded(tiny_seed(ctx.card.name)):
         model = timm.create_model("vit_tiny_patch16_224", pretrained=False, num_classes=0, **kwargs)
     return vit_backbone(model, size)

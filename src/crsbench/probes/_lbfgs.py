@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-Objective = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+Objective = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,9 @@ def batched_lbfgs(
     Parameters
     ----------
     fun : callable
-        ``fun(X) -> (f, G)`` with ``X`` of shape (m, p), ``f`` (m,) and ``G`` (m, p).
+        ``fun(X, idx) -> (f, G)``: the values and gradients of the problems ``idx`` (an int
+        index array) at ``X`` of shape (len(idx), p). Only problems still iterating are
+        evaluated, so converged ones cost nothing.
     x0 : (m, p) array
         Starting points.
     max_iter : int
@@ -65,7 +67,7 @@ def batched_lbfgs(
     """
     x = np.array(x0, dtype=np.float64)
     m, p = x.shape
-    f, g = fun(x)
+    f, g = fun(x, np.arange(m))
     S = np.zeros((history, m, p))
     Y = np.zeros((history, m, p))
     rho = np.zeros((history, m))
@@ -88,17 +90,16 @@ def batched_lbfgs(
         # The solver's change of variables bounds the Hessian by the identity, so the unit
         # step is a majorisation step even before any curvature pair exists.
         step = np.where(active, 1.0, 0.0)
-        x_new, f_new, g_new = x, f, g
+        x_new, f_new, g_new = x.copy(), f.copy(), g.copy()
         pending = active.copy()
         for _ in range(max_backtracks):
-            trial = x + step[:, None] * d
-            f_t, g_t = fun(trial)
-            ok = pending & np.isfinite(f_t) & (f_t <= f + c1 * step * slope)
-            if ok.any():
-                x_new = np.where(ok[:, None], trial, x_new)
-                f_new = np.where(ok, f_t, f_new)
-                g_new = np.where(ok[:, None], g_t, g_new)
-            pending &= ~ok
+            idx = np.flatnonzero(pending)
+            trial = x[idx] + step[idx, None] * d[idx]
+            f_t, g_t = fun(trial, idx)
+            ok = np.isfinite(f_t) & (f_t <= f[idx] + c1 * step[idx] * slope[idx])
+            acc = idx[ok]
+            x_new[acc], f_new[acc], g_new[acc] = trial[ok], f_t[ok], g_t[ok]
+            pending[acc] = False
             if not pending.any():
                 break
             step = np.where(pending, step * 0.5, step)

@@ -75,14 +75,20 @@ def solve_logistic_path(
     S[:, r, :] = 1.0 / np.sqrt(a)
     inv_n = (1.0 / n_l).astype(dtype)  # (K,)
 
-    def unpack(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        Wfull = S * v.reshape(m, r + 1, K)
+    def unpack(
+        v: np.ndarray, idx: np.ndarray | slice = slice(None)
+    ) -> tuple[np.ndarray, np.ndarray]:
+        Sx = S[idx]
+        Wfull = Sx * v.reshape(Sx.shape)
         return Wfull[:, :r, :], Wfull[:, r, :]
 
-    def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
-        W, b = unpack(v)
-        W2 = np.ascontiguousarray(W.transpose(1, 0, 2).reshape(r, m * K), dtype=dtype)
-        L = (Z @ W2).reshape(n, m, K)
+    def fun(v: np.ndarray, idx: np.ndarray | slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
+        """Losses and preconditioned gradients of the problems ``idx`` (all by default)."""
+        W, b = unpack(v, idx)
+        mm = W.shape[0]
+        lam_x = lam[idx]
+        W2 = np.ascontiguousarray(W.transpose(1, 0, 2).reshape(r, mm * K), dtype=dtype)
+        L = (Z @ W2).reshape(n, mm, K)
         L += b.astype(dtype)[None]
         if multiclass:
             L -= L.max(axis=2, keepdims=True)
@@ -104,12 +110,12 @@ def solve_logistic_path(
             G = expit(L)
             G -= Yt[:, None, :]
             G *= (Md * inv_n)[:, None, :]
-        gW = (Z.T @ G.reshape(n, m * K)).reshape(r, m, K).transpose(1, 0, 2).astype(np.float64)
+        gW = (Z.T @ G.reshape(n, mm * K)).reshape(r, mm, K).transpose(1, 0, 2).astype(np.float64)
         gb = G.sum(axis=0, dtype=np.float64)
-        gW += lam[:, None, :] * W
-        loss = loss + 0.5 * np.einsum("mrk,mrk,mk->m", W, W, lam)
-        grad = np.concatenate([gW, gb[:, None, :]], axis=1) * S
-        return loss, grad.reshape(m, -1)
+        gW += lam_x[:, None, :] * W
+        loss = loss + 0.5 * np.einsum("mrk,mrk,mk->m", W, W, lam_x)
+        grad = np.concatenate([gW, gb[:, None, :]], axis=1) * S[idx]
+        return loss, grad.reshape(mm, -1)
 
     v0 = np.zeros((m, r + 1, K))
     if multiclass:
@@ -119,7 +125,7 @@ def solve_logistic_path(
     else:
         rate = np.clip(np.nansum(Y, axis=0) / np.maximum(n_l, 1), 1e-6, 1 - 1e-6)
         v0[:, r, :] = np.log(rate / (1 - rate)) / S[:, r, :]
-    res = batched_lbfgs(lambda V: fun(V.ravel()), v0.reshape(m, -1), max_iter=max_iter, tol=tol)
+    res = batched_lbfgs(fun, v0.reshape(m, -1), max_iter=max_iter, tol=tol)
     grad_norm = np.abs(res.grad).max(axis=1)
-    W, b = unpack(res.x.ravel())
+    W, b = unpack(res.x)
     return SolveResult(W.copy(), b.copy(), int(res.n_iter), res.converged, grad_norm, res.message)

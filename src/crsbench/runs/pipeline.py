@@ -199,6 +199,12 @@ def run_benchmark(
             ex.close()
         stages["extract"] = t_extract
         stages["probes_and_metrics"] = t_eval
+        if cfg.regimes.lora.enabled:
+            from crsbench.runs.lora_stage import run_lora_stage
+
+            t0 = time.perf_counter()
+            written += run_lora_stage(cfg, prepared, store, cfg_hash=h, progress=progress)
+            stages["lora_adaptation"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         store.aggregate()
         for fmt in ("parquet", "csv"):

@@ -18,9 +18,9 @@ def _quadratics(m: int, p: int, seed: int = 0):
     A = np.stack(A)
     b = rng.normal(size=(m, p))
 
-    def fun(X):
-        AX = np.einsum("mpq,mq->mp", A, X)
-        return 0.5 * np.einsum("mp,mp->m", X, AX) - np.einsum("mp,mp->m", b, X), AX - b
+    def fun(X, idx):
+        AX = np.einsum("mpq,mq->mp", A[idx], X)
+        return 0.5 * np.einsum("mp,mp->m", X, AX) - np.einsum("mp,mp->m", b[idx], X), AX - b[idx]
 
     return A, b, fun
 
@@ -45,8 +45,8 @@ def test_logistic_problems_match_scipy_one_by_one():
         g = X.T @ (1 / (1 + np.exp(-z)) - y) / len(y) + lam * w
         return f, g
 
-    def fun(W):
-        out = [one(W[i], lams[i]) for i in range(len(lams))]
+    def fun(W, idx):
+        out = [one(w, lams[i]) for w, i in zip(W, idx, strict=True)]
         return np.array([o[0] for o in out]), np.stack([o[1] for o in out])
 
     res = batched_lbfgs(fun, np.zeros((3, 6)), max_iter=1000, tol=1e-7, ftol=0.0)

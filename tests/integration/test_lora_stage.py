@@ -1,0 +1,151 @@
+"""The LoRA stage on tiny synthetic data: rows beside the frozen ones, regime comparison, resume."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("peft")
+
+from crsbench.config import config_hash, parse_config
+from crsbench.runs.lora_stage import LORA_PROBE, lora_identities, run_lora_stage
+from crsbench.runs.pipeline import run_benchmark
+from crsbench.runs.plan import cell_conditions
+from crsbench.runs.prepare import prepare_datasets
+from crsbench.runs.records import make_run_key
+from crsbench.runs.store import ResultsStore
+
+pytestmark = pytest.mark.slow  # ~1-2 min of CPU: a frozen run plus 12 short fine-tunes
+
+SIZES = {"isic2019": 40, "chexpert_train": 60, "chexpert_valid": 10, "mimic_cxr": 30, "side": 32}
+ENCODERS = ("random_vit", "random_cnn")
+
+
+def _config(data: Path, out: Path) -> dict:
+    return {
+        "encoders": ["random_vit", {"name": "random_cnn", "input_size": 32}, "pixel"],
+        "datasets": {
+            "isic2019": {"root": str(data / "isic2019")},
+            "chexpert": {"root": str(data / "chexpert")},
+            "mimic_cxr": {"root": str(data / "mimic_cxr")},
+        },
+        "shifts": [{"source": "chexpert", "target": "mimic_cxr"}],
+        "seeds": [0],
+        "fractions": [0.25, 1.0],
+        "layers": [1.0],
+        "perturbations": {
+            "names": ["gaussian_blur", "jpeg"],
+            "severities": [3],
+            "include_extra": False,
+        },  # fmt: skip
+        "recalibrators": ["temperature"],
+        "probes": {
+            "logistic": {"c_grid": [0.1, 10.0], "max_iter": 100, "tol": 1e-4},
+            "mlp": None,
+            "knn": None,
+        },  # fmt: skip
+        "regimes": {"lora": {"enabled": True, "epochs": 1, "seeds": [5], "lr": 1e-3}},
+        "output_dir": str(out),
+        "device": "cpu",
+        "num_workers": 0,
+    }
+
+
+@pytest.fixture(scope="module")
+def both_regimes(tmp_path_factory):
+    from crsbench.datasets.synthetic import write_all
+
+    root = tmp_path_factory.mktemp("lora_stage")
+    write_all(root / "data", size=SIZES, seed=0)
+    cfg = parse_config(_config(root / "data", root / "out"), base_dir=root)
+    run_benchmark(cfg, progress=False)
+    h = config_hash(cfg)
+    prepared = prepare_datasets(cfg)
+    with ResultsStore(cfg.output_dir, h) as store:
+        n = run_lora_stage(cfg, prepared, store, cfg_hash=h, progress=False)
+        store.aggregate()
+        runs = store.runs_frame()
+    return cfg, h, prepared, n, runs
+
+
+def test_lora_rows_are_exactly_the_planned_identities(both_regimes):
+    cfg, h, prepared, n, runs = both_regimes
+    lora = runs[runs["regime"] == "lora"]
+    planned = set()
+    for enc in ENCODERS:
+        for ds, target in (("isic2019", None), ("chexpert", "mimic_cxr")):
+            conds = cell_conditions(cfg, prepared[ds].dataset.card.modality)
+            assert conds == (("gaussian_blur", 3), ("jpeg", 3))
+            for seed in (5,):
+                planned |= {make_run_key(i, h)
+                            for i in lora_identities(cfg, enc, ds, seed, conds, target)}  # fmt: skip
+    assert set(lora["run_key"]) == planned and n == len(lora) == len(planned)
+    # per seed: isic 2 fractions + 2 conditions + 1 recalibrator = 5; chexpert adds shift
+    # rows for the plain and the recalibrated model = 7; 2 encoders x 1 seed x 12 = 24
+    assert len(lora) == 2 * (5 + 7) == 24
+    assert set(lora["encoder"]) == set(ENCODERS)  # pixel skipped: it has no weights
+    assert (lora["probe"] == LORA_PROBE).all() and (lora["layer"] == 1.0).all()
+    assert lora["auroc"].between(0, 1).all() and lora["ece"].notna().all()
+    frozen = runs[runs["regime"] == "frozen"]
+    rev = dict(zip(frozen["encoder"], frozen["encoder_revision"], strict=False))
+    assert all(rev[e] == r for e, r in zip(lora["encoder"], lora["encoder_revision"], strict=True))
+
+
+def test_lora_details_record_the_fit(both_regimes):
+    import json
+
+    *_, runs = both_regimes
+    row = runs[(runs["regime"] == "lora") & (runs["condition"] == "clean")].iloc[0]
+    det = json.loads(row["details"])
+    assert det["lora"]["rank"] == 8 and det["lora"]["targets"]
+    assert det["lr"] in (1e-3, 3e-3, 1e-2) and det["n_train"] > 0
+
+
+def test_regime_comparison_on_both_regimes(both_regimes):
+    from crsbench.stats import regime_comparison
+
+    *_, runs = both_regimes
+    table = regime_comparison(runs)
+    per_domain = table[table["score"] == "auroc"].set_index("scope")
+    assert set(per_domain.index) == {"isic2019", "chexpert"}
+    assert (per_domain["n"] == 2).all()
+    assert per_domain["kendall_tau"].isin([-1.0, 1.0]).all()  # two encoders: tau is +-1
+    for ds, r in per_domain.iterrows():
+        sel = runs[(runs["dataset"] == ds) & (runs["probe"] == "logistic")
+                   & (runs["condition"] == "clean") & (runs["fraction"] == 1.0)
+                   & (runs["recalibrator"] == "none") & (runs["layer"] == 1.0)]  # fmt: skip
+        auc = sel.groupby(["regime", "encoder"])["auroc"].mean()
+        gain = np.mean([auc["lora", e] - auc["frozen", e] for e in ENCODERS])
+        assert r["auroc_gain"] == pytest.approx(gain)
+        lead = [auc[regime][list(ENCODERS)].idxmax() for regime in ("frozen", "lora")]
+        same = lead[0] == lead[1]
+        assert r["leader_changed"] == (not same)
+    crs = table[table["scope"] == "all"]
+    assert len(crs) == 1 and np.isfinite(crs["kendall_tau"].iloc[0])
+
+
+def test_crsbench_analyze_writes_the_regime_table(both_regimes, tmp_path):
+    from typer.testing import CliRunner
+
+    from crsbench.cli.app import app
+
+    cfg, *_ = both_regimes
+    res = CliRunner().invoke(app, ["analyze", "--store", str(cfg.output_dir), "--out",
+                                   str(tmp_path), "--replicates", "20"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "done regime_comparison" in res.output.replace("\n", " ")
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "regime_comparison.csv")
+    assert {"isic2019", "chexpert", "all"} == set(table["scope"])
+
+
+def test_second_call_writes_nothing_and_checkpoints_exist(both_regimes):
+    cfg, h, prepared, _, _ = both_regimes
+    with ResultsStore(cfg.output_dir, h) as store:
+        assert run_lora_stage(cfg, prepared, store, cfg_hash=h, progress=False) == 0
+    ckpt = Path(cfg.output_dir) / "lora" / h[:12] / "random_vit" / "isic2019" / "seed5"
+    assert (ckpt / "fraction1" / "adapter.pt").is_file()
+    assert (ckpt / "fraction1" / "lr0.pt").is_file()
