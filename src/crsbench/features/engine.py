@@ -18,7 +18,7 @@ from crsbench.features.cache import FEATURE_FORMAT_VERSION, FeatureCache, make_k
 from crsbench.features.decode import DECODE_POLICY
 from crsbench.features.loader import PerturbFn, feature_code_hash, resolve_perturb
 from crsbench.features.results import ExtractionResult, FeatureArray, as_condition
-from crsbench.features.runner import run_pending
+from crsbench.features.runner import PendingWork, run_pending
 
 _Entry = tuple[int, int]  # (condition index, depth index)
 
@@ -42,6 +42,19 @@ def _validate(image_ids: Sequence[str], paths: Sequence[str], dataset_revision: 
     if dups:
         raise DataError(f"image ids must be unique. Got {len(dups)} duplicates: {dups[:20]}")
     return ids
+
+
+def use_channels_last(encoder: Any, on_cuda: bool) -> bool:
+    """Channels-last activations: on CUDA always; on CPU for convolutional encoders, where
+    oneDNN's NHWC kernels are faster (EfficientNet-Lite0 at 128 px: 89 → 155 img/s here).
+    Part of the cache key, since it may change the low bits of the features."""
+    import torch
+
+    module = getattr(encoder, "module", None)
+    if on_cuda or module is None:
+        return on_cuda
+    n_conv = sum(isinstance(m, torch.nn.Conv2d) for m in module.modules())
+    return n_conv > 1  # a ViT's single patch-embedding conv does not count
 
 
 def _working_size(encoder: Any, image_size: int | None) -> int:
@@ -142,6 +155,7 @@ def extract(
     size = _working_size(encoder, image_size)
     device = torch.device(getattr(encoder, "device", "cpu"))
     on_cuda = device.type == "cuda"
+    channels_last = use_channels_last(encoder, on_cuda)
     perturb, perturb_version = resolve_perturb(perturb_fn)
 
     base = {
@@ -157,6 +171,7 @@ def extract(
         "ids_sha256": sha256_text(ids),
         "working_size": size,
         "precision": "bf16-autocast" if on_cuda else "fp32",
+        "memory_format": "channels_last" if channels_last else "contiguous",
         "dtype": dtype,
     }
     final_parts: dict[_Entry, dict[str, Any]] = {}
@@ -194,27 +209,29 @@ def extract(
                 pending.setdefault(s, set()).add(e)
 
     if pending:
-        result.n_decoded = run_pending(
-            encoder,
-            torch,
-            cache,
-            ids,
-            paths,
-            shards,
-            pending,
-            shard_keys,
-            shard_parts,
-            conds,
-            deps,
-            size,
-            perturb,
-            batch_size,
-            num_workers,
-            progress,
-            dtype,
-            on_cuda,
-            dataset_revision,
+        work = PendingWork(
+            encoder=encoder,
+            torch=torch,
+            cache=cache,
+            ids=ids,
+            paths=paths,
+            shards=shards,
+            pending=pending,
+            shard_keys=shard_keys,
+            shard_parts=shard_parts,
+            conds=conds,
+            deps=deps,
+            size=size,
+            perturb=perturb,
+            batch_size=batch_size,
+            num_workers=num_workers,
+            progress=progress,
+            dtype=dtype,
+            on_cuda=on_cuda,
+            channels_last=channels_last,
+            dataset_revision=dataset_revision,
         )
+        result.n_decoded = run_pending(work)
 
     bad: dict[str, dict[str, Any]] = {}
     shard_reads: dict[_Entry, list[Any]] = {}

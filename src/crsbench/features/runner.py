@@ -3,6 +3,7 @@ condition and depth in one forward pass per chunk, commit each shard when it com
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,63 +18,74 @@ def _default_workers() -> int:
     return max(0, min(8, (os.cpu_count() or 1) - 1))
 
 
-def run_pending(
-    encoder,
-    torch,
-    cache,
-    ids,
-    paths,
-    shards,
-    pending,
-    shard_keys,
-    shard_parts,
-    conds,
-    deps,
-    size,
-    perturb,
-    batch_size,
-    num_workers,
-    progress,
-    dtype,
-    on_cuda,
-    dataset_revision,
-) -> int:
-    """Decode, perturb and encode the shards in ``pending``; commit each one when done."""
+@dataclass
+class PendingWork:
+    """What :func:`run_pending` needs from the engine's plan: the inputs, the shards still to
+    encode and their cache keys, and the run settings (see :func:`crsbench.features.extract`)."""
+
+    encoder: Any
+    torch: Any
+    cache: Any
+    ids: list[str]
+    paths: list[str]
+    shards: list[list[int]]
+    pending: dict[int, set[tuple[int, int]]]
+    shard_keys: dict[tuple[int, tuple[int, int]], str]
+    shard_parts: dict[tuple[int, tuple[int, int]], dict[str, Any]]
+    conds: list[Any]
+    deps: list[float]
+    size: int
+    perturb: Any
+    batch_size: int
+    num_workers: int | None
+    progress: bool
+    dtype: str
+    on_cuda: bool
+    channels_last: bool
+    dataset_revision: str
+
+
+def run_pending(job: PendingWork) -> int:
+    """Decode, perturb and encode the shards in ``job.pending``; commit each one when done."""
     from torch.utils.data import DataLoader
     from tqdm.auto import tqdm
 
-    needed = sorted({ci for es in pending.values() for ci, _ in es})
-    cond_sel = [conds[ci] for ci in needed]
-    dataset = DecodeSet(paths, ids, size, cond_sel, perturb)
-    order = sorted(pending)
-    batches = shard_batches([shards[s] for s in order], batch_size)
-    workers = _default_workers() if num_workers is None else int(num_workers)
+    needed = sorted({ci for es in job.pending.values() for ci, _ in es})
+    cond_sel = [job.conds[ci] for ci in needed]
+    dataset = DecodeSet(job.paths, job.ids, job.size, cond_sel, job.perturb)
+    order = sorted(job.pending)
+    batches = shard_batches([job.shards[s] for s in order], job.batch_size)
+    workers = _default_workers() if job.num_workers is None else int(job.num_workers)
     loader = DataLoader(
         dataset,
         batch_sampler=batches,
         num_workers=workers,
         collate_fn=collate,
-        pin_memory=on_cuda,
+        pin_memory=job.on_cuda,
         prefetch_factor=2 if workers else None,
         persistent_workers=False,
     )
-    module = getattr(encoder, "module", None)
+    module = getattr(job.encoder, "module", None)
     if module is not None:
         module.eval()
-        if on_cuda:
-            module.to(memory_format=torch.channels_last)
-    row_to_shard = {r: s for s in order for r in shards[s]}
-    envelope = {"torch": torch.__version__, "device": str(encoder.device), "numpy": np.__version__}
+        if job.channels_last:
+            module.to(memory_format=job.torch.channels_last)
+    row_to_shard = {r: s for s in order for r in job.shards[s]}
+    envelope = {
+        "torch": job.torch.__version__,
+        "device": str(job.encoder.device),
+        "numpy": np.__version__,
+    }
     buf: dict[int, dict[str, Any]] = {}
     n_done = 0
     bar = tqdm(
-        total=sum(len(shards[s]) for s in order),
+        total=sum(len(job.shards[s]) for s in order),
         unit="img",
-        disable=not progress,
-        desc=f"extract {encoder.card.name}",
+        disable=not job.progress,
+        desc=f"extract {job.encoder.card.name}",
         dynamic_ncols=True,
     )
-    with torch.inference_mode():
+    with job.torch.inference_mode():
         for batch in loader:
             rows_all = batch["rows"] + [r for r, _ in batch["failed"]]
             s = row_to_shard[rows_all[0]]
@@ -83,29 +95,47 @@ def run_pending(
                 st["failed"].append(
                     {
                         "row": r + 1,
-                        "image_id": ids[r],
-                        "path": paths[r],
-                        "dataset_revision": dataset_revision,
+                        "image_id": job.ids[r],
+                        "path": job.paths[r],
+                        "dataset_revision": job.dataset_revision,
                         **f,
                     }
                 )
             if batch["images"] is not None:
-                feats = _encode(encoder, torch, batch["images"], deps, batch_size, on_cuda)
+                feats = _encode(
+                    job.encoder,
+                    job.torch,
+                    batch["images"],
+                    job.deps,
+                    job.batch_size,
+                    job.on_cuda,
+                    job.channels_last,
+                )
                 st["rows"].extend(batch["rows"])
                 for k, ci in enumerate(needed):
-                    for di in range(len(deps)):
+                    for di in range(len(job.deps)):
                         st["feats"].setdefault((ci, di), []).append(feats[di][k])
             bar.update(len(rows_all))
             n_done += len(rows_all)
-            if st["seen"] == len(shards[s]):
+            if st["seen"] == len(job.shards[s]):
                 _commit_shard(
-                    cache, s, buf.pop(s), pending[s], shard_keys, shard_parts, ids, dtype, envelope
+                    job.cache,
+                    s,
+                    buf.pop(s),
+                    job.pending[s],
+                    job.shard_keys,
+                    job.shard_parts,
+                    job.ids,
+                    job.dtype,
+                    envelope,
                 )
     bar.close()
     return n_done
 
 
-def _encode(encoder, torch, images, deps, batch_size, on_cuda) -> list[list[np.ndarray]]:
+def _encode(
+    encoder, torch, images, deps, batch_size, on_cuda, channels_last
+) -> list[list[np.ndarray]]:
     """images: (B, n_cond, 3, S, S) uint8 → per depth, per condition, (B, D) float32 arrays."""
     b, nc = images.shape[:2]
     flat = images.transpose(0, 1).reshape(nc * b, *images.shape[2:])
@@ -113,7 +143,7 @@ def _encode(encoder, torch, images, deps, batch_size, on_cuda) -> list[list[np.n
     for i in range(0, flat.shape[0], batch_size):
         x = flat[i : i + batch_size].to(encoder.device, non_blocking=True)
         x = encoder.preprocess(x)
-        if on_cuda:
+        if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=on_cuda):
             got = encoder.forward_features(x, depths=tuple(deps))

@@ -102,7 +102,7 @@ class MLPProbe(ProbeBase):
         if X_val is not None and y_val is not None:
             Xv = check_features(X_val, "X_val", X.shape[1]).astype(np.float64)
             yv = check_targets(y_val, self.task, Xv.shape[0], "y_val", k)
-            Xt, yt = X.astype(np.float64), y
+            Xt, yt = X.astype(np.float64), y  # standardised in float64, trained in float32
         else:
             perm = rng.permutation(X.shape[0])
             n_val = max(1, int(round(self.validation_fraction * X.shape[0])))
@@ -111,17 +111,19 @@ class MLPProbe(ProbeBase):
         self.mean_ = Xt.mean(axis=0)
         std = Xt.std(axis=0)
         self.scale_ = np.where(std > 0, std, 1.0)
-        Xt = (Xt - self.mean_) / self.scale_
-        Xv = (Xv - self.mean_) / self.scale_
+        Xt = ((Xt - self.mean_) / self.scale_).astype(np.float32)
+        Xv = ((Xv - self.mean_) / self.scale_).astype(np.float32)
         Yt, Mt = self._targets(yt, k)
         Yv, Mv = self._targets(yv, k)
         d, h = X.shape[1], int(self.hidden)
         params = [
-            rng.normal(0.0, np.sqrt(2.0 / d), (d, h)),
-            np.zeros(h),
-            rng.normal(0.0, np.sqrt(1.0 / h), (h, k)),
-            np.zeros(k),
+            rng.normal(0.0, np.sqrt(2.0 / d), (d, h)).astype(np.float32),
+            np.zeros(h, dtype=np.float32),
+            rng.normal(0.0, np.sqrt(1.0 / h), (h, k)).astype(np.float32),
+            np.zeros(k, dtype=np.float32),
         ]
+        Yt, Yv = Yt.astype(np.float32), Yv.astype(np.float32)
+        Mt, Mv = Mt.astype(np.float32), Mv.astype(np.float32)
         m1 = [np.zeros_like(p) for p in params]
         m2 = [np.zeros_like(p) for p in params]
         best = (np.inf, [p.copy() for p in params], 0)
@@ -171,6 +173,6 @@ class MLPProbe(ProbeBase):
         return [gW1, gb1, gW2, gb2]
 
     def _predict_proba(self, X: np.ndarray) -> np.ndarray:
-        Z = (X.astype(np.float64) - self.mean_) / self.scale_
-        logits = self._forward(self.params_, Z)[1]
+        Z = ((X.astype(np.float64) - self.mean_) / self.scale_).astype(np.float32)
+        logits = self._forward(self.params_, Z)[1].astype(np.float64)
         return softmax(logits, axis=1) if self.task == "multiclass" else expit(logits)

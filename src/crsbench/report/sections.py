@@ -6,6 +6,7 @@ Every section writes its tables as CSV under ``tables/`` and its figures as PNG 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -46,6 +47,30 @@ class Writer:
         rel = f"tables/{name}.csv"
         self.tables.append(rel)
         return rel
+
+
+def _missing(d: ReportData, key: str) -> str:
+    """The note shown instead of a section part whose data the store lacks."""
+    return note_html(d.missing.get(key, "not available"))
+
+
+def _curve_section(
+    s: Section,
+    d: ReportData,
+    w: Writer,
+    frame: pd.DataFrame | None,
+    key: str,
+    make_figure: Callable[[pd.DataFrame, Path], object],
+    caption: str,
+) -> Section:
+    """Fill ``s`` with one figure of ``frame`` and its CSV ``tables/<key>.csv``, or the note
+    saying why ``frame`` is missing."""
+    if frame is None:
+        s.parts.append(_missing(d, key))
+        return s
+    s.parts.append(figure_html(make_figure(frame, w.fig_dir), caption))
+    s.parts.append(files_html([w.csv(frame, key)]))
+    return s
 
 
 def leaderboard(d: ReportData, w: Writer) -> Section:
@@ -89,7 +114,7 @@ def rank_shift(d: ReportData, w: Writer) -> Section:
         "alone or by reliability; Kendall's tau near 1 means the two rankings mostly agree.",
     )  # fmt: skip
     if d.rank_moves is None or d.agreement is None:
-        s.parts.append(note_html(d.missing.get("rank_shift", "not available")))
+        s.parts.append(_missing(d, "rank_shift"))
         return s
     a = d.agreement
     s.parts.append(stats_html([
@@ -113,7 +138,7 @@ def uncertainty(d: ReportData, w: Writer) -> Section:
         "leader whose gap interval includes 0 is not reliably ahead of the runner-up.",
     )  # fmt: skip
     if d.bootstrap is None:
-        s.parts.append(note_html(d.missing.get("uncertainty", "not available")))
+        s.parts.append(_missing(d, "uncertainty"))
         return s
     g = d.leader_gap
     if g is not None:
@@ -143,7 +168,7 @@ def calibration(d: ReportData, w: Writer) -> Section:
         "95% interval and the (small) AUROC change.",
     )  # fmt: skip
     if d.recalibration is None:
-        s.parts.append(note_html(d.missing.get("calibration", "not available")))
+        s.parts.append(_missing(d, "calibration"))
         return s
     enc, ds = d.calibration_cell or ("?", "?")
     s.parts.append(f"<h3>Chosen cell: {enc} on {ds}</h3>")
@@ -175,13 +200,8 @@ def label_efficiency(d: ReportData, w: Writer) -> Section:
         "AUROC as the labelled training set shrinks to 1%: flat curves keep their "
         "discrimination with few labels, steep ones need the full set.",
     )  # fmt: skip
-    if d.label_curves is None:
-        s.parts.append(note_html(d.missing.get("label_efficiency", "not available")))
-        return s
-    s.parts.append(figure_html(fd.label_efficiency_figure(d.label_curves, w.fig_dir),
-                               "AUROC vs label fraction"))  # fmt: skip
-    s.parts.append(files_html([w.csv(d.label_curves, "label_efficiency")]))
-    return s
+    return _curve_section(s, d, w, d.label_curves, "label_efficiency",
+                          fd.label_efficiency_figure, "AUROC vs label fraction")  # fmt: skip
 
 
 def robustness(d: ReportData, w: Writer) -> Section:
@@ -194,14 +214,14 @@ def robustness(d: ReportData, w: Writer) -> Section:
     )  # fmt: skip
     rels = []
     if d.robustness is None:
-        s.parts.append(note_html(d.missing.get("robustness", "not available")))
+        s.parts.append(_missing(d, "robustness"))
     else:
         s.parts.append(figure_html(fd.robustness_figure(d.robustness, w.fig_dir),
                                    "Heatmaps of AUROC drop and ECE increase"))  # fmt: skip
         rels.append(w.csv(d.robustness, "robustness"))
     s.parts.append("<h3>Institutional shift</h3>")
     if d.shift is None:
-        s.parts.append(note_html(d.missing.get("shift", "not available")))
+        s.parts.append(_missing(d, "shift"))
     else:
         s.parts.append(figure_html(fd.shift_figure(d.shift, w.fig_dir), "Shift AUROC bars"))
         rels.append(w.csv(d.shift, "shift"))
@@ -221,13 +241,8 @@ def layer_depth(d: ReportData, w: Writer) -> Section:
         "AUROC of a probe on intermediate blocks: a curve that peaks before depth 1 means the "
         "last block is not the best feature for this task.",
     )  # fmt: skip
-    if d.depth_curves is None:
-        s.parts.append(note_html(d.missing.get("layer_depth", "not available")))
-        return s
-    s.parts.append(figure_html(fd.layer_depth_figure(d.depth_curves, w.fig_dir),
-                               "AUROC vs layer depth"))  # fmt: skip
-    s.parts.append(files_html([w.csv(d.depth_curves, "layer_depth")]))
-    return s
+    return _curve_section(s, d, w, d.depth_curves, "layer_depth",
+                          fd.layer_depth_figure, "AUROC vs layer depth")  # fmt: skip
 
 
 def _revisions(runs: pd.DataFrame, key: str, col: str) -> pd.DataFrame:

@@ -10,22 +10,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-CHEXPERT_LABELS = (
-    "No Finding",
-    "Enlarged Cardiomediastinum",
-    "Cardiomegaly",
-    "Lung Opacity",
-    "Lung Lesion",
-    "Edema",
-    "Consolidation",
-    "Pneumonia",
-    "Atelectasis",
-    "Pneumothorax",
-    "Pleural Effusion",
-    "Pleural Other",
-    "Fracture",
-    "Support Devices",
-)
+from crsbench.datasets.chexpert import CHEXPERT_LABELS
+
 ISIC_COLUMNS = ("MEL", "NV", "BCC", "AK", "BKL", "DF", "VASC", "SCC", "UNK")
 
 

@@ -89,3 +89,25 @@ def write_images(root: Path, n: int, size: int = 40, fmt: str = "png") -> tuple[
         ids.append(f"id{i:04d}")
         paths.append(str(p))
     return ids, paths
+
+
+def run_extract(ids: list, paths: list, root: Path, **kw):
+    """``extract`` with the tests' small settings and a fresh cache at ``root``.
+
+    The encoder is a :class:`TinyEncoder` unless ``encoder=`` is given; any other keyword
+    overrides a default.
+    """
+    from crsbench.features import FeatureCache, extract
+
+    enc = kw.pop("encoder", None) or TinyEncoder()
+    args = dict(
+        cache=FeatureCache(root),
+        dataset_revision="rev1",
+        batch_size=4,
+        shard_size=4,
+        num_workers=0,
+        progress=False,
+        perturb_fn=toy_perturb,
+    )
+    args.update(kw)
+    return extract(enc, ids, paths, **args)

@@ -10,23 +10,8 @@ import pytest
 
 import crsbench
 from crsbench.core.errors import CacheError
-from crsbench.features import FeatureCache, extract
+from crsbench.features import FeatureCache
 from crsbench.features.cache import make_key
-
-
-def _run(doubles, ids, paths, root, **kw):
-    enc = kw.pop("encoder", None) or doubles.TinyEncoder()
-    args = dict(
-        cache=FeatureCache(root),
-        dataset_revision="rev1",
-        batch_size=4,
-        shard_size=4,
-        num_workers=0,
-        progress=False,
-        perturb_fn=doubles.toy_perturb,
-    )
-    args.update(kw)
-    return extract(enc, ids, paths, **args)
 
 
 def _file_bytes(fa):
@@ -35,8 +20,8 @@ def _file_bytes(fa):
 
 def test_hit_returns_identical_bytes_without_decoding(tmp_path, doubles, images):
     ids, paths = images
-    first = _run(doubles, ids, paths, tmp_path / "c")
-    again = _run(doubles, ids, paths, tmp_path / "c")
+    first = doubles.run_extract(ids, paths, tmp_path / "c")
+    again = doubles.run_extract(ids, paths, tmp_path / "c")
     k = (("clean", 0), 1.0)
     assert first[k].status == "computed" and again[k].status == "hit"
     assert again.n_decoded == 0
@@ -76,14 +61,14 @@ def _prep(d):
 @pytest.mark.parametrize("what", sorted(MUTATIONS))
 def test_each_key_input_changes_the_key_and_reverting_hits(tmp_path, doubles, images, what):
     ids, paths = images
-    base = _run(doubles, ids, paths, tmp_path / "c")
+    base = doubles.run_extract(ids, paths, tmp_path / "c")
     kw: dict = {}
     MUTATIONS[what](doubles, kw)
     depth = kw.get("depths", (1.0,))[0]
-    changed = _run(doubles, ids, paths, tmp_path / "c", **kw)
+    changed = doubles.run_extract(ids, paths, tmp_path / "c", **kw)
     assert changed[(("clean", 0), depth)].status == "computed"
     assert changed[(("clean", 0), depth)].key != base[(("clean", 0), 1.0)].key
-    reverted = _run(doubles, ids, paths, tmp_path / "c")
+    reverted = doubles.run_extract(ids, paths, tmp_path / "c")
     assert reverted[(("clean", 0), 1.0)].status == "hit"
 
 
@@ -93,18 +78,18 @@ def test_id_list_condition_perturbation_and_version_change_the_key(
     ids, paths = images
     root = tmp_path / "c"
     conds = [("noise", 1)]
-    base = _run(doubles, ids, paths, root, conditions=conds)[(("noise", 1), 1.0)].key
+    base = doubles.run_extract(ids, paths, root, conditions=conds)[(("noise", 1), 1.0)].key
     keys = {
-        "ids": _run(doubles, ids[:-1], paths[:-1], root, conditions=conds),
-        "severity": _run(doubles, ids, paths, root, conditions=[("noise", 2)]),
-        "perturb_code": _run(
-            doubles, ids, paths, root, conditions=conds, perturb_fn=lambda im, n, s, i: 255 - im
+        "ids": doubles.run_extract(ids[:-1], paths[:-1], root, conditions=conds),
+        "severity": doubles.run_extract(ids, paths, root, conditions=[("noise", 2)]),
+        "perturb_code": doubles.run_extract(
+            ids, paths, root, conditions=conds, perturb_fn=lambda im, n, s, i: 255 - im
         ),
     }
     got = {k: next(iter(v.values())).key for k, v in keys.items()}
     assert len({base, *got.values()}) == 4
     monkeypatch.setattr(crsbench, "__version__", "999.0")
-    bumped = _run(doubles, ids, paths, root, conditions=conds)
+    bumped = doubles.run_extract(ids, paths, root, conditions=conds)
     assert bumped[(("noise", 1), 1.0)].status == "computed"
 
 
@@ -112,7 +97,7 @@ def test_id_list_condition_perturbation_and_version_change_the_key(
 def test_corrupt_shard_detected_reported_and_recomputed(tmp_path, doubles, images, damage, caplog):
     ids, paths = images
     root = tmp_path / "c"
-    good = _run(doubles, ids, paths, root)
+    good = doubles.run_extract(ids, paths, root)
     k = (("clean", 0), 1.0)
     ref = _file_bytes(good[k])
     cache = FeatureCache(root)
@@ -132,7 +117,7 @@ def test_corrupt_shard_detected_reported_and_recomputed(tmp_path, doubles, image
     else:
         mans[0].write_text("{not json")
     with caplog.at_level("WARNING"):
-        again = _run(doubles, ids, paths, root)
+        again = doubles.run_extract(ids, paths, root)
     assert [e["event"] for e in again.cache_events] == ["corrupt"]
     assert "corrupt" in caplog.text and str(mans[0].name)[:16] in caplog.text
     assert again.n_decoded == len(man["ids"])  # only the damaged shard was recomputed
@@ -143,7 +128,7 @@ def test_corrupt_shard_detected_reported_and_recomputed(tmp_path, doubles, image
 def test_deleted_manifest_leaves_an_orphan_that_gc_removes(tmp_path, doubles, images):
     ids, paths = images
     root = tmp_path / "c"
-    res = _run(doubles, ids, paths, root)
+    res = doubles.run_extract(ids, paths, root)
     cache = FeatureCache(root)
     key = res[(("clean", 0), 1.0)].key
     npy = cache.array_path(key)
@@ -155,7 +140,9 @@ def test_deleted_manifest_leaves_an_orphan_that_gc_removes(tmp_path, doubles, im
 def test_nan_or_inf_features_rejected_with_count_and_ids(tmp_path, doubles, images):
     ids, paths = images
     with pytest.raises(CacheError, match=r"NaN/Inf in 4 of 4 rows; first ids: \['id0000'"):
-        _run(doubles, ids, paths, tmp_path / "c", encoder=doubles.TinyEncoder(scale=float("inf")))
+        doubles.run_extract(
+            ids, paths, tmp_path / "c", encoder=doubles.TinyEncoder(scale=float("inf"))
+        )
     assert not list((tmp_path / "c" / "objects").rglob("*.json"))
 
 

@@ -12,28 +12,15 @@ from crsbench.core.errors import DataError
 from crsbench.features import FeatureCache, decode, extract
 
 
-def _run(doubles, ids, paths, root, **kw):
-    enc = kw.pop("encoder", None) or doubles.TinyEncoder()
-    args = dict(
-        cache=FeatureCache(root),
-        dataset_revision="rev1",
-        batch_size=4,
-        shard_size=4,
-        num_workers=0,
-        progress=False,
-        perturb_fn=doubles.toy_perturb,
-    )
-    args.update(kw)
-    return extract(enc, ids, paths, **args)
-
-
 def test_all_conditions_from_one_decode_per_image(tmp_path, doubles, images, monkeypatch):
     ids, paths = images
     calls: list[str] = []
     real = decode.decode_image
     monkeypatch.setattr(decode, "decode_image", lambda p, s: (calls.append(str(p)), real(p, s))[1])
     conds = [("clean", 0), ("noise", 1), ("noise", 2), ("noise", 3)]
-    res = _run(doubles, ids, paths, tmp_path / "c", conditions=conds, depths=(0.25, 0.5, 0.75, 1.0))
+    res = doubles.run_extract(
+        ids, paths, tmp_path / "c", conditions=conds, depths=(0.25, 0.5, 0.75, 1.0)
+    )
     assert sorted(calls) == sorted(paths)  # each image decoded exactly once
     assert len(res) == 16
     enc = doubles.TinyEncoder()
@@ -48,7 +35,7 @@ def test_perturbed_rows_match_a_direct_per_image_computation(tmp_path, doubles, 
     import torch
 
     ids, paths = images
-    res = _run(doubles, ids, paths, tmp_path / "c", conditions=[("noise", 2)])
+    res = doubles.run_extract(ids, paths, tmp_path / "c", conditions=[("noise", 2)])
     enc = doubles.TinyEncoder()
     img = decode.decode_image(paths[3], 32)
     pert = doubles.toy_perturb(img, "noise", 2, ids[3])
@@ -60,8 +47,8 @@ def test_perturbed_rows_match_a_direct_per_image_computation(tmp_path, doubles, 
 
 def test_rows_follow_the_requested_order(tmp_path, doubles, images):
     ids, paths = images
-    fwd = _run(doubles, ids, paths, tmp_path / "a")[(("clean", 0), 1.0)]
-    rev = _run(doubles, ids[::-1], paths[::-1], tmp_path / "b")[(("clean", 0), 1.0)]
+    fwd = doubles.run_extract(ids, paths, tmp_path / "a")[(("clean", 0), 1.0)]
+    rev = doubles.run_extract(ids[::-1], paths[::-1], tmp_path / "b")[(("clean", 0), 1.0)]
     assert list(rev.ids) == ids[::-1]
     np.testing.assert_allclose(rev.features, np.asarray(fwd.features)[::-1], rtol=1e-5, atol=1e-6)
 
@@ -69,7 +56,7 @@ def test_rows_follow_the_requested_order(tmp_path, doubles, images):
 def test_duplicate_ids_abort_early(tmp_path, doubles, images):
     ids, paths = images
     with pytest.raises(DataError, match=r"unique.*'id0001' \(rows 2 and 11\)"):
-        _run(doubles, [*ids, ids[1]], [*paths, paths[1]], tmp_path / "c")
+        doubles.run_extract([*ids, ids[1]], [*paths, paths[1]], tmp_path / "c")
 
 
 def test_bad_images_skipped_recorded_and_threshold_enforced(tmp_path, doubles, images):
@@ -85,8 +72,8 @@ def test_bad_images_skipped_recorded_and_threshold_enforced(tmp_path, doubles, i
     all_ids = ids + [f"bad_{n}" for n in extra]
     all_paths = paths + [str(bad / n) for n in extra]
     with pytest.raises(DataError, match=r"at most 1\.0% of 13\. Got 3"):
-        _run(doubles, all_ids, all_paths, tmp_path / "c")
-    res = _run(doubles, all_ids, all_paths, tmp_path / "c", max_bad_fraction=0.5)
+        doubles.run_extract(all_ids, all_paths, tmp_path / "c")
+    res = doubles.run_extract(all_ids, all_paths, tmp_path / "c", max_bad_fraction=0.5)
     fa = res[(("clean", 0), 1.0)]
     assert list(fa.ids) == ids
     assert [(q["row"], q["error_class"]) for q in res.quarantined] == [
@@ -94,13 +81,13 @@ def test_bad_images_skipped_recorded_and_threshold_enforced(tmp_path, doubles, i
         (12, "not_an_image"),
         (13, "truncated"),
     ]
-    again = _run(doubles, all_ids, all_paths, tmp_path / "c", max_bad_fraction=0.5)
+    again = doubles.run_extract(all_ids, all_paths, tmp_path / "c", max_bad_fraction=0.5)
     assert again.n_decoded == 0 and again.quarantined == res.quarantined
     ledger = FeatureCache(tmp_path / "c").read_quarantine()
     assert {r["path"] for r in ledger} == {str(bad / n) for n in extra}
     lines = (tmp_path / "c" / "quarantine.jsonl").read_text().splitlines()
     assert all(json.loads(x)["dataset_revision"] == "rev1" for x in lines)
-    ref = _run(doubles, ids, paths, tmp_path / "ref")[(("clean", 0), 1.0)]
+    ref = doubles.run_extract(ids, paths, tmp_path / "ref")[(("clean", 0), 1.0)]
     np.testing.assert_array_equal(np.asarray(ref.features), np.asarray(fa.features))
 
 
@@ -111,14 +98,14 @@ def test_constant_images_fail_the_sanity_gate(tmp_path, doubles):
         Image.fromarray(np.full((40, 40, 3), 128, np.uint8)).save(p)
         paths.append(str(p))
     with pytest.raises(DataError, match="must differ between images"):
-        _run(doubles, [f"i{i}" for i in range(6)], paths, tmp_path / "c")
+        doubles.run_extract([f"i{i}" for i in range(6)], paths, tmp_path / "c")
 
 
 def test_worker_processes_give_identical_bytes(tmp_path, doubles, images):
     ids, paths = images
     conds = [("clean", 0), ("noise", 3)]
-    a = _run(doubles, ids, paths, tmp_path / "a", conditions=conds)
-    b = _run(doubles, ids, paths, tmp_path / "b", conditions=conds, num_workers=2)
+    a = doubles.run_extract(ids, paths, tmp_path / "a", conditions=conds)
+    b = doubles.run_extract(ids, paths, tmp_path / "b", conditions=conds, num_workers=2)
     for k in a:
         assert np.asarray(a[k].features).tobytes() == np.asarray(b[k].features).tobytes()
 
@@ -136,7 +123,9 @@ def test_mixed_modes_dataset(tmp_path, doubles):
     for name, im in specs.items():
         im.save(tmp_path / name)
         paths.append(str(tmp_path / name))
-    res = _run(doubles, list(specs), paths, tmp_path / "c", conditions=[("clean", 0), ("noise", 1)])
+    res = doubles.run_extract(
+        list(specs), paths, tmp_path / "c", conditions=[("clean", 0), ("noise", 1)]
+    )
     fa = res[(("noise", 1), 1.0)]
     assert fa.features.shape == (5, 10) and np.isfinite(fa.features).all()
     assert res.quarantined == []

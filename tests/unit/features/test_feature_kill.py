@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crsbench.features import FeatureCache, extract
+from crsbench.features import FeatureCache
 
 SCRIPT = """
 import importlib.util, sys
@@ -49,18 +49,10 @@ def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, doubles, doubles_path
     assert 2 <= done < 8, "killed run must have stopped part-way"
 
     ids, paths = doubles.write_images(imgs, 16)
-    kw = dict(
-        dataset_revision="rev1",
-        conditions=[("clean", 0), ("noise", 2)],
-        batch_size=4,
-        shard_size=4,
-        num_workers=0,
-        progress=False,
-        perturb_fn=doubles.toy_perturb,
-    )
-    resumed = extract(doubles.TinyEncoder(), ids, paths, cache=FeatureCache(cache_dir), **kw)
+    conditions = [("clean", 0), ("noise", 2)]
+    resumed = doubles.run_extract(ids, paths, cache_dir, conditions=conditions)
     assert resumed.n_decoded == 16 - 4 * (done // 2)  # committed shards were not redone
-    clean = extract(doubles.TinyEncoder(), ids, paths, cache=FeatureCache(tmp_path / "c2"), **kw)
+    clean = doubles.run_extract(ids, paths, tmp_path / "c2", conditions=conditions)
     assert clean.n_decoded == 16
     for k in clean:
         a, b = np.asarray(resumed[k].features), np.asarray(clean[k].features)
@@ -83,18 +75,10 @@ def test_two_processes_extracting_the_same_key(tmp_path, doubles, doubles_path):
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err.decode()
     ids, paths = doubles.write_images(imgs, 16)
-    kw = dict(
-        dataset_revision="rev1",
-        conditions=[("clean", 0), ("noise", 2)],
-        batch_size=4,
-        shard_size=4,
-        num_workers=0,
-        progress=False,
-        perturb_fn=doubles.toy_perturb,
-    )
-    shared = extract(doubles.TinyEncoder(), ids, paths, cache=FeatureCache(cache_dir), **kw)
+    conditions = [("clean", 0), ("noise", 2)]
+    shared = doubles.run_extract(ids, paths, cache_dir, conditions=conditions)
     assert shared.n_decoded == 0 and not shared.cache_events
-    alone = extract(doubles.TinyEncoder(), ids, paths, cache=FeatureCache(tmp_path / "a"), **kw)
+    alone = doubles.run_extract(ids, paths, tmp_path / "a", conditions=conditions)
     for k in alone:
         assert np.asarray(shared[k].features).tobytes() == np.asarray(alone[k].features).tobytes()
     assert _committed(cache_dir) == 4 * 2 + 2  # 4 shards x 2 conditions + 2 final entries

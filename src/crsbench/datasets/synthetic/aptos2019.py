@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 from crsbench.core.seeding import stable_rng
 from crsbench.datasets.synthetic import common
 from crsbench.datasets.synthetic.aptos_render import render_aptos
-from crsbench.datasets.synthetic.io import save_png, write_atomically, write_csv
-from crsbench.datasets.synthetic.sizes import SynthSize, resolve_size
+from crsbench.datasets.synthetic.io import save_png, write_csv, write_dataset
+from crsbench.datasets.synthetic.sizes import SynthSize
 
 NAME = "aptos2019"
 LABELS = "train.csv"
@@ -17,6 +16,20 @@ IMAGE_DIR = "train_images"
 COLUMNS = ("id_code", "diagnosis")
 # Grade counts of the real training set (3,662 images), grades 0..4.
 REAL_COUNTS = (1805, 370, 999, 193, 295)
+
+
+def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> None:
+    """Write every file of the dataset under ``tmp`` (see :func:`write_dataset`)."""
+    h, w = sz.side, int(round(sz.side * 4 / 3))
+    rng = stable_rng(NAME, seed, "table")
+    grades = common.shuffled_labels(rng, common.class_counts(sz.aptos2019, REAL_COUNTS))
+    ids = common.unique_hex(rng, sz.aptos2019, 6)
+    for index, (id_code, grade) in enumerate(zip(ids, grades, strict=True)):
+        image = render_aptos(int(grade), stable_rng(NAME, seed, index), h, w)
+        save_png(tmp / IMAGE_DIR / f"{id_code}.png", image)
+        common.tick(progress)
+    rows = sorted((id_code, int(g)) for id_code, g in zip(ids, grades, strict=True))
+    write_csv(tmp / LABELS, COLUMNS, rows)
 
 
 def write_aptos2019(
@@ -28,37 +41,6 @@ def write_aptos2019(
 ) -> Path:
     """Write a synthetic APTOS 2019 training set under ``root``.
 
-    Parameters
-    ----------
-    root : str or Path
-        The dataset folder to create (e.g. ``DIR/aptos2019``).
-    size : str, dict or SynthSize
-        ``"small"``, ``"medium"`` or overrides (see :func:`resolve_size`).
-    seed : int
-        Generation seed; the same seed gives byte-identical files.
-    overwrite : bool
-        Replace an existing folder written with other parameters.
-    progress : callable, optional
-        Called with ``1`` after each image.
-
-    Returns
-    -------
-    Path
-        ``root``.
+    Parameters and return value: see :func:`~crsbench.datasets.synthetic.io.write_dataset`.
     """
-    sz = resolve_size(size)
-    h, w = sz.side, int(round(sz.side * 4 / 3))
-
-    def build(tmp: Path) -> None:
-        rng = stable_rng(NAME, seed, "table")
-        grades = common.shuffled_labels(rng, common.class_counts(sz.aptos2019, REAL_COUNTS))
-        ids = common.unique_hex(rng, sz.aptos2019, 6)
-        for index, (id_code, grade) in enumerate(zip(ids, grades, strict=True)):
-            image = render_aptos(int(grade), stable_rng(NAME, seed, index), h, w)
-            save_png(tmp / IMAGE_DIR / f"{id_code}.png", image)
-            common.tick(progress)
-        rows = sorted((id_code, int(g)) for id_code, g in zip(ids, grades, strict=True))
-        write_csv(tmp / LABELS, COLUMNS, rows)
-
-    spec = {"dataset": NAME, "seed": seed, "size": asdict(sz)}
-    return write_atomically(Path(root), spec, build, overwrite)
+    return write_dataset(NAME, _build, root, size, seed, overwrite, progress)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +15,8 @@ from crsbench.datasets.synthetic.cxr_labels import (
     report,
 )
 from crsbench.datasets.synthetic.cxr_render import CHEXPERT_SCANNER, render_cxr
-from crsbench.datasets.synthetic.io import save_jpeg, write_atomically, write_csv
-from crsbench.datasets.synthetic.sizes import SynthSize, resolve_size
+from crsbench.datasets.synthetic.io import save_jpeg, write_csv, write_dataset
+from crsbench.datasets.synthetic.sizes import SynthSize
 
 NAME = "chexpert"
 PREFIX = "CheXpert-v1.0-small"
@@ -69,6 +68,36 @@ def _rows(n_rows: int, split: str, first_patient: int, seed: int) -> list[dict]:
     return rows
 
 
+def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> None:
+    """Write every file of the dataset under ``tmp`` (see :func:`write_dataset`)."""
+    train = _rows(sz.chexpert_train, "train", 1, seed)
+    last = max(int(r["Path"].split("/patient")[1][:5]) for r in train)
+    valid = _rows(sz.chexpert_valid, "valid", last + 1, seed)
+    for split, rows in (("train", train), ("valid", valid)):
+        for index, row in enumerate(rows):
+            image = render_cxr(
+                row["findings"],
+                stable_rng(NAME, seed, split, index),
+                sz.side,
+                row["view"],
+                CHEXPERT_SCANNER,
+            )
+            save_jpeg(tmp / row["Path"], image, quality=90)
+            common.tick(progress)
+        table = [
+            [
+                r["Path"],
+                r["Sex"],
+                r["Age"],
+                r["Frontal/Lateral"],
+                r["AP/PA"],
+                *(r["cells"][k] for k in CHEXPERT_LABELS),
+            ]
+            for r in rows
+        ]
+        write_csv(tmp / PREFIX / f"{split}.csv", COLUMNS, table)
+
+
 def write_chexpert(
     root: str | Path,
     size: str | dict | SynthSize = "small",
@@ -78,53 +107,6 @@ def write_chexpert(
 ) -> Path:
     """Write a synthetic CheXpert-v1.0-small under ``root`` (``root/CheXpert-v1.0-small/...``).
 
-    Parameters
-    ----------
-    root : str or Path
-        The dataset folder to create (e.g. ``DIR/chexpert``).
-    size : str, dict or SynthSize
-        ``"small"``, ``"medium"`` or overrides (see :func:`resolve_size`).
-    seed : int
-        Generation seed; the same seed gives byte-identical files.
-    overwrite : bool
-        Replace an existing folder written with other parameters.
-    progress : callable, optional
-        Called with ``1`` after each image.
-
-    Returns
-    -------
-    Path
-        ``root``.
+    Parameters and return value: see :func:`~crsbench.datasets.synthetic.io.write_dataset`.
     """
-    sz = resolve_size(size)
-
-    def build(tmp: Path) -> None:
-        train = _rows(sz.chexpert_train, "train", 1, seed)
-        last = max(int(r["Path"].split("/patient")[1][:5]) for r in train)
-        valid = _rows(sz.chexpert_valid, "valid", last + 1, seed)
-        for split, rows in (("train", train), ("valid", valid)):
-            for index, row in enumerate(rows):
-                image = render_cxr(
-                    row["findings"],
-                    stable_rng(NAME, seed, split, index),
-                    sz.side,
-                    row["view"],
-                    CHEXPERT_SCANNER,
-                )
-                save_jpeg(tmp / row["Path"], image, quality=90)
-                common.tick(progress)
-            table = [
-                [
-                    r["Path"],
-                    r["Sex"],
-                    r["Age"],
-                    r["Frontal/Lateral"],
-                    r["AP/PA"],
-                    *(r["cells"][k] for k in CHEXPERT_LABELS),
-                ]
-                for r in rows
-            ]
-            write_csv(tmp / PREFIX / f"{split}.csv", COLUMNS, table)
-
-    spec = {"dataset": NAME, "seed": seed, "size": asdict(sz)}
-    return write_atomically(Path(root), spec, build, overwrite)
+    return write_dataset(NAME, _build, root, size, seed, overwrite, progress)

@@ -12,22 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CHEXPERT_LABELS = (
-    "No Finding",
-    "Enlarged Cardiomediastinum",
-    "Cardiomegaly",
-    "Lung Opacity",
-    "Lung Lesion",
-    "Edema",
-    "Consolidation",
-    "Pneumonia",
-    "Atelectasis",
-    "Pneumothorax",
-    "Pleural Effusion",
-    "Pleural Other",
-    "Fracture",
-    "Support Devices",
-)
+from crsbench.datasets.chexpert import CHEXPERT_LABELS
+
 MIMIC_LABELS = tuple(sorted(CHEXPERT_LABELS))
 _PATHOLOGIES = tuple(k for k in CHEXPERT_LABELS if k not in ("No Finding", "Support Devices"))
 _PARENCHYMAL = ("Lung Lesion", "Edema", "Consolidation", "Pneumonia", "Atelectasis")

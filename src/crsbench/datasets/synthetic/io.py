@@ -9,12 +9,15 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 from crsbench.core.errors import DataError
+from crsbench.datasets.synthetic.common import Progress
+from crsbench.datasets.synthetic.sizes import SynthSize, resolve_size
 
 MARKER = ".crsbench-synth.json"
 GENERATOR_VERSION = 1
@@ -85,6 +88,49 @@ def write_atomically(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return root
+
+
+def write_dataset(
+    name: str,
+    build: Callable[[Path, SynthSize, int, Progress], None],
+    root: str | Path,
+    size: str | dict | SynthSize = "small",
+    seed: int = 0,
+    overwrite: bool = False,
+    progress: Progress = None,
+) -> Path:
+    """Write one synthetic dataset atomically: the shared body of every ``write_<dataset>``.
+
+    Parameters
+    ----------
+    name : str
+        Dataset name, recorded in the completion marker with ``seed`` and the resolved size.
+    build : Callable[[Path, SynthSize, int, Progress], None]
+        ``build(folder, size, seed, progress)`` writes every file of the dataset under
+        ``folder`` and calls ``progress`` with ``1`` after each image.
+    root : str or Path
+        The dataset folder to create (e.g. ``DIR/<name>``).
+    size : str, dict or SynthSize
+        ``"small"``, ``"medium"`` or overrides (see :func:`resolve_size`).
+    seed : int
+        Generation seed; the same seed gives byte-identical files.
+    overwrite : bool
+        Replace an existing folder written with other parameters.
+    progress : callable, optional
+        Called with ``1`` after each image.
+
+    Returns
+    -------
+    Path
+        ``root``.
+    """
+    sz = resolve_size(size)
+    spec = {"dataset": name, "seed": seed, "size": asdict(sz)}
+
+    def write(tmp: Path) -> None:
+        build(tmp, sz, seed, progress)
+
+    return write_atomically(Path(root), spec, write, overwrite)
 
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:

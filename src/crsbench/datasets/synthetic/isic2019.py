@@ -6,14 +6,13 @@ Files: ``ISIC_2019_Training_GroundTruth.csv``, ``ISIC_2019_Training_Metadata.csv
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 from crsbench.core.seeding import stable_rng
 from crsbench.datasets.synthetic import common
-from crsbench.datasets.synthetic.io import save_jpeg, write_atomically, write_csv
+from crsbench.datasets.synthetic.io import save_jpeg, write_csv, write_dataset
 from crsbench.datasets.synthetic.isic_render import CLASSES, lesion_params, render_isic
-from crsbench.datasets.synthetic.sizes import SynthSize, resolve_size
+from crsbench.datasets.synthetic.sizes import SynthSize
 
 NAME = "isic2019"
 GROUND_TRUTH = "ISIC_2019_Training_GroundTruth.csv"
@@ -81,6 +80,28 @@ def _plan(n: int, seed: int) -> list[dict]:
     return rows
 
 
+def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> None:
+    """Write every file of the dataset under ``tmp`` (see :func:`write_dataset`)."""
+    h, w = sz.side, int(round(sz.side * 4 / 3))
+    rows = _plan(sz.isic2019, seed)
+    params: dict[str, dict] = {}
+    for row in rows:
+        if row["lesion_key"] not in params:
+            lrng = stable_rng(NAME, seed, row["lesion_key"])
+            params[row["lesion_key"]] = lesion_params(row["label"], lrng)
+        image = render_isic(
+            row["label"], params[row["lesion_key"]], stable_rng(NAME, seed, row["index"]), h, w
+        )
+        save_jpeg(tmp / IMAGE_DIR / f"{row['image']}.jpg", image, quality=92)
+        common.tick(progress)
+    gt = [
+        [r["image"], *("1.0" if c == r["label"] else "0.0" for c in CLASSES), "0.0"] for r in rows
+    ]
+    write_csv(tmp / GROUND_TRUTH, GT_COLUMNS, gt)
+    meta = [[r["image"], r["age"], r["site"], r["lesion_id"], r["sex"]] for r in rows]
+    write_csv(tmp / METADATA, META_COLUMNS, meta)
+
+
 def write_isic2019(
     root: str | Path,
     size: str | dict | SynthSize = "small",
@@ -90,49 +111,9 @@ def write_isic2019(
 ) -> Path:
     """Write a synthetic ISIC 2019 training set under ``root``.
 
-    Parameters
-    ----------
-    root : str or Path
-        The dataset folder to create (e.g. ``DIR/isic2019``).
-    size : str, dict or SynthSize
-        ``"small"``, ``"medium"`` or overrides (see :func:`resolve_size`).
-    seed : int
-        Generation seed; the same seed gives byte-identical files.
-    overwrite : bool
-        Replace an existing folder written with other parameters.
-    progress : callable, optional
-        Called with ``1`` after each image.
-
-    Returns
-    -------
-    Path
-        ``root``.
+    Parameters and return value: see :func:`~crsbench.datasets.synthetic.io.write_dataset`.
     """
-    sz = resolve_size(size)
-    h, w = sz.side, int(round(sz.side * 4 / 3))
-
-    def build(tmp: Path) -> None:
-        rows = _plan(sz.isic2019, seed)
-        params: dict[str, dict] = {}
-        for row in rows:
-            if row["lesion_key"] not in params:
-                lrng = stable_rng(NAME, seed, row["lesion_key"])
-                params[row["lesion_key"]] = lesion_params(row["label"], lrng)
-            image = render_isic(
-                row["label"], params[row["lesion_key"]], stable_rng(NAME, seed, row["index"]), h, w
-            )
-            save_jpeg(tmp / IMAGE_DIR / f"{row['image']}.jpg", image, quality=92)
-            common.tick(progress)
-        gt = [
-            [r["image"], *("1.0" if c == r["label"] else "0.0" for c in CLASSES), "0.0"]
-            for r in rows
-        ]
-        write_csv(tmp / GROUND_TRUTH, GT_COLUMNS, gt)
-        meta = [[r["image"], r["age"], r["site"], r["lesion_id"], r["sex"]] for r in rows]
-        write_csv(tmp / METADATA, META_COLUMNS, meta)
-
-    spec = {"dataset": NAME, "seed": seed, "size": asdict(sz)}
-    return write_atomically(Path(root), spec, build, overwrite)
+    return write_dataset(NAME, _build, root, size, seed, overwrite, progress)
 
 
 def n_items(size: SynthSize) -> int:

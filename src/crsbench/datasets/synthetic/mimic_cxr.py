@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict
 from pathlib import Path
 
 from crsbench.core.seeding import stable_rng
@@ -15,8 +14,8 @@ from crsbench.datasets.synthetic.cxr_labels import (
     report,
 )
 from crsbench.datasets.synthetic.cxr_render import MIMIC_SCANNER, render_cxr
-from crsbench.datasets.synthetic.io import save_jpeg, write_atomically, write_csv
-from crsbench.datasets.synthetic.sizes import SynthSize, resolve_size
+from crsbench.datasets.synthetic.io import save_jpeg, write_csv, write_dataset
+from crsbench.datasets.synthetic.sizes import SynthSize
 
 NAME = "mimic_cxr"
 LABELS_CSV = "mimic-cxr-2.0.0-chexpert.csv"
@@ -105,6 +104,48 @@ def image_path(image: dict) -> str:
     return f"files/p{subject[:2]}/p{subject}/s{image['study_id']}/{image['dicom_id']}.jpg"
 
 
+def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> None:
+    """Write every file of the dataset under ``tmp`` (see :func:`write_dataset`)."""
+    studies, images = _plan(sz.mimic_cxr, seed)
+    for index, image in enumerate(images):
+        view = "LATERAL" if image["view"] in ("LATERAL", "LL") else image["view"]
+        pixels = render_cxr(
+            image["findings"], stable_rng(NAME, seed, index), sz.side, view, MIMIC_SCANNER
+        )
+        save_jpeg(tmp / image_path(image), pixels, quality=85)
+        common.tick(progress)
+    write_csv(
+        tmp / LABELS_CSV,
+        LABEL_COLUMNS,
+        [[s["subject_id"], s["study_id"], *(s["cells"][k] for k in MIMIC_LABELS)] for s in studies],
+    )
+    meta = []
+    for im in images:
+        orientation = "Recumbent" if im["view"] == "AP" else "Erect"
+        meta.append(
+            [
+                im["dicom_id"],
+                im["subject_id"],
+                im["study_id"],
+                im["procedure"],
+                im["view"],
+                sz.side,
+                sz.side,
+                im["date"],
+                im["time"],
+                im["procedure"],
+                _VIEW_MEANING[im["view"]],
+                orientation,
+            ]
+        )
+    write_csv(tmp / METADATA_CSV, METADATA_COLUMNS, meta)
+    write_csv(
+        tmp / SPLIT_CSV,
+        SPLIT_COLUMNS,
+        [[im["dicom_id"], im["study_id"], im["subject_id"], im["split"]] for im in images],
+    )
+
+
 def write_mimic_cxr(
     root: str | Path,
     size: str | dict | SynthSize = "small",
@@ -114,71 +155,9 @@ def write_mimic_cxr(
 ) -> Path:
     """Write a synthetic MIMIC-CXR-JPG (the second hospital) under ``root``.
 
-    Parameters
-    ----------
-    root : str or Path
-        The dataset folder to create (e.g. ``DIR/mimic_cxr``).
-    size : str, dict or SynthSize
-        ``"small"``, ``"medium"`` or overrides (see :func:`resolve_size`).
-    seed : int
-        Generation seed; the same seed gives byte-identical files.
-    overwrite : bool
-        Replace an existing folder written with other parameters.
-    progress : callable, optional
-        Called with ``1`` after each image.
-
-    Returns
-    -------
-    Path
-        ``root``.
+    Parameters and return value: see :func:`~crsbench.datasets.synthetic.io.write_dataset`.
     """
-    sz = resolve_size(size)
-
-    def build(tmp: Path) -> None:
-        studies, images = _plan(sz.mimic_cxr, seed)
-        for index, image in enumerate(images):
-            view = "LATERAL" if image["view"] in ("LATERAL", "LL") else image["view"]
-            pixels = render_cxr(
-                image["findings"], stable_rng(NAME, seed, index), sz.side, view, MIMIC_SCANNER
-            )
-            save_jpeg(tmp / image_path(image), pixels, quality=85)
-            common.tick(progress)
-        write_csv(
-            tmp / LABELS_CSV,
-            LABEL_COLUMNS,
-            [
-                [s["subject_id"], s["study_id"], *(s["cells"][k] for k in MIMIC_LABELS)]
-                for s in studies
-            ],
-        )
-        meta = []
-        for im in images:
-            orientation = "Recumbent" if im["view"] == "AP" else "Erect"
-            meta.append(
-                [
-                    im["dicom_id"],
-                    im["subject_id"],
-                    im["study_id"],
-                    im["procedure"],
-                    im["view"],
-                    sz.side,
-                    sz.side,
-                    im["date"],
-                    im["time"],
-                    im["procedure"],
-                    _VIEW_MEANING[im["view"]],
-                    orientation,
-                ]
-            )
-        write_csv(tmp / METADATA_CSV, METADATA_COLUMNS, meta)
-        write_csv(
-            tmp / SPLIT_CSV,
-            SPLIT_COLUMNS,
-            [[im["dicom_id"], im["study_id"], im["subject_id"], im["split"]] for im in images],
-        )
-
-    spec = {"dataset": NAME, "seed": seed, "size": asdict(sz)}
-    return write_atomically(Path(root), spec, build, overwrite)
+    return write_dataset(NAME, _build, root, size, seed, overwrite, progress)
 
 
 __all__ = ["image_path", "write_mimic_cxr"]
