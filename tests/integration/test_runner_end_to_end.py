@@ -95,3 +95,14 @@ def test_status_reports_done(finished_run):
     console.print(grid_status(cfg))
     text = console.export_text()
     assert text.count("done") >= 2 and "todo" not in text
+
+
+def test_reliability_table_is_derived_from_the_runs(finished_run):
+    cfg, _, _ = finished_run
+    with duckdb.connect(str(Path(cfg.output_dir) / "results.duckdb"), read_only=True) as con:
+        rel = con.execute("SELECT * FROM reliability").df()
+    # 2 datasets x 2 seeds x (none + 2 recalibrators), each with at least one bin
+    groups = rel.groupby(["dataset", "seed", "recalibrator"]).size()
+    assert len(groups) == 2 * 2 * 3
+    assert set(rel["recalibrator"]) == {"none", "temperature", "isotonic"}
+    assert rel["bin"].between(0, 14).all() and (rel["count"] > 0).all()

@@ -26,6 +26,7 @@ from crsbench.metrics import (
     sensitivity_at_specificity,
 )
 from crsbench.probes import KNNProbe, MLPProbe, fit_probe_grid
+from crsbench.runs.reliability import reliability_bins
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,7 @@ def _emit(
     t0: float,
     memo: dict[Any, dict[str, Any]] | None = None,
     key: Any = None,
+    bins: bool = False,
 ) -> None:
     """Score a prediction and append the row; ``prob`` may be a callable (computed lazily).
 
@@ -161,8 +163,11 @@ def _emit(
     if memo is not None and key is not None and key in memo:
         metrics = copy.deepcopy(memo[key])
     else:
-        metrics = score(y, prob() if callable(prob) else prob, task)
+        p = prob() if callable(prob) else prob
+        metrics = score(y, p, task)
         metrics["details"].update(extra)
+        if bins:
+            metrics["details"]["reliability"] = reliability_bins(y, p, task)
         if memo is not None and key is not None:
             memo[key] = copy.deepcopy(metrics)
     rows.append({**ident, **metrics, "wall_time_s": time.perf_counter() - t0})
@@ -264,6 +269,7 @@ def _logistic(
             t1,
             memo,
             (mkey, "clean"),
+            bins=f == 1.0,
         )
         if f != 1.0:
             continue
@@ -311,6 +317,7 @@ def _recalibrated(
             t0,
             memo,
             keys[0],
+            bins=True,
         )
         if cell.shift is not None:
             t1 = time.perf_counter()

@@ -20,6 +20,7 @@ from crsbench.runs.cell import CellSettings
 from crsbench.runs.plan import control_fractions, plan_cells
 from crsbench.runs.prepare import prepare_datasets
 from crsbench.runs.records import RunRecord, make_run_key
+from crsbench.runs.reliability import rebuild_reliability_table
 from crsbench.runs.store import ResultsStore
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
@@ -207,6 +208,7 @@ def run_benchmark(
             stages["lora_adaptation"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         store.aggregate()
+        rebuild_reliability_table(store.con)
         for fmt in ("parquet", "csv"):
             store.export(fmt, out / "export")
         stages["aggregate_and_export"] = time.perf_counter() - t0

@@ -45,3 +45,5 @@ class RunProgress:
                 f"(extract {info['extract_s']:.1f}s, probes {info['evaluate_s']:.1f}s)"
             )
             self.progress.update(self.task, advance=1, last=last)
+            if not self.console.is_terminal:  # a log file gets one line per cell
+                self.console.print(f"cell done: {last}")
