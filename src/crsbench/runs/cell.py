@@ -8,25 +8,17 @@ caller.
 
 from __future__ import annotations
 
-import copy
-import hashlib
 import time
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from crsbench.metrics import (
-    brier_score,
-    expected_calibration_error,
-    macro_auroc,
-    negative_log_likelihood,
-    sensitivity_at_specificity,
-)
 from crsbench.probes import KNNProbe, MLPProbe, fit_probe_grid
-from crsbench.runs.reliability import reliability_bins
+from crsbench.runs.cell_scoring import emit, model_key, score, targets
+
+__all__ = ["CellData", "CellSettings", "ShiftData", "evaluate_cell", "score", "targets"]
 
 
 @dataclass(frozen=True)
@@ -84,39 +76,6 @@ class CellSettings:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-def targets(labels: np.ndarray, task: str) -> np.ndarray:
-    """Class indices (multiclass, from one-hot rows) or the 0/1/NaN matrix (multilabel)."""
-    if task == "multiclass":
-        return np.argmax(np.nan_to_num(labels, nan=-1.0), axis=1).astype(np.int64)
-    return np.asarray(labels, dtype=np.float64)
-
-
-def score(y_true: np.ndarray, prob: np.ndarray, task: str) -> dict[str, Any]:
-    """Every stored metric of one prediction, plus which labels were excluded and why."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        det = macro_auroc(y_true, prob, task, return_details=True)
-        out: dict[str, Any] = {
-            "auroc": float(det.value),
-            "ece": float(expected_calibration_error(y_true, prob, task, n_bins=15)),
-            "brier": float(brier_score(y_true, prob, task)),
-            "nll": float(negative_log_likelihood(y_true, prob, task)),
-            "sens_at_spec90": float(sensitivity_at_specificity(y_true, prob, task, 0.90)),
-            "sens_at_spec95": float(sensitivity_at_specificity(y_true, prob, task, 0.95)),
-        }
-    details: dict[str, Any] = {
-        "n_eval": int(len(prob)),
-        "excluded": {str(k): v for k, v in det.excluded.items()},
-        "n_pos": [int(x) for x in det.n_pos],
-    }
-    if det.suspicious:
-        details["suspicious_auroc_0.5"] = list(det.suspicious)
-    if caught:
-        details["warnings"] = sorted({str(w.message)[:200] for w in caught})
-    out["details"] = details
-    return out
-
-
 def _row(
     cell: CellData,
     seed: int,
@@ -143,46 +102,6 @@ def _row(
     }
 
 
-def _emit(
-    rows: list[dict[str, Any]],
-    ident: dict[str, Any],
-    y: np.ndarray,
-    prob: Any,
-    task: str,
-    extra: Mapping[str, Any],
-    t0: float,
-    memo: dict[Any, dict[str, Any]] | None = None,
-    key: Any = None,
-    bins: bool = False,
-) -> None:
-    """Score a prediction and append the row; ``prob`` may be a callable (computed lazily).
-
-    With ``memo`` and ``key``, a prediction already scored under ``key`` (the same model on
-    the same rows, e.g. the full-label fit that every seed shares) is reused, not recomputed.
-    """
-    if memo is not None and key is not None and key in memo:
-        metrics = copy.deepcopy(memo[key])
-    else:
-        p = prob() if callable(prob) else prob
-        metrics = score(y, p, task)
-        metrics["details"].update(extra)
-        if bins:
-            metrics["details"]["reliability"] = reliability_bins(y, p, task)
-        if memo is not None and key is not None:
-            memo[key] = copy.deepcopy(metrics)
-    rows.append({**ident, **metrics, "wall_time_s": time.perf_counter() - t0})
-
-
-def model_key(*parts: Any) -> str:
-    """Fingerprint of a fitted model from its parameters or its training rows."""
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(
-            np.ascontiguousarray(p).tobytes() if isinstance(p, np.ndarray) else repr(p).encode()
-        )
-    return h.hexdigest()
-
-
 def _conditions(
     cell: CellData,
     seed: int,
@@ -198,7 +117,7 @@ def _conditions(
     for (name, sev), X in cell.perturbed.items():
         t0 = time.perf_counter()
         ident = _row(cell, seed, probe, 1.0, 1.0, name, sev)
-        _emit(
+        emit(
             rows,
             ident,
             y[cell.test],
@@ -212,7 +131,7 @@ def _conditions(
     if cell.shift is not None:
         t0 = time.perf_counter()
         ident = _row(cell, seed, probe, 1.0, 1.0, "shift", 0, eval_dataset=cell.shift.target)
-        _emit(
+        emit(
             rows,
             ident,
             targets(cell.shift.y, cell.task),
@@ -259,7 +178,7 @@ def _logistic(
         }
         mkey = model_key("logistic", fit.coef, fit.intercept)
         t1 = time.perf_counter() - fit_time
-        _emit(
+        emit(
             rows,
             _row(cell, seed, "logistic", 1.0, f),
             y[cell.test],
@@ -307,7 +226,7 @@ def _recalibrated(
                 cal.append(c)
             return cal[0]
 
-        _emit(
+        emit(
             rows,
             _row(cell, seed, "logistic", 1.0, 1.0, recalibrator=name),
             y[cell.test],
@@ -324,7 +243,7 @@ def _recalibrated(
             ident = _row(
                 cell, seed, "logistic", 1.0, 1.0, "shift", 0, name, eval_dataset=cell.shift.target
             )
-            _emit(
+            emit(
                 rows,
                 ident,
                 targets(cell.shift.y, cell.task),
@@ -365,7 +284,7 @@ def _layers(
         )
         for seed, fit in fits.items():
             mkey = model_key("layer", depth, fit.coef, fit.intercept)
-            _emit(
+            emit(
                 rows,
                 _row(cell, seed, "logistic", depth, 1.0),
                 y[cell.test],
@@ -425,7 +344,7 @@ def _controls(
                     return models[0]
 
                 extra = {"n_train": int(len(rows_idx))}
-                _emit(
+                emit(
                     rows,
                     _row(cell, seed, name, 1.0, f),
                     y[cell.test],
