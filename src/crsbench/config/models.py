@@ -1,0 +1,251 @@
+"""The config models: pydantic v2, unknown keys forbidden, frozen."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+CONFIG_SCHEMA_VERSION = 1
+PAPER_PERTURBATIONS: tuple[str, ...] = ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
+RECALIBRATORS: tuple[str, ...] = ("temperature", "vector", "isotonic", "dirichlet")
+LAYER_DEPTHS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
+DEFAULT_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25, 1.0)
+DEFAULT_C_GRID: tuple[float, ...] = tuple(
+    float(f"{10.0 ** (-4 + 0.5 * i):.12g}") for i in range(13)
+)
+#: Execution settings: they change where and how fast, never what is computed, so they are
+#: left out of :func:`config_hash`.
+EXECUTION_FIELDS: frozenset[str] = frozenset(
+    {"output_dir", "cache_dir", "num_workers", "device", "batch_size"}
+)
+OUTPUT_DIR_VAR = "${output_dir}"
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _unique(values: list[Any], what: str) -> list[Any]:
+    dupes = sorted({str(v) for v in values if values.count(v) > 1})
+    if dupes:
+        raise ValueError(f"{what} must be unique. Got duplicates {', '.join(dupes)} instead")
+    return values
+
+
+class EncoderSpec(_Strict):
+    """One encoder of the panel: a registry name plus optional local overrides."""
+
+    name: str = Field(min_length=1)
+    weights_path: Path | None = None
+    input_size: int | None = Field(default=None, ge=16, le=4096)
+    allow_remote_code: bool = False
+
+
+class DatasetSpec(_Strict):
+    """A dataset root on disk, adapter options (e.g. ``uncertainty``) and an optional cap."""
+
+    root: Path
+    options: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
+    max_images: int | None = Field(default=None, gt=0)
+
+
+class ShiftSpec(_Strict):
+    """Probes trained on ``source`` applied to ``target`` with no retraining."""
+
+    source: str
+    target: str
+
+
+class PerturbationSpec(_Strict):
+    """Perturbation names × severities (test images only), plus the modality-noise extra."""
+
+    names: list[str] = Field(default_factory=lambda: list(PAPER_PERTURBATIONS))
+    severities: list[int] = Field(default_factory=lambda: [1, 2, 3])
+    include_extra: bool = True
+
+    @field_validator("names")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        return _unique(v, "perturbation names")
+
+    @field_validator("severities")
+    @classmethod
+    def _severities(cls, v: list[int]) -> list[int]:
+        bad = [s for s in v if s not in (1, 2, 3)]
+        if bad:
+            raise ValueError(f"each severity must be 1, 2 or 3. Got {bad} instead")
+        return _unique(v, "severities")
+
+
+class LogisticSpec(_Strict):
+    """Main probe: L2 logistic regression, C picked on validation macro-AUROC."""
+
+    c_grid: list[float] = Field(default_factory=lambda: list(DEFAULT_C_GRID), min_length=1)
+    max_iter: int = Field(default=1000, gt=0)
+    tol: float = Field(default=1e-6, gt=0)
+
+    @field_validator("c_grid")
+    @classmethod
+    def _grid(cls, v: list[float]) -> list[float]:
+        bad = [c for c in v if not c > 0 or c == float("inf")]
+        if bad:
+            raise ValueError(f"each C must be a finite number > 0. Got {bad} instead")
+        return _unique(v, "C values")
+
+
+class MLPSpec(_Strict):
+    """Control probe: a two-layer MLP."""
+
+    hidden_size: int = Field(default=256, gt=0)
+    epochs: int = Field(default=100, gt=0)
+    lr: float = Field(default=1e-3, gt=0)
+    weight_decay: float = Field(default=1e-4, ge=0)
+
+
+class KNNSpec(_Strict):
+    """Control probe: k nearest neighbours."""
+
+    k: int = Field(default=5, gt=0)
+    metric: Literal["cosine", "euclidean"] = "cosine"
+
+
+class ProbesSpec(_Strict):
+    """Probe settings; set ``mlp`` or ``knn`` to ``null`` to skip a control probe."""
+
+    logistic: LogisticSpec = Field(default_factory=LogisticSpec)
+    mlp: MLPSpec | None = Field(default_factory=MLPSpec)
+    knn: KNNSpec | None = Field(default_factory=KNNSpec)
+
+    @property
+    def names(self) -> list[str]:
+        """Enabled probe names, main probe first."""
+        return [n for n in ("logistic", "mlp", "knn") if getattr(self, n) is not None]
+
+
+class LoraSpec(_Strict):
+    """Adaptation regime (a later issue): LoRA hyperparameters."""
+
+    enabled: bool = False
+    rank: int = Field(default=8, gt=0)
+    alpha: float = Field(default=16, gt=0)
+    dropout: float = Field(default=0.1, ge=0, lt=1)
+    epochs: int = Field(default=8, gt=0)
+    lr: float = Field(default=1e-4, gt=0)
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+
+
+class RegimesSpec(_Strict):
+    """Which regimes run: ``frozen`` (this release) and ``lora`` (later)."""
+
+    frozen: bool = True
+    lora: LoraSpec = Field(default_factory=LoraSpec)
+
+
+class BenchmarkConfig(_Strict):
+    """A whole benchmark grid. See ``docs/config_and_store.md`` for every key."""
+
+    version: int = CONFIG_SCHEMA_VERSION
+    encoders: list[EncoderSpec] = Field(min_length=1)
+    datasets: dict[str, DatasetSpec] = Field(min_length=1)
+    shifts: list[ShiftSpec] = Field(default_factory=list)
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2, 3, 4], min_length=1)
+    fractions: list[float] = Field(default_factory=lambda: list(DEFAULT_FRACTIONS), min_length=1)
+    perturbations: PerturbationSpec = Field(default_factory=PerturbationSpec)
+    probes: ProbesSpec = Field(default_factory=ProbesSpec)
+    recalibrators: list[Literal["temperature", "vector", "isotonic", "dirichlet"]] = Field(
+        default_factory=lambda: list(RECALIBRATORS)
+    )
+    layers: list[float] = Field(default_factory=lambda: list(LAYER_DEPTHS), min_length=1)
+    anchors: str = Field(default="v1", min_length=1)
+    regimes: RegimesSpec = Field(default_factory=RegimesSpec)
+    output_dir: Path = Path("results")
+    cache_dir: Path | None = None
+    split_seed: int = Field(default=0, ge=0)
+    batch_size: int = Field(default=64, gt=0)
+    num_workers: int = Field(default=0, ge=0)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+
+    @field_validator("encoders", mode="before")
+    @classmethod
+    def _encoder_strings(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            return [{"name": e} if isinstance(e, str) else e for e in v]
+        return v
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: int) -> int:
+        if v != CONFIG_SCHEMA_VERSION:
+            raise ValueError(
+                f"must be {CONFIG_SCHEMA_VERSION} (the config schema this crsbench reads). "
+                f"Got {v} instead"
+            )
+        return v
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v: list[int]) -> list[int]:
+        if any(s < 0 for s in v):
+            raise ValueError(f"each seed must be an integer >= 0. Got {v} instead")
+        return _unique(v, "seeds")
+
+    @field_validator("fractions")
+    @classmethod
+    def _fractions(cls, v: list[float]) -> list[float]:
+        bad = [f for f in v if not 0.0 < f <= 1.0]
+        if bad:
+            raise ValueError(f"each fraction must be in (0, 1]. Got {bad} instead")
+        if 1.0 not in v:
+            raise ValueError(f"fractions must include 1.0 (the full-label fit). Got {v} instead")
+        return _unique(v, "fractions")
+
+    @field_validator("layers")
+    @classmethod
+    def _layers(cls, v: list[float]) -> list[float]:
+        bad = [x for x in v if x not in LAYER_DEPTHS]
+        if bad:
+            raise ValueError(f"each layer depth must be one of {list(LAYER_DEPTHS)}. Got {bad}")
+        if 1.0 not in v:
+            raise ValueError(f"layers must include 1.0 (the default embedding). Got {v} instead")
+        return _unique(v, "layers")
+
+    @field_validator("recalibrators")
+    @classmethod
+    def _recal(cls, v: list[str]) -> list[str]:
+        return _unique(v, "recalibrators")
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> BenchmarkConfig:
+        _unique([e.name for e in self.encoders], "encoder names")
+        for i, s in enumerate(self.shifts):
+            for end in ("source", "target"):
+                name = getattr(s, end)
+                if name not in self.datasets:
+                    raise ValueError(
+                        f"shifts.{i}.{end} must name a key of datasets "
+                        f"({', '.join(sorted(self.datasets))}). Got {name!r} instead"
+                    )
+            if s.source == s.target:
+                raise ValueError(f"shifts.{i}: source and target must differ. Got {s.source!r}")
+        return self
+
+    @property
+    def shift_targets(self) -> list[str]:
+        """Datasets used only as shift targets (probes are never trained on them)."""
+        sources = {s.source for s in self.shifts}
+        return sorted({s.target for s in self.shifts} - sources)
+
+    @property
+    def probe_datasets(self) -> list[str]:
+        """Datasets on which probes are trained, in config order."""
+        targets = set(self.shift_targets)
+        return [d for d in self.datasets if d not in targets]
+
+    @property
+    def resolved_cache_dir(self) -> Path:
+        """``cache_dir``, or ``output_dir / "cache"`` when unset."""
+        return self.cache_dir if self.cache_dir is not None else self.output_dir / "cache"
