@@ -87,3 +87,31 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
     assert len(resumed) == len(reference)
     assert not resumed.duplicated(list(IDENTITY_COLUMNS)).any()
     pd.testing.assert_frame_equal(resumed, reference)
+
+
+def test_sigterm_exits_nonzero_keeps_committed_cells_and_resumes(tmp_path):
+    import yaml
+
+    data = write_tiny_data(tmp_path / "data")
+    cfg = _config(data, tmp_path / "out")
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "crsbench.cli", "run", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("cell done"):
+            break
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=60) == 130, rest
+    assert "interrupted" in rest
+    partial = _table(tmp_path / "out")
+    assert 0 < len(partial)
+    summary = run_benchmark(parse_config(cfg, base_dir=tmp_path), progress=False)
+    assert summary.n_cells_done_before >= 1
+    assert not _table(tmp_path / "out").duplicated(list(IDENTITY_COLUMNS)).any()

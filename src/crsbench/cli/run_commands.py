@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import typer
 
 from crsbench.cli.app import app, console, fail
 from crsbench.core.errors import CrsbenchError
+
+
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM (scancel, kill) behaves like Ctrl-C: the open transaction rolls back."""
+    raise KeyboardInterrupt
 
 
 def _config(path: Path, out: Path | None):
@@ -32,6 +38,7 @@ def run(
     from crsbench.runs.pipeline import run_benchmark
     from crsbench.runs.progress import RunProgress
 
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         cfg = _config(config, out)
         with RunProgress(console) as bar:
@@ -46,6 +53,15 @@ def run(
     except CrsbenchError as exc:
         fail(str(exc))
         return
+    except KeyboardInterrupt:
+        fail(
+            "interrupted: every committed cell is kept and the cell in flight was rolled "
+            "back; run the same command again to resume.",
+            code=130,
+        )
+        return
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     console.print(
         f"wrote {summary.n_records_written} run records "
         f"({summary.n_records_total} in the grid) to {summary.out_dir / 'results.duckdb'}"
