@@ -144,17 +144,11 @@ def _conditions(
         )
 
 
-def _logistic(
-    cell: CellData,
-    s: CellSettings,
-    y: np.ndarray,
-    rows: list[dict[str, Any]],
-    memo: dict[Any, dict[str, Any]],
-) -> None:
-    X = cell.features[1.0]
-    subsets = {(f, seed): cell.subsets[(f, seed)] for seed in s.seeds for f in s.fractions}
-    t0 = time.perf_counter()
-    fits = fit_probe_grid(
+def _fit_grid(
+    cell: CellData, s: CellSettings, X: np.ndarray, y: np.ndarray, subsets: Mapping[Any, np.ndarray]
+) -> dict[Any, Any]:
+    """The batched logistic engine on the cell's train/validation rows, with the budget."""
+    return fit_probe_grid(
         X[cell.train],
         y[cell.train],
         X[cell.val],
@@ -166,6 +160,19 @@ def _logistic(
         max_iter=s.max_iter,
         tol=s.tol,
     )
+
+
+def _logistic(
+    cell: CellData,
+    s: CellSettings,
+    y: np.ndarray,
+    rows: list[dict[str, Any]],
+    memo: dict[Any, dict[str, Any]],
+) -> None:
+    X = cell.features[1.0]
+    subsets = {(f, seed): cell.subsets[(f, seed)] for seed in s.seeds for f in s.fractions}
+    t0 = time.perf_counter()
+    fits = _fit_grid(cell, s, X, y, subsets)
     fit_time = (time.perf_counter() - t0) / max(1, len(fits))  # goes to wall_time_s only
     for (f, seed), fit in fits.items():
         extra = {
@@ -270,18 +277,7 @@ def _layers(
         X = cell.features[depth]
         subsets = {seed: cell.subsets[(1.0, seed)] for seed in s.seeds}
         t0 = time.perf_counter()
-        fits = fit_probe_grid(
-            X[cell.train],
-            y[cell.train],
-            X[cell.val],
-            y[cell.val],
-            cell.task,
-            Cs=np.asarray(s.Cs),
-            subsets=subsets,
-            n_outputs=cell.n_outputs,
-            max_iter=s.max_iter,
-            tol=s.tol,
-        )
+        fits = _fit_grid(cell, s, X, y, subsets)
         for seed, fit in fits.items():
             mkey = model_key("layer", depth, fit.coef, fit.intercept)
             emit(

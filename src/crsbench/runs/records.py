@@ -17,22 +17,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from crsbench.core.errors import StoreError
+from crsbench.core.schema import IDENTITY_COLUMNS
 
 #: Version of the ``runs`` / ``metrics`` / ``meta`` table layout.
 SCHEMA_VERSION = 1
-IDENTITY_COLUMNS: tuple[str, ...] = (
-    "encoder",
-    "dataset",
-    "eval_dataset",
-    "seed",
-    "regime",
-    "probe",
-    "layer",
-    "fraction",
-    "condition",
-    "severity",
-    "recalibrator",
-)
 METRIC_COLUMNS: tuple[str, ...] = (
     "auroc",
     "ece",

@@ -17,21 +17,9 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import DataError, StoreError
+from crsbench.core.schema import IDENTITY_COLUMNS
 
 STORE_FILE = "results.duckdb"
-IDENTITY_COLUMNS: tuple[str, ...] = (
-    "encoder",
-    "dataset",
-    "eval_dataset",
-    "seed",
-    "regime",
-    "probe",
-    "layer",
-    "fraction",
-    "condition",
-    "severity",
-    "recalibrator",
-)
 REQUIRED_COLUMNS: tuple[str, ...] = (*IDENTITY_COLUMNS, "auroc", "ece")
 AXIS_TABLE_COLUMNS: tuple[str, ...] = (
     "auroc",
