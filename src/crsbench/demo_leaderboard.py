@@ -15,19 +15,23 @@ DEMO_REPLICATES = 2_000
 def leaderboard_table(board: Any) -> Table:
     """AUROC rank and CRS rank side by side, with the four axes and the bootstrap tier."""
     table = Table(title="crsbench demo — AUROC rank vs CRS rank (fixed anchors)")
-    for col in (
+    headers = (
         "encoder",
-        "AUROC rank",
-        "CRS rank",
+        "AUROC#",
+        "CRS#",
         "AUROC",
         "ECE",
-        "retention",
+        "retain",
         "R drop",
         "CRS",
         "tier",
-        "P(rank 1)",
-    ):
-        table.add_column(col, justify="left" if col == "encoder" else "right")
+        "P(1st)",
+    )
+    for col in headers:
+        if col == "encoder":
+            table.add_column(col, no_wrap=True)
+        else:
+            table.add_column(col, justify="right", no_wrap=True)
     for _, r in board.sort_values("rank_crs").iterrows():
         moved = int(r["rank_auroc"]) - int(r["rank_crs"])
         arrow = (
@@ -73,7 +77,8 @@ def leaderboard_and_report(
         now = time.perf_counter()
         times["report"] = now - t0
         console.print(f"[green]✓[/] report ({now - t0:.1f} s): {result['report']}")
-    console.print(leaderboard_table(board))
+    wide = console if console.width >= 110 else Console(width=110)  # a pipe gets 80 columns
+    wide.print(leaderboard_table(board))
     console.print(
         f"results: {out / 'results.duckdb'}  tables: {out / 'scores'}  analyses: {out / 'analysis'}"
     )
