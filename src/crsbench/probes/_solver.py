@@ -125,7 +125,10 @@ def solve_logistic_path(
     else:
         rate = np.clip(np.nansum(Y, axis=0) / np.maximum(n_l, 1), 1e-6, 1 - 1e-6)
         v0[:, r, :] = np.log(rate / (1 - rate)) / S[:, r, :]
-    res = batched_lbfgs(fun, v0.reshape(m, -1), max_iter=max_iter, tol=tol)
-    grad_norm = np.abs(res.grad).max(axis=1)
+    # Stop on the gradient in the original (standardised) variables, as scikit-learn does:
+    # the preconditioned gradient is small long before the weights settle when C is large.
+    scale = S.reshape(m, -1)
+    res = batched_lbfgs(fun, v0.reshape(m, -1), max_iter=max_iter, tol=tol, grad_scale=scale)
+    grad_norm = np.abs(res.grad / scale).max(axis=1)
     W, b = unpack(res.x)
     return SolveResult(W.copy(), b.copy(), int(res.n_iter), res.converged, grad_norm, res.message)
