@@ -35,6 +35,7 @@ def run_demo(
     """
     from crsbench.config import load_packaged_config, validate_paths
     from crsbench.datasets.synthetic import write_all
+    from crsbench.demo_leaderboard import leaderboard_and_report
     from crsbench.runs.pipeline import run_benchmark
     from crsbench.runs.progress import RunProgress
 
@@ -54,16 +55,7 @@ def run_demo(
     for stage, secs in summary.stage_seconds.items():
         console.print(f"    {stage:<22} {secs:7.1f} s")
     result: dict[str, Any] = {"out": out, "store": out / "results.duckdb", "times": times}
-    result.update(_score_and_report(out, console, times, t0))
+    result.update(leaderboard_and_report(out, console, times, t0))
     times["total"] = time.perf_counter() - t_start
     console.print(f"[bold]demo finished in {times['total']:.1f} s[/]; results in {out}")
     return result
-
-
-def _score_and_report(
-    out: Path, console: Console, times: dict[str, float], t0: float
-) -> dict[str, Any]:
-    """Leaderboard (AUROC rank vs CRS rank) and the HTML report, with what exists."""
-    from crsbench.demo_leaderboard import leaderboard_and_report
-
-    return leaderboard_and_report(out, console, times, t0)

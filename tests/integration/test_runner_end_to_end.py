@@ -106,3 +106,15 @@ def test_reliability_table_is_derived_from_the_runs(finished_run):
     assert len(groups) == 2 * 2 * 3
     assert set(rel["recalibrator"]) == {"none", "temperature", "isotonic"}
     assert rel["bin"].between(0, 14).all() and (rel["count"] > 0).all()
+
+
+def test_report_is_built_from_the_runners_store(finished_run, tmp_path):
+    from crsbench.report import build_report
+
+    cfg, _, _ = finished_run
+    index = build_report(Path(cfg.output_dir), tmp_path / "report", n_replicates=200)
+    html = index.read_text(encoding="utf-8")
+    for section in ("Leaderboard", "Calibration", "Robustness", "Provenance"):
+        assert section in html, section
+    assert "no 'reliability' table" not in html  # true reliability diagrams from the runs
+    assert (tmp_path / "report" / "figures" / "reliability.png").is_file()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,6 +133,18 @@ class Encoder:
             else:
                 self._weights_hash = state_dict_sha256(self.module)
         return self._weights_hash
+
+    def set_input_size(self, size: int | None) -> Encoder:
+        """Run at another input side (a config override); the preprocessing hash follows.
+
+        Convolutional encoders and ViTs built with a dynamic image size accept any side.
+        """
+        if size is None or int(size) == self.input_size:
+            return self
+        self.input_size = int(size)
+        self.preprocessing = dataclasses.replace(self.preprocessing, input_size=int(size))
+        self.preprocess_hash = self.preprocessing.sha256()
+        return self
 
     def preprocess(self, images: torch.Tensor) -> torch.Tensor:
         """uint8 ``N×C×H×W`` (C = 1 or 3, any device) → normalised float ``N×3×S×S``."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -22,16 +21,6 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def with_input_size(encoder: Any, size: int | None) -> Any:
-    """Run ``encoder`` at another input side (a config override; CNN-style encoders only)."""
-    if size is None or size == encoder.input_size:
-        return encoder
-    encoder.input_size = int(size)
-    encoder.preprocessing = dataclasses.replace(encoder.preprocessing, input_size=int(size))
-    encoder.preprocess_hash = encoder.preprocessing.sha256()
-    return encoder
-
-
 def get_encoder(cfg: BenchmarkConfig, name: str) -> Any:
     """Build (once per process) the encoder named in ``cfg`` with its per-encoder overrides."""
     from crsbench.encoders import build
@@ -46,7 +35,7 @@ def get_encoder(cfg: BenchmarkConfig, name: str) -> Any:
             weights_path=spec.weights_path,
             allow_remote_code=spec.allow_remote_code,
         )
-        _ENCODERS[key] = with_input_size(enc, spec.input_size)
+        _ENCODERS[key] = enc.set_input_size(spec.input_size)
     return _ENCODERS[key]
 
 

@@ -188,11 +188,11 @@ def _adapted_encoder(cfg: BenchmarkConfig, spec: Any) -> tuple[Any, str]:
     """A fresh encoder (never the frozen pipeline's cached one) with LoRA adapters."""
     from crsbench.adapt import wrap_with_lora
     from crsbench.encoders import build
-    from crsbench.runs.extract_cell import encoder_revision, resolve_device, with_input_size
+    from crsbench.runs.extract_cell import encoder_revision, resolve_device
 
     enc = build(spec.name, device=resolve_device(cfg.device), weights_path=spec.weights_path,
                 allow_remote_code=spec.allow_remote_code)  # fmt: skip
-    enc = with_input_size(enc, spec.input_size)
+    enc = enc.set_input_size(spec.input_size)
     revision = encoder_revision(enc)  # of the base weights, as in the frozen rows
     lora = cfg.regimes.lora
     wrap_with_lora(enc, rank=lora.rank, alpha=lora.alpha, dropout=lora.dropout)
