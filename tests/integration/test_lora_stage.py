@@ -60,13 +60,14 @@ def both_regimes(tmp_path_factory):
     root = tmp_path_factory.mktemp("lora_stage")
     write_all(root / "data", size=SIZES, seed=0)
     cfg = parse_config(_config(root / "data", root / "out"), base_dir=root)
-    run_benchmark(cfg, progress=False)
+    summary = run_benchmark(cfg, progress=False)  # runs the LoRA stage (regimes.lora.enabled)
     h = config_hash(cfg)
     prepared = prepare_datasets(cfg)
     with ResultsStore(cfg.output_dir, h) as store:
-        n = run_lora_stage(cfg, prepared, store, cfg_hash=h, progress=False)
-        store.aggregate()
+        again = run_lora_stage(cfg, prepared, store, cfg_hash=h, progress=False)
         runs = store.runs_frame()
+    assert again == 0  # the stage skips what the pipeline already committed
+    n = summary.n_records_written - int((runs["regime"] == "frozen").sum())
     return cfg, h, prepared, n, runs
 
 
