@@ -12,7 +12,10 @@ seeds), so the ratio is conservative. The baseline is ``StandardScaler`` +
 Prints per task both times and the largest validation AUROC difference over every
 (subset, C), then a final line ``speedup=<ratio>`` followed by ``name=value`` figures.
 
-Usage: ``python benchmarks/probes.py [--n 20000] [--d 768] [--quick]``.
+Both sides run the protocol's budget by default (``max_iter`` 1000, ``tol`` 1e-6, from
+``crsbench.config.models.LogisticSpec`` = paper.yaml); ``--tol`` overrides it for both.
+
+Usage: ``python benchmarks/probes.py [--n 20000] [--d 768] [--tasks multiclass] [--quick]``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
+from crsbench.config.models import LogisticSpec
 from crsbench.metrics import UndefinedMetricWarning, macro_auroc
 from crsbench.probes import DEFAULT_CS, fit_probe_grid
 
@@ -119,8 +123,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--d", type=int, default=768, help="feature dimension (default 768)")
     parser.add_argument("--classes", type=int, default=8)
     parser.add_argument("--labels", type=int, default=14)
-    parser.add_argument("--max-iter", type=int, default=1000)
-    parser.add_argument("--tol", type=float, default=1e-4)
+    protocol = LogisticSpec()  # the protocol's budget (PROTOCOL.md section 3; paper.yaml)
+    parser.add_argument("--max-iter", type=int, default=protocol.max_iter)
+    parser.add_argument("--tol", type=float, default=protocol.tol)
     parser.add_argument("--tasks", default="multiclass,multilabel")
     parser.add_argument(
         "--quick", action="store_true", help="smoke run: n=400, d=16, 4 labels, 3 C, 2 fractions"
@@ -135,7 +140,7 @@ def main(argv: list[str] | None = None) -> None:
     subsets = make_subsets(n, fractions, seeds)
     print(
         f"grid: {len(Cs)} C x {len(fractions)} fractions x {len(seeds)} seeds; "
-        f"train {n} x {d}, validation {len(Xv)}"
+        f"train {n} x {d}, validation {len(Xv)}; max_iter {args.max_iter}, tol {args.tol:g}"
     )
     results = {}
     with warnings.catch_warnings():
@@ -157,6 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     figures = [f"speedup={base / engine:.2f}"]
     figures.append(f"max_auroc_diff={max(r['max_auroc_diff'] for r in results.values()):.2e}")
     figures += [f"engine_s={engine:.2f}", f"sklearn_s={base:.2f}", f"n={n}", f"d={d}"]
+    figures += [f"tol={args.tol:g}", f"max_iter={args.max_iter}"]
     for task, r in results.items():
         figures.append(f"{task}_speedup={r['sklearn_s'] / r['engine_s']:.2f}")
         figures.append(f"{task}_max_auroc_diff={r['max_auroc_diff']:.2e}")
