@@ -49,7 +49,11 @@ def canonical_content(cfg: BenchmarkConfig) -> dict[str, Any]:
     content["perturbations"]["names"] = sorted(content["perturbations"]["names"])
     content["perturbations"]["severities"] = sorted(content["perturbations"]["severities"])
     content["probes"]["logistic"]["c_grid"] = sorted(content["probes"]["logistic"]["c_grid"])
-    content["regimes"]["lora"]["seeds"] = sorted(content["regimes"]["lora"]["seeds"])
+    lora = content["regimes"]["lora"]
+    lora["seeds"] = sorted(lora["seeds"])
+    for key in ("fractions", "encoders", "lr_factors"):
+        if lora[key] is not None:
+            lora[key] = sorted(lora[key])
     if not _anchors_is_path(cfg.anchors):
         content["anchors"] = cfg.anchors
     else:

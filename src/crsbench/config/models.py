@@ -135,7 +135,36 @@ class LoraSpec(_Strict):
     dropout: float = Field(default=0.1, ge=0, lt=1)
     epochs: int = Field(default=8, gt=0)
     lr: float = Field(default=1e-4, gt=0)
+    #: The learning-rate grid is ``lr × lr_factors``; the rate is chosen on validation AUROC.
+    lr_factors: list[float] = Field(default_factory=lambda: [1.0, 3.0, 10.0], min_length=1)
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    #: Label fractions fine-tuned (a subset of the config's ``fractions`` holding 1.0);
+    #: ``None`` = all of them. Fewer fractions make a cheap run (the demo); the label-efficiency
+    #: axis of the ``lora`` regime is then computed over the fractions present.
+    fractions: list[float] | None = None
+    #: Encoders adapted (names from ``encoders``); ``None`` = every encoder.
+    encoders: list[str] | None = None
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v: list[int]) -> list[int]:
+        if any(s < 0 for s in v):
+            raise ValueError(f"each seed must be an integer >= 0. Got {v} instead")
+        return _unique(v, "regimes.lora.seeds")
+
+    @field_validator("lr_factors")
+    @classmethod
+    def _lr_factors(cls, v: list[float]) -> list[float]:
+        if any(not f > 0 for f in v):
+            raise ValueError(f"each learning-rate factor must be > 0. Got {v} instead")
+        return _unique(v, "regimes.lora.lr_factors")
+
+    @field_validator("fractions")
+    @classmethod
+    def _fractions(cls, v: list[float] | None) -> list[float] | None:
+        if v is not None and 1.0 not in v:
+            raise ValueError(f"must include 1.0 (the full-label fine-tune). Got {v} instead")
+        return None if v is None else _unique(v, "regimes.lora.fractions")
 
 
 class RegimesSpec(_Strict):
@@ -231,7 +260,33 @@ class BenchmarkConfig(_Strict):
                     )
             if s.source == s.target:
                 raise ValueError(f"shifts.{i}: source and target must differ. Got {s.source!r}")
+        lora = self.regimes.lora
+        extra = sorted(set(lora.fractions or ()) - set(self.fractions))
+        if extra:
+            raise ValueError(
+                f"regimes.lora.fractions must be a subset of fractions {sorted(self.fractions)}. "
+                f"Got {extra} outside it"
+            )
+        names = [e.name for e in self.encoders]
+        unknown = [n for n in lora.encoders or () if n not in names]
+        if unknown:
+            raise ValueError(
+                f"regimes.lora.encoders must name entries of encoders ({', '.join(names)}). "
+                f"Got {unknown} instead"
+            )
         return self
+
+    @property
+    def lora_fractions(self) -> list[float]:
+        """Label fractions the LoRA regime fine-tunes, in config order."""
+        chosen = self.regimes.lora.fractions
+        return [f for f in self.fractions if chosen is None or f in chosen]
+
+    @property
+    def lora_encoders(self) -> list[EncoderSpec]:
+        """Encoder entries the LoRA regime adapts, in config order."""
+        chosen = self.regimes.lora.encoders
+        return [e for e in self.encoders if chosen is None or e.name in chosen]
 
     @property
     def shift_targets(self) -> list[str]:

@@ -18,6 +18,7 @@ register(
     EncoderCard(
         name="pixel",
         family="pixels",
+        trainable=False,
         family_group="baseline",
         domain=None,
         backend="builtin",

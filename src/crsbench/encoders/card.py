@@ -70,6 +70,8 @@ class EncoderCard:
     weight_files: tuple[str, ...] = ()
     lora_targets: tuple[str, ...] = ()
     notes: str = ""
+    #: False for an encoder with no learnable weights (the pixel baseline): no adaptation.
+    trainable: bool = True
 
     def __post_init__(self) -> None:
         from crsbench.core.errors import RegistryError

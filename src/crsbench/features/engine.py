@@ -85,6 +85,7 @@ def extract(
     max_bad_fraction: float = 0.01,
     dtype: str = "float32",
     perturb_fn: PerturbFn | None = None,
+    perturbed_depths: Sequence[float] | None = None,
 ) -> ExtractionResult:
     """Extract features of every image under every condition and layer depth, cached.
 
@@ -126,6 +127,9 @@ def extract(
         Stored feature dtype.
     perturb_fn : callable, optional
         Replaces ``crsbench.perturb.apply``; versioned by its source in the key.
+    perturbed_depths : sequence of float, optional
+        Depths kept for the non-clean conditions (a subset of ``depths``; default: all of
+        them). All taps still come from the one forward pass; this only limits what is stored.
 
     Returns
     -------
@@ -148,6 +152,12 @@ def extract(
     deps = [float(d) for d in dict.fromkeys(depths)]
     if not conds or not deps or any(not 0.0 < d <= 1.0 for d in deps):
         raise ConfigError(f"conditions must be non-empty and depths in (0, 1]. Got {conds}, {deps}")
+    p_deps = set(deps) if perturbed_depths is None else {float(d) for d in perturbed_depths}
+    if not p_deps or not p_deps <= set(deps):
+        raise ConfigError(
+            f"perturbed_depths must be a non-empty subset of depths {deps}. "
+            f"Got {sorted(p_deps)} instead"
+        )
     if dtype not in ("float32", "float16"):
         raise ConfigError(f"dtype must be 'float32' or 'float16'. Got {dtype!r} instead.")
     if batch_size < 1 or shard_size < 1:
@@ -177,6 +187,8 @@ def extract(
     final_parts: dict[_Entry, dict[str, Any]] = {}
     for ci, c in enumerate(conds):
         for di, d in enumerate(deps):
+            if c.name != "clean" and d not in p_deps:
+                continue
             pv = None if c.name == "clean" else perturb_version
             final_parts[(ci, di)] = {
                 **base,

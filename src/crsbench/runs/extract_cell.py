@@ -45,16 +45,37 @@ def encoder_revision(encoder: Any) -> str:
     return f"{rev}|weights-sha256:{encoder.weights_hash}"
 
 
+def _in_dataset_order(parts: list[Any], image_ids: np.ndarray) -> Any:
+    """One FeatureArray of the rows of ``parts`` (disjoint row sets), in dataset row order."""
+    from crsbench.features import FeatureArray
+
+    if len(parts) == 1:
+        return parts[0]
+    pos = {i: k for k, i in enumerate(np.asarray(image_ids).tolist())}
+    ids = np.concatenate([np.asarray(p.ids) for p in parts])
+    order = np.argsort([pos[i] for i in ids.tolist()], kind="stable")
+    feats = np.concatenate([np.asarray(p.features) for p in parts])[order]
+    first = parts[0]
+    status = "hit" if all(p.status == "hit" for p in parts) else "computed"
+    key = "+".join(p.key for p in parts)
+    return FeatureArray(feats, ids[order], first.condition, first.depth, key, status)
+
+
 def extract_cell_features(
     cfg: BenchmarkConfig, plan: CellPlan, prep: Any, target: Any | None, *, progress: bool = True
 ) -> tuple[dict[str, Any], str]:
     """Clean features of every row at every layer, perturbed test features, shift features.
 
+    Every image is decoded once: the test rows in one pass that yields their clean features
+    at every layer and their perturbed features (last layer) under every condition; the other
+    rows in a clean pass. The clean features are then put back in dataset row order.
+
     Returns
     -------
     (features, encoder_revision)
-        ``features`` has keys ``clean`` (depth → FeatureArray), ``perturbed``
-        ((name, severity) → FeatureArray) and, for a shift source, ``shift``.
+        ``features`` has keys ``clean`` (depth → FeatureArray over every row that decoded, in
+        dataset order), ``perturbed`` ((name, severity) → FeatureArray over the test rows)
+        and, for a shift source, ``shift``.
     """
     from crsbench.features import FeatureCache, extract
 
@@ -65,33 +86,37 @@ def extract_cell_features(
         "batch_size": cfg.batch_size,
         "num_workers": cfg.num_workers,
         "progress": progress,
+        "depths": tuple(cfg.layers),
     }
     ds = prep.dataset
-    res = extract(
-        enc,
-        ds.image_ids,
-        ds.paths,
-        dataset_revision=ds.revision,
-        conditions=(("clean", 0),),
-        depths=tuple(cfg.layers),
-        **common,
-    )
-    feats: dict[str, Any] = {"clean": {d: res[("clean", d)] for d in cfg.layers}}
     test = np.asarray(prep.splits.test)
-    kept = np.isin(ds.image_ids[test], res[("clean", 1.0)].ids)
-    test = test[kept]
-    feats["perturbed"] = {}
+    rest = np.setdiff1d(np.arange(len(ds.image_ids)), test)  # sorted; test keeps split order
+    clean_only = (("clean", 0),)
     if plan.conditions:
-        res_p = extract(
-            enc,
-            ds.image_ids[test],
-            ds.paths[test],
-            dataset_revision=ds.revision,
-            conditions=plan.conditions,
-            depths=(1.0,),
-            **common,
+        groups = [(test, (*clean_only, *plan.conditions)), (rest, clean_only)]
+    else:
+        groups = [(np.arange(len(ds.image_ids)), clean_only)]
+    results = []
+    for rows, conds in groups:
+        if len(rows) == 0:
+            continue
+        results.append(
+            extract(
+                enc,
+                ds.image_ids[rows],
+                ds.paths[rows],
+                dataset_revision=ds.revision,
+                conditions=conds,
+                perturbed_depths=(1.0,),
+                **common,
+            )  # fmt: skip
         )
-        feats["perturbed"] = {c: res_p[(c, 1.0)] for c in plan.conditions}
+    clean = {
+        d: _in_dataset_order([r[("clean", d)] for r in results], ds.image_ids) for d in cfg.layers
+    }
+    feats: dict[str, Any] = {"clean": clean, "perturbed": {}}
+    if plan.conditions:
+        feats["perturbed"] = {c: results[0][(c, 1.0)] for c in plan.conditions}
     if target is not None:
         tds, rows = target.dataset, target.eval_rows
         res_s = extract(
@@ -100,8 +125,7 @@ def extract_cell_features(
             tds.paths[rows],
             dataset_revision=tds.revision,
             conditions=(("clean", 0),),
-            depths=(1.0,),
-            **common,
+            **{**common, "depths": (1.0,)},
         )
         feats["shift"] = res_s[("clean", 1.0)]
     return feats, encoder_revision(enc)

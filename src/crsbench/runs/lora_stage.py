@@ -1,7 +1,8 @@
 """The adaptation-regime stage: LoRA fine-tunes evaluated on the frozen protocol's conditions.
 
-For each encoder × probe dataset × LoRA seed, the encoder is fine-tuned with LoRA adapters and a
-linear head (:mod:`crsbench.adapt`) at **every label fraction of the config** (the same nested
+For each encoder (``regimes.lora.encoders``, default all) × probe dataset × LoRA seed, the
+encoder is fine-tuned with LoRA adapters and a linear head (:mod:`crsbench.adapt`) at **every
+label fraction of** ``regimes.lora.fractions`` (default: all of the config's; the same nested
 subsamples as the frozen probes, so the label-efficiency axis exists for the adapted model),
 then evaluated exactly like the frozen main probe: clean test at every fraction; at the full
 fraction also every (perturbation, severity) of :func:`crsbench.runs.plan.cell_conditions`, the
@@ -53,7 +54,7 @@ def lora_identities(
     def ident(*args: Any, **kw: Any) -> dict[str, Any]:
         return {**_identity(encoder, dataset, seed, LORA_PROBE, 1.0, *args, **kw), "regime": "lora"}
 
-    for f in cfg.fractions:
+    for f in cfg.lora_fractions:
         yield ident(f)
         if f != 1.0:
             continue
@@ -67,26 +68,59 @@ def lora_identities(
                 yield ident(1.0, "shift", 0, rec, eval_dataset=shift_target)
 
 
+def lora_plan(
+    cfg: BenchmarkConfig, modalities: dict[str, str]
+) -> dict[tuple[str, str], dict[int, list[dict[str, Any]]]]:
+    """Identities of the LoRA regime: ``(encoder, dataset) -> {seed: identities}``.
+
+    Empty unless ``regimes.lora.enabled``. Encoders whose card says they have no learnable
+    weights (``trainable=False``: the pixel baseline) are left out; ``modalities`` maps each
+    probe dataset to its modality (it selects the perturbation conditions).
+    """
+    from crsbench.encoders import get_card
+
+    lora = cfg.regimes.lora
+    if not lora.enabled:
+        return {}
+    shift_of = {s.source: s.target for s in cfg.shifts}
+    out: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = {}
+    for spec in cfg.lora_encoders:
+        if not get_card(spec.name).trainable:
+            continue
+        for name in cfg.probe_datasets:
+            conds = cell_conditions(cfg, modalities[name])
+            target = shift_of.get(name)
+            out[(spec.name, name)] = {
+                s: list(lora_identities(cfg, spec.name, name, s, conds, target)) for s in lora.seeds
+            }
+    return out
+
+
 def train_settings(cfg: BenchmarkConfig) -> Any:
     """The fine-tuning budget of ``cfg.regimes.lora`` (the same for every encoder)."""
     from crsbench.adapt import LoraTrainSettings, lr_grid
 
     spec = cfg.regimes.lora
     return LoraTrainSettings(
-        epochs=spec.epochs, lrs=lr_grid(spec.lr), batch_size=TRAIN_BATCH_SIZE, patience=PATIENCE
+        epochs=spec.epochs,
+        lrs=lr_grid(spec.lr, spec.lr_factors),
+        batch_size=TRAIN_BATCH_SIZE,
+        patience=PATIENCE,
     )
 
 
 def _subsets(cfg: BenchmarkConfig, name: str, prep: Any, seed: int) -> dict[float, np.ndarray]:
-    """Label subsamples of ``seed`` (drawn like the frozen ones when the seed is LoRA-only)."""
-    if all((f, seed) in prep.subsets for f in cfg.fractions):
-        return {f: prep.subsets[(f, seed)] for f in cfg.fractions}
+    """Label subsamples of ``seed`` (drawn like the frozen ones, over all of the config's
+    fractions, when the seed is LoRA-only), for the fractions the LoRA regime fine-tunes."""
+    fractions = cfg.lora_fractions
+    if all((f, seed) in prep.subsets for f in fractions):
+        return {f: prep.subsets[(f, seed)] for f in fractions}
     from crsbench.splits import label_subsamples
 
     ds = prep.dataset
     sub = label_subsamples(ds.labels[prep.splits.train], ds.task, fractions=cfg.fractions,
                            seeds=[seed], key=f"{name}|{cfg.split_seed}")  # fmt: skip
-    return {f: sub[(f, seed)] for f in cfg.fractions}
+    return {f: sub[(f, seed)] for f in fractions}
 
 
 class _Cell:
@@ -149,7 +183,7 @@ def _seed_rows(
         metrics["details"].update(det)
         rows.append({**by_id[key], **metrics, "wall_time_s": time.perf_counter() - t0})
 
-    for f in cfg.fractions:
+    for f in cfg.lora_fractions:
         t0 = time.perf_counter()
         tr = cell.train_rows(subsets[f])
         ckpt = ckpt_root / f"seed{seed}" / f"fraction{f:g}"
@@ -226,7 +260,8 @@ def run_lora_stage(
     Notes
     -----
     Encoders LoRA cannot adapt (``pixel``: no weights; no trainable target) are skipped with a
-    logged warning naming the reason.
+    logged warning naming the reason; ``regimes.lora.encoders`` and ``regimes.lora.fractions``
+    restrict the stage (see :func:`lora_plan`).
     """
     from crsbench import __version__
     from crsbench.adapt import LoraClassifier
@@ -236,16 +271,19 @@ def run_lora_stage(
     if not lora.enabled:
         return 0
     shift_of = {s.source: s.target for s in cfg.shifts}
+    modalities = {n: prepared[n].dataset.card.modality for n in cfg.probe_datasets}
+    planned = lora_plan(cfg, modalities)
     done = store.done_keys()
     written = 0
-    for spec in cfg.encoders:
+    for spec in cfg.lora_encoders:
         encoder = None
+        if not any(e == spec.name for e, _ in planned):
+            log.warning("lora regime: skipping encoder %r: it has no learnable weights", spec.name)
+            continue
         for name in cfg.probe_datasets:
             prep = prepared[name]
             target = shift_of.get(name)
-            conds = cell_conditions(cfg, prep.dataset.card.modality)
-            plan = {s: list(lora_identities(cfg, spec.name, name, s, conds, target))
-                    for s in lora.seeds}  # fmt: skip
+            plan = planned[(spec.name, name)]
             todo = [s for s in lora.seeds
                     if not {make_run_key(i, cfg_hash) for i in plan[s]} <= done]  # fmt: skip
             if not todo:

@@ -7,12 +7,13 @@ from pathlib import Path
 from rich.table import Table
 
 from crsbench.config import BenchmarkConfig, config_hash
+from crsbench.runs.lora_stage import lora_plan
 from crsbench.runs.plan import plan_cells
 from crsbench.runs.records import make_run_key
 
 
 def grid_status(cfg: BenchmarkConfig) -> Table:
-    """A rich table: per cell, records done / planned."""
+    """A rich table: per regime and cell, records done / planned (LoRA rows when enabled)."""
     from crsbench.datasets import DATASETS
     from crsbench.runs.store import DB_NAME, ResultsStore
 
@@ -25,11 +26,14 @@ def grid_status(cfg: BenchmarkConfig) -> Table:
         with ResultsStore(out, h, mode="r") as store:
             done = store.done_keys()
     table = Table(title=f"crsbench status — {out} (config {h[:12]})")
-    for col in ("encoder", "dataset", "done", "planned", "state"):
+    for col in ("regime", "encoder", "dataset", "done", "planned", "state"):
         table.add_column(col)
-    for c in cells:
-        keys = {make_run_key(i, h) for i in c.identities}
+    rows = [("frozen", c.encoder, c.dataset, c.identities) for c in cells]
+    for (enc, ds), by_seed in lora_plan(cfg, modalities).items():
+        rows.append(("lora", enc, ds, [i for ids in by_seed.values() for i in ids]))
+    for regime, enc, ds, identities in rows:
+        keys = {make_run_key(i, h) for i in identities}
         n = len(keys & done)
         state = "done" if n == len(keys) else ("partial" if n else "todo")
-        table.add_row(c.encoder, c.dataset, str(n), str(len(keys)), state)
+        table.add_row(regime, enc, ds, str(n), str(len(keys)), state)
     return table

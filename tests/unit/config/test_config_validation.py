@@ -251,3 +251,29 @@ def test_unknown_shipped_config(tmp_path: Path) -> None:
 def test_shipped_config_names_are_registered(name: str) -> None:
     """Every encoder, dataset and perturbation named by a shipped config exists."""
     validate_names(load_packaged_config(name))
+
+
+def _lora(**kw: object) -> dict:
+    return {"lora": {"enabled": True, **kw}}
+
+
+def test_lora_restrictions_default_to_everything(tmp_path: Path) -> None:
+    cfg = _parse(tmp_path, encoders=["pixel", "random_cnn"], regimes=_lora())
+    assert cfg.regimes.lora.lr_factors == [1.0, 3.0, 10.0]
+    assert cfg.lora_fractions == cfg.fractions
+    assert [e.name for e in cfg.lora_encoders] == ["pixel", "random_cnn"]
+    cut = _parse(tmp_path, encoders=["pixel", "random_cnn"],
+                 regimes=_lora(fractions=[1.0, 0.1], encoders=["random_cnn"]))  # fmt: skip
+    assert cut.lora_fractions == [0.10, 1.0]  # config order
+    assert [e.name for e in cut.lora_encoders] == ["random_cnn"]
+
+
+def test_lora_restrictions_are_checked_against_the_grid(tmp_path: Path) -> None:
+    msg = _error(tmp_path, regimes=_lora(fractions=[0.5, 1.0]))
+    assert "regimes.lora.fractions must be a subset of fractions" in msg and "0.5" in msg
+    assert "must include 1.0" in _error(tmp_path, regimes=_lora(fractions=[0.1]))
+    msg = _error(tmp_path, regimes=_lora(encoders=["random_vit"]))
+    assert "regimes.lora.encoders must name entries of encoders (pixel)" in msg
+    assert "random_vit" in msg
+    assert "factor must be > 0" in _error(tmp_path, regimes=_lora(lr_factors=[1.0, 0.0]))
+    assert "duplicates" in _error(tmp_path, regimes=_lora(seeds=[1, 1]))

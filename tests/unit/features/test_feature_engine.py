@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from crsbench.core.errors import DataError
+from crsbench.core.errors import ConfigError, DataError
 from crsbench.features import FeatureCache, decode, extract
 
 
@@ -29,6 +29,40 @@ def test_all_conditions_from_one_decode_per_image(tmp_path, doubles, images, mon
     clean = np.asarray(res[(("clean", 0), 1.0)].features)
     for sev in (1, 2, 3):
         assert not np.array_equal(clean, res[(("noise", sev), 1.0)].features)
+
+
+def test_perturbed_depths_limit_what_is_stored_not_what_is_decoded(
+    tmp_path, doubles, images, monkeypatch
+):
+    ids, paths = images
+    calls: list[str] = []
+    real = decode.decode_image
+    monkeypatch.setattr(decode, "decode_image", lambda p, s: (calls.append(str(p)), real(p, s))[1])
+    conds = [("clean", 0), ("noise", 1), ("noise", 3)]
+    depths = (0.5, 1.0)
+    res = doubles.run_extract(
+        ids, paths, tmp_path / "c", conditions=conds, depths=depths, perturbed_depths=(1.0,)
+    )
+    assert sorted(calls) == sorted(paths)
+    assert sorted(res) == [
+        (("clean", 0), 0.5), (("clean", 0), 1.0), (("noise", 1), 1.0), (("noise", 3), 1.0)
+    ]  # fmt: skip
+    full = doubles.run_extract(ids, paths, tmp_path / "d", conditions=conds, depths=depths)
+    for key, fa in res.items():
+        np.testing.assert_array_equal(fa.features, full[key].features)
+    with pytest.raises(ConfigError, match=r"perturbed_depths must be a non-empty subset"):
+        doubles.run_extract(ids, paths, tmp_path / "e", conditions=conds, depths=depths,
+                            perturbed_depths=(0.25,))  # fmt: skip
+
+
+def test_cpu_forward_chunks_are_capped_by_pixels_cuda_ones_are_not():
+    from crsbench.features.runner import CPU_FORWARD_PIXELS, forward_chunk
+
+    assert forward_chunk(64, 224, on_cuda=False) == 8
+    assert forward_chunk(64, 96, on_cuda=False) == CPU_FORWARD_PIXELS // 96**2 == 43
+    assert forward_chunk(4, 96, on_cuda=False) == 4
+    assert forward_chunk(64, 1024, on_cuda=False) == 1
+    assert forward_chunk(64, 224, on_cuda=True) == 64
 
 
 def test_perturbed_rows_match_a_direct_per_image_computation(tmp_path, doubles, images):

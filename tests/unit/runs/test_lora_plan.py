@@ -1,0 +1,65 @@
+"""Planning of the LoRA regime: which encoders, fractions and identities; `crsbench status`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from crsbench.config import parse_config
+from crsbench.runs.lora_stage import lora_plan
+from crsbench.runs.status import grid_status
+
+MODALITIES = {"isic2019": "dermoscopy", "chexpert": "chest_xray"}
+
+
+def _cfg(tmp_path: Path, **lora: object):
+    return parse_config(
+        {
+            "encoders": ["pixel", "random_cnn", "random_vit"],
+            "datasets": {
+                "isic2019": {"root": "d/isic"},
+                "chexpert": {"root": "d/chex"},
+                "mimic_cxr": {"root": "d/mimic"},
+            },  # fmt: skip
+            "shifts": [{"source": "chexpert", "target": "mimic_cxr"}],
+            "fractions": [0.01, 0.1, 1.0],
+            "perturbations": {"names": ["jpeg"], "severities": [1, 3], "include_extra": False},
+            "recalibrators": ["temperature", "isotonic"],
+            "regimes": {"lora": {"enabled": True, "seeds": [0, 7], **lora}},
+            "output_dir": str(tmp_path / "out"),
+        },
+        base_dir=tmp_path,
+    )
+
+
+def test_untrainable_encoders_are_left_out_and_every_identity_is_lora(tmp_path):
+    plan = lora_plan(_cfg(tmp_path), MODALITIES)
+    assert sorted(plan) == [(e, d) for e in ("random_cnn", "random_vit")
+                            for d in ("chexpert", "isic2019")]  # fmt: skip
+    for (enc, ds), by_seed in plan.items():
+        assert sorted(by_seed) == [0, 7]
+        for seed, ids in by_seed.items():
+            assert {i["regime"] for i in ids} == {"lora"}
+            assert {(i["encoder"], i["dataset"], i["seed"]) for i in ids} == {(enc, ds, seed)}
+            # 3 clean fractions + 2 perturbed + 2 recalibrated (+ shift, shift × 2 recalibrated)
+            assert len(ids) == (3 + 2 + 2 + (3 if ds == "chexpert" else 0))
+
+
+def test_fractions_and_encoders_restrict_the_plan(tmp_path):
+    plan = lora_plan(_cfg(tmp_path, fractions=[0.1, 1.0], encoders=["random_vit"]), MODALITIES)
+    assert sorted(plan) == [("random_vit", "chexpert"), ("random_vit", "isic2019")]
+    ids = plan[("random_vit", "isic2019")][0]
+    assert sorted({i["fraction"] for i in ids}) == [0.1, 1.0]
+    assert lora_plan(_cfg(tmp_path, enabled=False), MODALITIES) == {}
+
+
+def test_status_lists_the_lora_regime_beside_the_frozen_one(tmp_path):
+    cfg = _cfg(tmp_path, encoders=["random_vit"])
+    console = Console(record=True, width=200)
+    console.print(grid_status(cfg))
+    text = console.export_text()
+    lora_lines = [ln for ln in text.splitlines() if "│ lora" in ln]
+    frozen_lines = [ln for ln in text.splitlines() if "│ frozen" in ln]
+    assert len(frozen_lines) == 6 and len(lora_lines) == 2
+    assert all("random_vit" in ln and "todo" in ln for ln in lora_lines)
