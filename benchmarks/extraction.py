@@ -1,18 +1,31 @@
 """Throughput of the extraction engine vs a naive per-image loop, side by side in one run.
 
 The engine decodes each image once, applies every condition in the same worker pass and
-encodes in batches. The naive loop does what most probe scripts do: for each condition, for
-each image, open and decode the file again, perturb it, preprocess it and run the encoder on
-that single image. Both use the same decode policy, perturbations, encoder and images, and
-produce the same features (checked). "img/s" counts encoded images (image x condition).
+encodes in batches (channels-last for convolutional encoders on CPU, forward chunks sized for
+the CPU caches; bf16 autocast on CUDA). The naive loop does what most probe scripts do: the
+encoder as its builder returns it, then for each condition, for each image, open and decode
+the file again, perturb it, preprocess it and run the encoder on that single image. Both use
+the same decode policy, perturbations, weights and images and give the same features
+(checked). "img/s" counts encoded images (image x condition).
+
+The source images copy the file formats of the protocol's datasets (synthetic pixels):
+
+* ``isic``  -- ISIC 2019 dermoscopy: RGB JPEG, 1024 x 768;
+* ``aptos`` -- APTOS 2019 fundus: RGB PNG, 2048 x 1536 (the originals are 1-3 kpx PNGs);
+* ``cxr``   -- CheXpert / MIMIC-CXR chest X-ray: grayscale JPEG, 2048 x 2500.
+
+A third column, the naive loop on a channels-last module, separates what memory format buys
+from what decoding once and batching buy.
 
 Usage::
 
-    python benchmarks/extraction.py            # 16 images x 16 conditions
-    python benchmarks/extraction.py --quick    # smoke test
+    python benchmarks/extraction.py                    # 12 images x 16 conditions per source
+    python benchmarks/extraction.py --sources aptos    # one source
+    python benchmarks/extraction.py --quick            # smoke test
 
-Prints ``speedup=<ratio>`` first, then ``name=value`` lines. With CUDA it also reports bf16
-autocast throughput of timm ``vit_base_patch16_224`` and ``resnet50`` (random init).
+Prints ``speedup=<ratio>`` (all sources: naive seconds / engine seconds) first, then
+``name=value`` lines. With CUDA it also reports bf16 autocast throughput of timm
+``vit_base_patch16_224`` and ``resnet50`` (random init).
 """
 
 from __future__ import annotations
@@ -25,42 +38,60 @@ from pathlib import Path
 
 import numpy as np
 
+#: name -> (format, width, height, grayscale)
+SOURCES: dict[str, tuple[str, int, int, bool]] = {
+    "isic": ("JPEG", 1024, 768, False),
+    "aptos": ("PNG", 2048, 1536, False),
+    "cxr": ("JPEG", 2048, 2500, True),
+}
 
-def _write_images(root: Path, n: int, side: int) -> tuple[list[str], list[str]]:
+
+def write_images(root: Path, n: int, source: str, scale: float = 1.0) -> tuple[list, list]:
+    """``n`` textured images in the source's format; returns (ids, paths)."""
     from PIL import Image
 
+    fmt, w, h, gray = SOURCES[source]
+    w, h = max(64, int(w * scale)), max(64, int(h * scale))
     rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    root.mkdir(parents=True, exist_ok=True)
     ids, paths = [], []
-    yy, xx = np.mgrid[0:side, 0 : side * 4 // 3]
     for i in range(n):
-        f = rng.uniform(0.005, 0.05, size=3)
-        base = np.stack([np.sin(xx * f[c] + yy * f[(c + 1) % 3] + i) for c in range(3)], -1)
-        img = (127 + 100 * base + rng.normal(0, 12, base.shape)).clip(0, 255).astype(np.uint8)
-        p = root / f"img_{i:05d}.jpg"
-        Image.fromarray(img).save(p, quality=90)
-        ids.append(f"img{i:05d}")
+        f = rng.uniform(0.002, 0.02, size=3).astype(np.float32)
+        chans = 1 if gray else 3
+        base = np.stack([np.sin(xx * f[c] + yy * f[(c + 1) % 3] + i) for c in range(chans)], -1)
+        noise = rng.normal(0, 10, base.shape).astype(np.float32)
+        img = (127 + 90 * base + noise).clip(0, 255).astype(np.uint8)
+        im = Image.fromarray(img[..., 0] if gray else img)
+        p = root / f"{source}_{i:05d}.{'png' if fmt == 'PNG' else 'jpg'}"
+        im.save(p, **({"quality": 90} if fmt == "JPEG" else {"compress_level": 6}))
+        ids.append(f"{source}{i:05d}")
         paths.append(str(p))
     return ids, paths
 
 
-def _encoder(name: str | None):
+def _build(name: str | None, input_size: int | None):
     from crsbench.encoders import build
 
-    if name:
-        return build(name)
-    try:
-        return build("efficientnet_lite0_imagenet")
-    except Exception:  # weights package missing: fall back to the random CNN
-        return build("random_cnn")
+    if not name:
+        try:
+            enc = build("efficientnet_lite0_imagenet")
+        except Exception:  # weights package missing: fall back to the random CNN
+            enc = build("random_cnn")
+    else:
+        enc = build(name)
+    return enc.set_input_size(input_size) if input_size else enc
 
 
-def naive_loop(encoder, ids, paths, conditions, size) -> dict:
+def naive_loop(encoder, ids, paths, conditions, size, channels_last: bool = False) -> dict:
     """Per condition, per image: decode again, perturb, preprocess, forward one image."""
     import torch
 
     from crsbench import perturb
     from crsbench.features.decode import decode_image, to_rgb_chw
 
+    if channels_last:
+        encoder.module.to(memory_format=torch.channels_last)
     out = {}
     with torch.inference_mode():
         for name, sev in conditions:
@@ -70,6 +101,8 @@ def naive_loop(encoder, ids, paths, conditions, size) -> dict:
                 if name != "clean":
                     img = perturb.apply(img, name, sev, i)
                 x = encoder.preprocess(torch.from_numpy(to_rgb_chw(img))[None])
+                if channels_last:
+                    x = x.contiguous(memory_format=torch.channels_last)
                 rows.append(encoder.forward_features(x, (1.0,))[1.0].numpy()[0])
             out[(name, sev)] = np.stack(rows)
     return out
@@ -96,60 +129,94 @@ def gpu_throughput(model_name: str, batch: int = 256, iters: int = 20) -> float:
     return batch * iters / (time.perf_counter() - t)
 
 
+def run_source(args, source: str, conds: list, root: Path) -> dict:
+    """Engine, naive loop and channels-last naive loop over one source's images."""
+    from crsbench.features import FeatureCache, extract
+
+    ids, paths = write_images(root / source, args.n_images, source, args.scale)
+    engine_enc = _build(args.encoder, args.input_size)
+    size = int(engine_enc.input_size)
+    t = time.perf_counter()
+    res = extract(
+        engine_enc,
+        ids,
+        paths,
+        conditions=conds,
+        cache=FeatureCache(root / f"cache_{source}"),
+        dataset_revision="bench",
+        batch_size=args.batch_size,
+        num_workers=args.workers,
+        progress=False,
+    )
+    t_engine = time.perf_counter() - t
+    fresh = _build(args.encoder, args.input_size)  # as the builder returns it
+    t = time.perf_counter()
+    naive = naive_loop(fresh, ids, paths, conds, size)
+    t_naive = time.perf_counter() - t
+    t = time.perf_counter()
+    naive_loop(fresh, ids, paths, conds, size, channels_last=True)
+    t_naive_cl = time.perf_counter() - t
+    diff = max(float(np.abs(np.asarray(res[(c, 1.0)].features) - naive[c]).max()) for c in conds)
+    return {"engine": t_engine, "naive": t_naive, "naive_cl": t_naive_cl, "diff": diff,
+            "size": size, "name": engine_enc.card.name}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="8 images x 4 conditions")
+    ap.add_argument("--quick", action="store_true", help="4 images x 4 conditions, small files")
     ap.add_argument(
         "--encoder", default=None, help="registered encoder (default: EfficientNet-Lite0)"
     )
-    ap.add_argument("--n-images", type=int, default=16)
-    ap.add_argument("--side", type=int, default=512, help="height of the synthetic JPEGs")
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--input-size", type=int, default=None, help="override the card's size")
+    ap.add_argument(
+        "--sources", default=",".join(SOURCES), help="comma list of " + str(list(SOURCES))
+    )
+    ap.add_argument("--n-images", type=int, default=12, help="images per source")
+    ap.add_argument("--scale", type=float, default=1.0, help="scale the source image sides")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--workers", type=int, default=None, help="decode workers (engine default)")
     args = ap.parse_args(argv)
 
     import torch
 
     from crsbench import perturb
-    from crsbench.features import FeatureCache, extract
 
     conds = [("clean", 0), *perturb.PAPER_CONDITIONS]
-    n = args.n_images
     if args.quick:
-        n, conds = 8, conds[:4]
-    enc = _encoder(args.encoder)
-    size = int(enc.input_size)
+        args.n_images, args.scale, conds = 4, 0.25, conds[:4]
+    sources = [s.strip() for s in args.sources.split(",") if s.strip()]
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown:
+        ap.error(f"unknown sources {unknown}; choose from {list(SOURCES)}")
+    results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        ids, paths = _write_images(Path(tmp), n, args.side)
-        t = time.perf_counter()
-        res = extract(
-            enc,
-            ids,
-            paths,
-            conditions=conds,
-            cache=FeatureCache(Path(tmp) / "cache"),
-            dataset_revision="bench",
-            batch_size=args.batch_size,
-            num_workers=args.workers,
-            progress=False,
-        )
-        t_engine = time.perf_counter() - t
-        t = time.perf_counter()
-        naive = naive_loop(enc, ids, paths, conds, size)
-        t_naive = time.perf_counter() - t
-    max_diff = max(
-        float(np.abs(np.asarray(res[(c, 1.0)].features) - naive[c]).max()) for c in conds
-    )
-    forwards = n * len(conds)
+        for source in sources:
+            r = run_source(args, source, conds, Path(tmp))
+            results[source] = r
+            n = args.n_images * len(conds)
+            print(
+                f"{source}: engine {n / r['engine']:.1f} img/s, naive {n / r['naive']:.1f} img/s "
+                f"(channels-last naive {n / r['naive_cl']:.1f}), speedup {r['naive'] / r['engine']:.2f}x",
+                flush=True,
+            )
+    t_engine = sum(r["engine"] for r in results.values())
+    t_naive = sum(r["naive"] for r in results.values())
+    t_cl = sum(r["naive_cl"] for r in results.values())
+    forwards = args.n_images * len(conds) * len(results)
+    first = next(iter(results.values()))
     print(f"speedup={t_naive / t_engine:.2f}")
+    print(f"speedup_vs_channels_last_naive={t_cl / t_engine:.2f}")
     print(f"engine_img_s={forwards / t_engine:.1f}")
     print(f"naive_img_s={forwards / t_naive:.1f}")
-    print(f"n_images={n}")
+    print(f"naive_channels_last_img_s={forwards / t_cl:.1f}")
+    for source, r in results.items():
+        print(f"{source}_speedup={r['naive'] / r['engine']:.2f}")
+    print(f"n_images_per_source={args.n_images}")
     print(f"n_conditions={len(conds)}")
-    print(f"encoder={enc.card.name}")
-    print(f"input_size={size}")
+    print(f"encoder={first['name']}")
+    print(f"input_size={first['size']}")
     print(f"torch_threads={torch.get_num_threads()}")
-    print(f"max_abs_feature_diff={max_diff:.2e}")
+    print(f"max_abs_feature_diff={max(r['diff'] for r in results.values()):.2e}")
     if torch.cuda.is_available():
         print(f"gpu={torch.cuda.get_device_name(0)}")
         for name in ("vit_base_patch16_224", "resnet50"):

@@ -197,6 +197,9 @@ class BenchmarkConfig(_Strict):
     batch_size: int = Field(default=64, gt=0)
     num_workers: int = Field(default=0, ge=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
+    #: Forward-pass arithmetic of the feature extraction: ``auto`` = bf16 autocast on CUDA and
+    #: on CPUs with native bf16 (AVX512-BF16 / AMX), fp32 elsewhere. Changes the features.
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
 
     @field_validator("encoders", mode="before")
     @classmethod

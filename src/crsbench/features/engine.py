@@ -57,6 +57,30 @@ def use_channels_last(encoder: Any, on_cuda: bool) -> bool:
     return n_conv > 1  # a ViT's single patch-embedding conv does not count
 
 
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU executes bf16 arithmetic natively (AVX512-BF16 or AMX-BF16 on x86,
+    read from ``/proc/cpuinfo``); without it bf16 is emulated and slower than fp32."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            flags = set(f.read().split())
+    except OSError:
+        return False
+    return bool(flags & {"avx512_bf16", "amx_bf16"})
+
+
+def resolve_precision(precision: str, on_cuda: bool) -> str:
+    """``"fp32"`` or ``"bf16"``: ``auto`` is bf16 autocast on CUDA and on CPUs with native
+    bf16 (:func:`cpu_has_native_bf16`), fp32 elsewhere."""
+    if precision not in PRECISIONS:
+        raise ConfigError(f"precision must be one of {PRECISIONS}. Got {precision!r} instead.")
+    if precision != "auto":
+        return precision
+    return "bf16" if on_cuda or cpu_has_native_bf16() else "fp32"
+
+
 def _working_size(encoder: Any, image_size: int | None) -> int:
     if image_size is not None:
         return int(image_size)
@@ -86,6 +110,7 @@ def extract(
     dtype: str = "float32",
     perturb_fn: PerturbFn | None = None,
     perturbed_depths: Sequence[float] | None = None,
+    precision: str = "auto",
 ) -> ExtractionResult:
     """Extract features of every image under every condition and layer depth, cached.
 
@@ -130,6 +155,10 @@ def extract(
     perturbed_depths : sequence of float, optional
         Depths kept for the non-clean conditions (a subset of ``depths``; default: all of
         them). All taps still come from the one forward pass; this only limits what is stored.
+    precision : {"auto", "fp32", "bf16"}
+        Arithmetic of the forward pass: ``bf16`` is autocast to bfloat16 (weights and
+        features stay float32); ``auto`` (:func:`resolve_precision`) takes bf16 on CUDA and on
+        CPUs with native bf16, fp32 elsewhere. It enters the cache key.
 
     Returns
     -------
@@ -166,6 +195,7 @@ def extract(
     device = torch.device(getattr(encoder, "device", "cpu"))
     on_cuda = device.type == "cuda"
     channels_last = use_channels_last(encoder, on_cuda)
+    bf16 = resolve_precision(precision, on_cuda) == "bf16"
     perturb, perturb_version = resolve_perturb(perturb_fn)
 
     base = {
@@ -180,7 +210,7 @@ def extract(
         "dataset_revision": dataset_revision,
         "ids_sha256": sha256_text(ids),
         "working_size": size,
-        "precision": "bf16-autocast" if on_cuda else "fp32",
+        "precision": ("bf16-autocast" + ("" if on_cuda else ":cpu")) if bf16 else "fp32",
         "memory_format": "channels_last" if channels_last else "contiguous",
         "dtype": dtype,
     }
@@ -240,6 +270,7 @@ def extract(
             progress=progress,
             dtype=dtype,
             on_cuda=on_cuda,
+            bf16=bf16,
             channels_last=channels_last,
             dataset_revision=dataset_revision,
         )

@@ -55,6 +55,7 @@ class PendingWork:
     progress: bool
     dtype: str
     on_cuda: bool
+    bf16: bool
     channels_last: bool
     dataset_revision: str
 
@@ -122,7 +123,7 @@ def run_pending(job: PendingWork) -> int:
                     batch["images"],
                     job.deps,
                     forward_chunk(job.batch_size, job.size, job.on_cuda),
-                    job.on_cuda,
+                    job.bf16,
                     job.channels_last,
                 )
                 st["rows"].extend(batch["rows"])
@@ -148,7 +149,7 @@ def run_pending(job: PendingWork) -> int:
 
 
 def _encode(
-    encoder, torch, images, deps, batch_size, on_cuda, channels_last
+    encoder, torch, images, deps, batch_size, bf16, channels_last
 ) -> list[list[np.ndarray]]:
     """images: (B, n_cond, 3, S, S) uint8 → per depth, per condition, (B, D) float32 arrays."""
     b, nc = images.shape[:2]
@@ -159,7 +160,7 @@ def _encode(
         x = encoder.preprocess(x)
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=on_cuda):
+        with torch.autocast(device_type=x.device.type, dtype=torch.bfloat16, enabled=bf16):
             got = encoder.forward_features(x, depths=tuple(deps))
         for d in deps:
             if d not in got:

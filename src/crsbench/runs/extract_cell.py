@@ -46,7 +46,10 @@ def encoder_revision(encoder: Any) -> str:
 
 
 def _in_dataset_order(parts: list[Any], image_ids: np.ndarray) -> Any:
-    """One FeatureArray of the rows of ``parts`` (disjoint row sets), in dataset row order."""
+    """One FeatureArray of the rows of ``parts`` (disjoint row sets), in dataset row order.
+
+    Its key is the parts' keys joined by ``+`` (the Ray executor reads such an array back part
+    by part, in the order of its ``ids``)."""
     from crsbench.features import FeatureArray
 
     if len(parts) == 1:
@@ -87,6 +90,7 @@ def extract_cell_features(
         "num_workers": cfg.num_workers,
         "progress": progress,
         "depths": tuple(cfg.layers),
+        "precision": cfg.precision,
     }
     ds = prep.dataset
     test = np.asarray(prep.splits.test)

@@ -121,9 +121,9 @@ def strip_features(features: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
 
     def strip(fa: Any) -> Any:
-        return dataclasses.replace(
-            fa, features=np.empty((0, 0), dtype=np.float32), ids=np.empty(0, dtype=str)
-        )
+        merged = "+" in fa.key  # rows of several entries: their order is kept in ``ids``
+        ids = fa.ids if merged else np.empty(0, dtype=str)
+        return dataclasses.replace(fa, features=np.empty((0, 0), dtype=np.float32), ids=ids)
 
     return _map_arrays(features, strip)
 
@@ -131,26 +131,42 @@ def strip_features(features: dict[str, Any]) -> dict[str, Any]:
 def load_features(features: dict[str, Any], cache_dir: Any) -> dict[str, Any]:
     """Read every (stripped) FeatureArray of ``features`` back from the cache, verified.
 
+    A merged array (key ``k1+k2``: rows of several entries, see
+    :func:`crsbench.runs.extract_cell.extract_cell_features`) is read part by part and put
+    back in the row order its kept ``ids`` record.
+
     Raises
     ------
     CacheError
         If an entry is missing or corrupt here: ``cache_dir`` is not shared by the node
         that extracted it, or it was removed in between.
     """
+    import numpy as np
+
     from crsbench.features import FeatureCache
 
     cache = FeatureCache(cache_dir)
 
-    def load(fa: Any) -> Any:
-        r = cache.get(fa.key)
+    def read(fa: Any, key: str) -> Any:
+        r = cache.get(key)
         if r.status != "hit":
             raise CacheError(
-                f"feature cache entry {fa.key} ({fa.condition.name}@{fa.condition.severity}, "
+                f"feature cache entry {key} ({fa.condition.name}@{fa.condition.severity}, "
                 f"depth {fa.depth}) must be readable by the probe task in {cache.root}. Got "
                 f"{r.status!r} instead ({r.problem or 'no committed entry'}): cache_dir must "
                 "be on a filesystem shared by the driver and every Ray node."
             )
-        return dataclasses.replace(fa, features=r.array, ids=r.ids, status="hit")
+        return r
+
+    def load(fa: Any) -> Any:
+        reads = [read(fa, k) for k in fa.key.split("+")]
+        if len(reads) == 1:
+            return dataclasses.replace(fa, features=reads[0].array, ids=reads[0].ids, status="hit")
+        ids = np.concatenate([np.asarray(r.ids) for r in reads])
+        pos = {i: k for k, i in enumerate(ids.tolist())}
+        order = np.array([pos[i] for i in np.asarray(fa.ids).tolist()], dtype=np.int64)
+        feats = np.concatenate([np.asarray(r.array) for r in reads])[order]
+        return dataclasses.replace(fa, features=feats, ids=ids[order], status="hit")
 
     return _map_arrays(features, load)
 

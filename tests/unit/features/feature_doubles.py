@@ -95,7 +95,7 @@ def run_extract(ids: list, paths: list, root: Path, **kw):
     """``extract`` with the tests' small settings and a fresh cache at ``root``.
 
     The encoder is a :class:`TinyEncoder` unless ``encoder=`` is given; any other keyword
-    overrides a default.
+    overrides a default. Precision is fp32 (the tests compare with fp32 references).
     """
     from crsbench.features import FeatureCache, extract
 
@@ -108,6 +108,7 @@ def run_extract(ids: list, paths: list, root: Path, **kw):
         num_workers=0,
         progress=False,
         perturb_fn=toy_perturb,
+        precision="fp32",
     )
     args.update(kw)
     return extract(enc, ids, paths, **args)

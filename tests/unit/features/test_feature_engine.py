@@ -183,3 +183,27 @@ def test_registry_encoder_and_real_perturbations(tmp_path, images):
         assert not np.allclose(clean, res[(c, 1.0)].features)
     again = extract(enc, ids, paths, cache=FeatureCache(tmp_path / "c"), **kw)
     assert again.n_decoded == 0 and all(fa.status == "hit" for fa in again.values())
+
+
+def test_precision_resolution_and_bf16_features(tmp_path, doubles, images, monkeypatch):
+    from crsbench.features import engine
+
+    monkeypatch.setattr(engine, "cpu_has_native_bf16", lambda: False)
+    assert engine.resolve_precision("auto", on_cuda=False) == "fp32"
+    assert engine.resolve_precision("auto", on_cuda=True) == "bf16"
+    monkeypatch.setattr(engine, "cpu_has_native_bf16", lambda: True)
+    assert engine.resolve_precision("auto", on_cuda=False) == "bf16"
+    assert engine.resolve_precision("fp32", on_cuda=True) == "fp32"
+    with pytest.raises(ConfigError, match=r"precision must be one of .* Got 'fp16'"):
+        engine.resolve_precision("fp16", on_cuda=False)
+
+    ids, paths = images
+    cache = tmp_path / "c"
+    f32 = doubles.run_extract(ids, paths, cache)[("clean", 1.0)]
+    b16 = doubles.run_extract(ids, paths, cache, precision="bf16")[("clean", 1.0)]
+    assert b16.status == "computed" and b16.key != f32.key  # precision is part of the key
+    assert doubles.run_extract(ids, paths, cache, precision="bf16")[("clean", 1.0)].status == "hit"
+    a, b = np.asarray(f32.features, np.float64), np.asarray(b16.features, np.float64)
+    assert b16.features.dtype == np.float32 and not np.array_equal(a, b)
+    # bf16 keeps 8 mantissa bits: features agree to about 1 %, not bit for bit
+    np.testing.assert_allclose(b, a, rtol=0.02, atol=0.02 * np.abs(a).max())
