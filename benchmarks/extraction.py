@@ -14,8 +14,10 @@ The source images copy the file formats of the protocol's datasets (synthetic pi
 * ``aptos`` -- APTOS 2019 fundus: RGB PNG, 2048 x 1536 (the originals are 1-3 kpx PNGs);
 * ``cxr``   -- CheXpert / MIMIC-CXR chest X-ray: grayscale JPEG, 2048 x 2500.
 
-A third column, the naive loop on a channels-last module, separates what memory format buys
-from what decoding once and batching buy.
+Two more columns separate the gains: the naive loop on a channels-last module (what memory
+format buys) and the engine in the other precision (bf16 autocast when the engine's precision
+resolves to fp32, as ``auto`` does on CPU; fp32 on CUDA). Feature agreement with the fp32
+naive loop is printed as the largest relative difference and the smallest per-row cosine.
 
 Usage::
 
@@ -132,6 +134,7 @@ def gpu_throughput(model_name: str, batch: int = 256, iters: int = 20) -> float:
 def run_source(args, source: str, conds: list, root: Path) -> dict:
     """Engine, naive loop and channels-last naive loop over one source's images."""
     from crsbench.features import FeatureCache, extract
+    from crsbench.features.engine import resolve_precision
 
     ids, paths = write_images(root / source, args.n_images, source, args.scale)
     engine_enc = _build(args.encoder, args.input_size)
@@ -147,8 +150,17 @@ def run_source(args, source: str, conds: list, root: Path) -> dict:
         batch_size=args.batch_size,
         num_workers=args.workers,
         progress=False,
+        precision=args.precision,
     )
     t_engine = time.perf_counter() - t
+    precision = resolve_precision(args.precision, engine_enc.device.type == "cuda")
+    alt = "bf16" if precision == "fp32" else "fp32"  # the engine again in the other precision
+    enc_alt = _build(args.encoder, args.input_size)
+    t = time.perf_counter()
+    res_alt = extract(enc_alt, ids, paths, conditions=conds, dataset_revision="bench",
+                      cache=FeatureCache(root / f"cache_alt_{source}"), batch_size=args.batch_size,
+                      num_workers=args.workers, progress=False, precision=alt)  # fmt: skip
+    t_alt = time.perf_counter() - t
     fresh = _build(args.encoder, args.input_size)  # as the builder returns it
     t = time.perf_counter()
     naive = naive_loop(fresh, ids, paths, conds, size)
@@ -156,9 +168,24 @@ def run_source(args, source: str, conds: list, root: Path) -> dict:
     t = time.perf_counter()
     naive_loop(fresh, ids, paths, conds, size, channels_last=True)
     t_naive_cl = time.perf_counter() - t
-    diff = max(float(np.abs(np.asarray(res[(c, 1.0)].features) - naive[c]).max()) for c in conds)
-    return {"engine": t_engine, "naive": t_naive, "naive_cl": t_naive_cl, "diff": diff,
-            "size": size, "name": engine_enc.card.name}  # fmt: skip
+
+    def rel(r):  # largest |engine - naive| relative to the largest |naive| feature
+        return max(float(np.abs(np.asarray(r[(c, 1.0)].features) - naive[c]).max()
+                         / np.abs(naive[c]).max()) for c in conds)  # fmt: skip
+
+    def cos(r):  # smallest per-row cosine similarity of engine and naive features
+        out = 1.0
+        for c in conds:
+            a, b = np.asarray(r[(c, 1.0)].features, np.float64), naive[c].astype(np.float64)
+            num = (a * b).sum(1)
+            den = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+            out = min(out, float((num / np.maximum(den, 1e-30)).min()))
+        return out
+
+    return {"engine": t_engine, "alt": t_alt, "naive": t_naive, "naive_cl": t_naive_cl,
+            "rel": rel(res), "rel_alt": rel(res_alt), "cos": cos(res), "cos_alt": cos(res_alt),
+            "size": size, "name": engine_enc.card.name, "precision": precision,
+            "alt_precision": alt}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale", type=float, default=1.0, help="scale the source image sides")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--workers", type=int, default=None, help="decode workers (engine default)")
+    ap.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"),
+                    help="engine precision (default auto: bf16 on CUDA / native-bf16 CPUs)")  # fmt: skip
     args = ap.parse_args(argv)
 
     import torch
@@ -204,9 +233,14 @@ def main(argv: list[str] | None = None) -> int:
     t_cl = sum(r["naive_cl"] for r in results.values())
     forwards = args.n_images * len(conds) * len(results)
     first = next(iter(results.values()))
+    t_alt = sum(r["alt"] for r in results.values())
+    alt = first["alt_precision"]
     print(f"speedup={t_naive / t_engine:.2f}")
     print(f"speedup_vs_channels_last_naive={t_cl / t_engine:.2f}")
+    print(f"speedup_{alt}_engine={t_naive / t_alt:.2f}")
+    print(f"engine_precision={first['precision']}")
     print(f"engine_img_s={forwards / t_engine:.1f}")
+    print(f"engine_{alt}_img_s={forwards / t_alt:.1f}")
     print(f"naive_img_s={forwards / t_naive:.1f}")
     print(f"naive_channels_last_img_s={forwards / t_cl:.1f}")
     for source, r in results.items():
@@ -216,7 +250,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"encoder={first['name']}")
     print(f"input_size={first['size']}")
     print(f"torch_threads={torch.get_num_threads()}")
-    print(f"max_abs_feature_diff={max(r['diff'] for r in results.values()):.2e}")
+    print(f"max_rel_feature_diff={max(r['rel'] for r in results.values()):.2e}")
+    print(f"min_row_cosine={min(r['cos'] for r in results.values()):.6f}")
+    print(f"max_rel_feature_diff_{alt}_engine={max(r['rel_alt'] for r in results.values()):.2e}")
+    print(f"min_row_cosine_{alt}_engine={min(r['cos_alt'] for r in results.values()):.6f}")
     if torch.cuda.is_available():
         print(f"gpu={torch.cuda.get_device_name(0)}")
         for name in ("vit_base_patch16_224", "resnet50"):

@@ -197,8 +197,9 @@ class BenchmarkConfig(_Strict):
     batch_size: int = Field(default=64, gt=0)
     num_workers: int = Field(default=0, ge=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    #: Forward-pass arithmetic of the feature extraction: ``auto`` = bf16 autocast on CUDA and
-    #: on CPUs with native bf16 (AVX512-BF16 / AMX), fp32 elsewhere. Changes the features.
+    #: Forward-pass arithmetic of the feature extraction: ``auto`` = bf16 autocast on CUDA,
+    #: fp32 on CPU; ``bf16`` on a CPU with AVX512-BF16/AMX is ~3x faster but moves the
+    #: features (see crsbench.features.engine.resolve_precision). Changes the features.
     precision: Literal["auto", "fp32", "bf16"] = "auto"
 
     @field_validator("encoders", mode="before")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -188,21 +189,26 @@ def test_registry_encoder_and_real_perturbations(tmp_path, images):
 def test_precision_resolution_and_bf16_features(tmp_path, doubles, images, monkeypatch):
     from crsbench.features import engine
 
-    monkeypatch.setattr(engine, "cpu_has_native_bf16", lambda: False)
-    assert engine.resolve_precision("auto", on_cuda=False) == "fp32"
-    assert engine.resolve_precision("auto", on_cuda=True) == "bf16"
     monkeypatch.setattr(engine, "cpu_has_native_bf16", lambda: True)
-    assert engine.resolve_precision("auto", on_cuda=False) == "bf16"
+    assert engine.resolve_precision("auto", on_cuda=False) == "fp32"  # never silently on CPU
+    assert engine.resolve_precision("auto", on_cuda=True) == "bf16"
     assert engine.resolve_precision("fp32", on_cuda=True) == "fp32"
+    assert engine.resolve_precision("bf16", on_cuda=False) == "bf16"
+    monkeypatch.setattr(engine, "cpu_has_native_bf16", lambda: False)
+    with pytest.warns(RuntimeWarning, match="emulated"):
+        assert engine.resolve_precision("bf16", on_cuda=False) == "bf16"
     with pytest.raises(ConfigError, match=r"precision must be one of .* Got 'fp16'"):
         engine.resolve_precision("fp16", on_cuda=False)
 
     ids, paths = images
     cache = tmp_path / "c"
     f32 = doubles.run_extract(ids, paths, cache)[("clean", 1.0)]
-    b16 = doubles.run_extract(ids, paths, cache, precision="bf16")[("clean", 1.0)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # emulated on some CPUs: fine here
+        b16 = doubles.run_extract(ids, paths, cache, precision="bf16")[("clean", 1.0)]
+        again = doubles.run_extract(ids, paths, cache, precision="bf16")[("clean", 1.0)]
+    assert again.status == "hit"
     assert b16.status == "computed" and b16.key != f32.key  # precision is part of the key
-    assert doubles.run_extract(ids, paths, cache, precision="bf16")[("clean", 1.0)].status == "hit"
     a, b = np.asarray(f32.features, np.float64), np.asarray(b16.features, np.float64)
     assert b16.features.dtype == np.float32 and not np.array_equal(a, b)
     # bf16 keeps 8 mantissa bits: features agree to about 1 %, not bit for bit
