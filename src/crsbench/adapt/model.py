@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import torch
 from torch import nn
 
 from crsbench.core.errors import DataError
@@ -38,6 +39,13 @@ class LoraClassifier(nn.Module):
         self._preprocess = encoder.preprocess
         self.head = nn.Linear(int(encoder.embed_dim), int(n_outputs)).to(encoder.device)
         self.to(encoder.device)
+        # as the frozen extraction: channels-last for convolutional encoders (and on CUDA);
+        # a fine-tune of EfficientNet-Lite0 at 128 px on 2 CPU cores: 28 -> 35 img/s
+        from crsbench.features.engine import use_channels_last
+
+        self.channels_last = use_channels_last(encoder, self.device.type == "cuda")
+        if self.channels_last:
+            self.backbone.to(memory_format=torch.channels_last)
 
     @property
     def device(self) -> Any:
@@ -52,7 +60,10 @@ class LoraClassifier(nn.Module):
 
     def logits_from_images(self, images: Any) -> Any:
         """uint8 ``N×C×H×W`` images (any device) → logits, through the encoder's preprocessing."""
-        return self(self._preprocess(images.to(self.device)))
+        x = self._preprocess(images.to(self.device))
+        if self.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        return self(x)
 
     def train_mode(self) -> LoraClassifier:
         """Eval mode everywhere except the LoRA dropout layers (see the class notes)."""

@@ -160,13 +160,18 @@ def run_benchmark(
                 done_before += 1
             else:
                 todo.append(c)
-        n_total = sum(len(c.identities) for c in cells)
+        from crsbench.runs.lora_stage import lora_plan
+
+        n_lora = sum(len(ids) for seeds in lora_plan(cfg, modalities).values()
+                     for ids in seeds.values())  # fmt: skip
+        n_total = sum(len(c.identities) for c in cells) + n_lora
         emit(
             "plan",
             {
                 "cells": len(cells),
                 "done": done_before,
                 "records": n_total,
+                "lora_records": n_lora,
                 "extractions": sum(c.n_extractions for c in cells),
             },
         )

@@ -36,7 +36,13 @@ class RunProgress:
             todo = info["cells"] - info["done"]
             self.console.print(
                 f"plan: {info['cells']} cells ({info['done']} already done, {todo} to run), "
-                f"{info['records']} run records, {info['extractions']} feature sets"
+                f"{info['records']} run records"
+                + (
+                    f" ({info['lora_records']} of the LoRA regime)"
+                    if info.get("lora_records")
+                    else ""
+                )
+                + f", {info['extractions']} feature sets"
             )
             self.task = self.progress.add_task("cells", total=todo, last="")
         elif event == "cell" and self.task is not None:
