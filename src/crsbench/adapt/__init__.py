@@ -16,7 +16,12 @@ from crsbench.adapt.lora import (
     reset_lora,
     wrap_with_lora,
 )
-from crsbench.adapt.model import LoraClassifier, predict_proba, predict_proba_conditions
+from crsbench.adapt.model import (
+    LoraClassifier,
+    merged_copy,
+    predict_proba,
+    predict_proba_conditions,
+)
 from crsbench.adapt.train import LR_FACTORS, LoraFit, LoraTrainSettings, lr_grid, train_lora
 
 __all__ = [
@@ -30,6 +35,7 @@ __all__ = [
     "lora_parameter_names",
     "lora_targets",
     "lr_grid",
+    "merged_copy",
     "predict_proba",
     "predict_proba_conditions",
     "reset_lora",

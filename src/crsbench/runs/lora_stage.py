@@ -170,7 +170,13 @@ def _seed_rows(
     progress: bool,
 ) -> list[dict[str, Any]]:
     """Fine-tune every fraction of one seed and score every planned identity."""
-    from crsbench.adapt import predict_proba, predict_proba_conditions, save_checkpoint, train_lora
+    from crsbench.adapt import (
+        merged_copy,
+        predict_proba,
+        predict_proba_conditions,
+        save_checkpoint,
+        train_lora,
+    )
     from crsbench.calibration import CALIBRATORS
 
     s = train_settings(cfg)
@@ -191,11 +197,12 @@ def _seed_rows(
                          settings=s, seed=seed, ckpt_dir=ckpt, progress=progress)  # fmt: skip
         save_checkpoint(ckpt / "adapter.pt", model.trainable_state())
         det = {**extra, **fit.as_details()}
+        adapted = merged_copy(model)  # evaluates at the frozen encoder's cost
         if f != 1.0:
-            prob = predict_proba(model, cell.clean, cell.test, bs)
+            prob = predict_proba(adapted, cell.clean, cell.test, bs)
             emit((f, "clean", 0, "none"), cell.y[cell.test], prob, t0, det)
             continue
-        probs = predict_proba_conditions(model, cell.test_multi, cell.test_local, bs)
+        probs = predict_proba_conditions(adapted, cell.test_multi, cell.test_local, bs)
         y_test = cell.y[cell.test]
         emit((1.0, "clean", 0, "none"), y_test, probs[0], t0, det)
         for (name, sev), prob in zip(cell.conds, probs[1:], strict=True):
@@ -204,9 +211,9 @@ def _seed_rows(
         if cell.shift is not None:
             _, srows, ok, y_shift = cell.shift
             t1 = time.perf_counter()
-            shift_prob = predict_proba(model, srows, ok, bs)
+            shift_prob = predict_proba(adapted, srows, ok, bs)
             emit((1.0, "shift", 0, "none"), y_shift, shift_prob, t1, det)
-        calib_prob = predict_proba(model, cell.clean, cell.calib, bs)
+        calib_prob = predict_proba(adapted, cell.clean, cell.calib, bs)
         for rec in cfg.recalibrators:
             t1 = time.perf_counter()
             c = CALIBRATORS.get(rec)(task=cell.task)

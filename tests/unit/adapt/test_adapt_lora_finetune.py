@@ -13,6 +13,7 @@ from crsbench.adapt import (  # noqa: E402
     LoraTrainSettings,
     load_checkpoint,
     lora_parameter_names,
+    merged_copy,
     predict_proba,
     save_checkpoint,
     train_lora,
@@ -181,3 +182,24 @@ def test_bad_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(CacheError, match="delete it"):
         load_checkpoint(bad)
     assert load_checkpoint(tmp_path / "missing.pt") is None
+
+
+@pytest.mark.parametrize("name", ["random_vit", "random_cnn"])
+def test_merged_copy_predicts_like_the_adapted_model_and_leaves_it_alone(data, name):
+    from peft.tuners.lora import LoraLayer
+
+    X, y, Xv, yv = data
+    enc = build(name, tiny=True)
+    wrap_with_lora(enc, rank=4, alpha=8, dropout=0.1)
+    model = LoraClassifier(enc, 3, "multiclass")
+    train_lora(model, X, np.arange(48), y, Xv, np.arange(24), yv,
+               settings=LoraTrainSettings(epochs=1, lrs=(1e-2,), batch_size=16), progress=False)  # fmt: skip
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    p = predict_proba(model, Xv, np.arange(24))
+    twin = merged_copy(model)
+    layers = [m for m in twin.modules() if isinstance(m, LoraLayer)]
+    assert layers and all(m.merged for m in layers)
+    assert not any(m.merged for m in model.modules() if isinstance(m, LoraLayer))
+    np.testing.assert_allclose(predict_proba(twin, Xv, np.arange(24)), p, rtol=0, atol=1e-5)
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before), "the adapted model changed"
