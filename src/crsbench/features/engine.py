@@ -16,7 +16,12 @@ from crsbench.core.errors import CacheError, ConfigError, DataError, EncoderErro
 from crsbench.core.types import Condition
 from crsbench.features.cache import FEATURE_FORMAT_VERSION, FeatureCache, make_key, sha256_text
 from crsbench.features.decode import DECODE_POLICY
-from crsbench.features.loader import PerturbFn, feature_code_hash, resolve_perturb
+from crsbench.features.loader import (
+    PerturbFn,
+    feature_code_hash,
+    file_fingerprint,
+    resolve_perturb,
+)
 from crsbench.features.results import ExtractionResult, FeatureArray, as_condition
 from crsbench.features.runner import PendingWork, run_pending
 
@@ -213,6 +218,7 @@ def extract(
     channels_last = use_channels_last(encoder, on_cuda)
     bf16 = resolve_precision(precision, on_cuda) == "bf16"
     perturb, perturb_version = resolve_perturb(perturb_fn)
+    fingerprints = [file_fingerprint(p) for p in paths]  # a changed file changes the keys
 
     base = {
         "format": FEATURE_FORMAT_VERSION,
@@ -225,6 +231,7 @@ def extract(
         "preprocess_hash": str(encoder.preprocess_hash),
         "dataset_revision": dataset_revision,
         "ids_sha256": sha256_text(ids),
+        "files_sha256": sha256_text(fingerprints),
         "working_size": size,
         "precision": ("bf16-autocast" + ("" if on_cuda else ":cpu")) if bf16 else "fp32",
         "memory_format": "channels_last" if channels_last else "contiguous",
@@ -253,14 +260,18 @@ def extract(
     shard_keys: dict[tuple[int, _Entry], str] = {}
     shard_parts: dict[tuple[int, _Entry], dict[str, Any]] = {}
     pending: dict[int, set[_Entry]] = {}
+    entry_keys = {
+        e: make_key({k: v for k, v in final_parts[e].items() if k != "files_sha256"}) for e in todo
+    }
     for s, rows in enumerate(shards):
         sh = sha256_text([ids[r] for r in rows])
         for e in todo:
-            parts = {
-                "final_key": final_keys[e],
+            parts = {  # the files enter per shard, so a changed file redoes only its shard
+                "entry": entry_keys[e],
                 "shard": s,
                 "shard_size": shard_size,
                 "shard_ids": sh,
+                "shard_files": sha256_text([fingerprints[r] for r in rows]),
             }
             shard_parts[(s, e)], shard_keys[(s, e)] = parts, make_key(parts)
             if cache.get(shard_keys[(s, e)]).status != "hit":
@@ -289,6 +300,7 @@ def extract(
             bf16=bf16,
             channels_last=channels_last,
             dataset_revision=dataset_revision,
+            fingerprints=fingerprints,
         )
         result.n_decoded = run_pending(work)
 

@@ -72,6 +72,18 @@ def feature_code_hash() -> str:
     return _source_hash([here / "decode.py", here / "loader.py"])
 
 
+def file_fingerprint(path: str) -> str:
+    """``"<size>:<mtime_ns>"`` of a file (``"missing"`` if it cannot be stat'ed): what the cache
+    keys and the decode workers compare to notice a file that changed (RELIABILITY.md B6)."""
+    import os
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "missing"
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
 class DecodeSet:
     """Map-style dataset: row index -> (row, stack | None, failure | None).
 
@@ -87,6 +99,10 @@ class DecodeSet:
         Conditions to produce for every image, in this order.
     perturb : callable or None
         ``perturb(image, name, severity, image_id) -> image``; needed for non-clean conditions.
+    fingerprints : sequence of str, optional
+        :func:`file_fingerprint` of every row when the run was planned (and keyed). A file
+        whose fingerprint differs after decoding changed in between: the row fails with
+        error class ``changed`` instead of giving features of bytes the key does not describe.
     """
 
     def __init__(
@@ -96,8 +112,10 @@ class DecodeSet:
         size: int,
         conditions: Sequence[Condition],
         perturb: PerturbFn | None,
+        fingerprints: Sequence[str] | None = None,
     ) -> None:
         self.paths = list(paths)
+        self.fingerprints = None if fingerprints is None else list(fingerprints)
         self.image_ids = list(image_ids)
         self.size = int(size)
         self.conditions = list(conditions)
@@ -117,6 +135,13 @@ class DecodeSet:
         except _decode.ImageDecodeError as exc:
             fail = {"error_class": exc.error_class, "message": exc.message}
             return row, None, fail
+        if self.fingerprints is not None:
+            now = file_fingerprint(self.paths[row])
+            if now != self.fingerprints[row]:
+                msg = (f"file changed while the run was going on (size:mtime_ns "
+                       f"{self.fingerprints[row]} when planned, {now} after decoding); "
+                       "run again to extract its current content")  # fmt: skip
+                return row, None, {"error_class": "changed", "message": msg}
         out = np.empty((len(self.conditions), 3, self.size, self.size), dtype=np.uint8)
         for k, cond in enumerate(self.conditions):
             if cond.name == "clean":

@@ -58,6 +58,7 @@ class PendingWork:
     bf16: bool
     channels_last: bool
     dataset_revision: str
+    fingerprints: list[str] | None = None
 
 
 def run_pending(job: PendingWork) -> int:
@@ -67,7 +68,7 @@ def run_pending(job: PendingWork) -> int:
 
     needed = sorted({ci for es in job.pending.values() for ci, _ in es})
     cond_sel = [job.conds[ci] for ci in needed]
-    dataset = DecodeSet(job.paths, job.ids, job.size, cond_sel, job.perturb)
+    dataset = DecodeSet(job.paths, job.ids, job.size, cond_sel, job.perturb, job.fingerprints)
     order = sorted(job.pending)
     batches = shard_batches([job.shards[s] for s in order], job.batch_size)
     workers = _default_workers() if job.num_workers is None else int(job.num_workers)

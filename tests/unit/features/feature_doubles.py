@@ -91,6 +91,12 @@ def write_images(root: Path, n: int, size: int = 40, fmt: str = "png") -> tuple[
     return ids, paths
 
 
+def list_images(root: Path, n: int, fmt: str = "png") -> tuple[list, list]:
+    """(ids, paths) of images :func:`write_images` wrote, without touching the files (a
+    rewrite changes their mtime, hence the cache keys)."""
+    return [f"id{i:04d}" for i in range(n)], [str(root / f"img_{i:04d}.{fmt}") for i in range(n)]
+
+
 def run_extract(ids: list, paths: list, root: Path, **kw):
     """``extract`` with the tests' small settings and a fresh cache at ``root``.
 

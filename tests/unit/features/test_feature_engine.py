@@ -11,6 +11,7 @@ from PIL import Image
 
 from crsbench.core.errors import ConfigError, DataError
 from crsbench.features import FeatureCache, decode, extract
+from crsbench.features.results import as_condition
 
 
 def test_all_conditions_from_one_decode_per_image(tmp_path, doubles, images, monkeypatch):
@@ -213,3 +214,37 @@ def test_precision_resolution_and_bf16_features(tmp_path, doubles, images, monke
     assert b16.features.dtype == np.float32 and not np.array_equal(a, b)
     # bf16 keeps 8 mantissa bits: features agree to about 1 %, not bit for bit
     np.testing.assert_allclose(b, a, rtol=0.02, atol=0.02 * np.abs(a).max())
+
+
+def test_a_changed_file_is_recomputed_not_served_stale(tmp_path, doubles, monkeypatch):
+    """RELIABILITY.md B6: the key covers each file's size and mtime; only its shard is redone."""
+    import os
+
+    ids, paths = doubles.write_images(tmp_path / "imgs", 10)
+    first = doubles.run_extract(ids, paths, tmp_path / "c")[("clean", 1.0)]
+    arr = np.asarray(Image.open(paths[5]))
+    Image.fromarray(255 - arr).save(paths[5])  # new content, same name
+    st = os.stat(paths[5])
+    os.utime(paths[5], ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    calls: list[str] = []
+    real = decode.decode_image
+    monkeypatch.setattr(decode, "decode_image", lambda p, s: (calls.append(str(p)), real(p, s))[1])
+    second = doubles.run_extract(ids, paths, tmp_path / "c")[("clean", 1.0)]
+    assert second.status == "computed" and second.key != first.key
+    assert sorted(calls) == sorted(paths[4:8])  # shard_size 4: only the shard holding row 5
+    changed = [i for i in range(10) if not np.array_equal(first.features[i], second.features[i])]
+    assert changed == [5]
+
+
+def test_a_file_changing_during_extraction_is_quarantined(tmp_path, doubles, images):
+    from crsbench.features.loader import DecodeSet, file_fingerprint
+
+    ids, paths = images
+    fps = [file_fingerprint(p) for p in paths]
+    fps[2] = "123:456"  # what the planner saw is not what is on disk now
+    ds = DecodeSet(paths, ids, 32, [as_condition("clean")], None, fps)
+    row, stack, fail = ds[2]
+    assert row == 2 and stack is None and fail["error_class"] == "changed"
+    assert "123:456" in fail["message"] and "run again" in fail["message"]
+    assert ds[3][1] is not None
+    assert file_fingerprint(str(tmp_path / "nope.png")) == "missing"

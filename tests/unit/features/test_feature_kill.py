@@ -20,7 +20,7 @@ import importlib.util, sys
 spec = importlib.util.spec_from_file_location("doubles", {doubles!r})
 d = importlib.util.module_from_spec(spec); sys.modules["doubles"] = d; spec.loader.exec_module(d)
 from crsbench.features import FeatureCache, extract
-ids, paths = d.write_images(__import__("pathlib").Path({imgs!r}), 16)
+ids, paths = d.list_images(__import__("pathlib").Path({imgs!r}), 16)
 extract(d.TinyEncoder(delay=0.4), ids, paths, cache=FeatureCache({cache!r}),
         dataset_revision="rev1", conditions=[("clean", 0), ("noise", 2)], batch_size=4,
         shard_size=4, num_workers=0, progress=False, perturb_fn=d.toy_perturb, precision="fp32")
@@ -33,6 +33,7 @@ def _committed(root: Path) -> int:
 
 def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, doubles, doubles_path):
     imgs, cache_dir = tmp_path / "imgs", tmp_path / "killed"
+    doubles.write_images(imgs, 16)
     script = tmp_path / "run.py"
     script.write_text(
         SCRIPT.format(doubles=str(doubles_path), imgs=str(imgs), cache=str(cache_dir))
@@ -48,7 +49,7 @@ def test_sigkill_then_rerun_equals_uninterrupted(tmp_path, doubles, doubles_path
     done = _committed(cache_dir)
     assert 2 <= done < 8, "killed run must have stopped part-way"
 
-    ids, paths = doubles.write_images(imgs, 16)
+    ids, paths = doubles.list_images(imgs, 16)
     conditions = [("clean", 0), ("noise", 2)]
     resumed = doubles.run_extract(ids, paths, cache_dir, conditions=conditions)
     assert resumed.n_decoded == 16 - 4 * (done // 2)  # committed shards were not redone
@@ -74,7 +75,7 @@ def test_two_processes_extracting_the_same_key(tmp_path, doubles, doubles_path):
     for p in procs:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err.decode()
-    ids, paths = doubles.write_images(imgs, 16)
+    ids, paths = doubles.list_images(imgs, 16)
     conditions = [("clean", 0), ("noise", 2)]
     shared = doubles.run_extract(ids, paths, cache_dir, conditions=conditions)
     assert shared.n_decoded == 0 and not shared.cache_events
