@@ -20,6 +20,14 @@ from scipy.special import expit, log_expit
 
 from crsbench.probes._lbfgs import batched_lbfgs
 
+#: A problem whose loss decreases by less than this (relative) in an iteration has stalled:
+#: the logits come from a float32 product, so smaller changes of the float64-accumulated loss
+#: are below its evaluation noise. Measured on the probe benchmark's multi-class grid
+#: (20,000 x 768, 13 C x 21 subsets, tol 1e-6): engine 95.7 s -> 49.3 s, validation AUROC of
+#: every (subset, C) within 7.3e-5 of the run with scikit-learn's 64 x float64 eps, the same
+#: C chosen everywhere. The gradient test (``tol``) is unchanged.
+STALL_FTOL = 1e-9
+
 
 @dataclass(frozen=True)
 class SolveResult:
@@ -128,7 +136,8 @@ def solve_logistic_path(
     # Stop on the gradient in the original (standardised) variables, as scikit-learn does:
     # the preconditioned gradient is small long before the weights settle when C is large.
     scale = S.reshape(m, -1)
-    res = batched_lbfgs(fun, v0.reshape(m, -1), max_iter=max_iter, tol=tol, grad_scale=scale)
+    res = batched_lbfgs(fun, v0.reshape(m, -1), max_iter=max_iter, tol=tol, grad_scale=scale,
+                        ftol=STALL_FTOL)  # fmt: skip
     grad_norm = np.abs(res.grad / scale).max(axis=1)
     W, b = unpack(res.x)
     return SolveResult(W.copy(), b.copy(), int(res.n_iter), res.converged, grad_norm, res.message)
