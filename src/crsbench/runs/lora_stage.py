@@ -131,6 +131,7 @@ class _Cell:
 
         ds = prep.dataset
         self.name, self.task, self.n_outputs = name, ds.task, len(ds.label_names)
+        self.size = int(size)
         self.conds = cell_conditions(cfg, ds.card.modality)
         self.y = targets(ds.labels, ds.task)
         self.clean = ImageRows(ds.paths, ds.image_ids, size)
@@ -180,7 +181,10 @@ def _seed_rows(
     from crsbench.calibration import CALIBRATORS
 
     s = train_settings(cfg)
-    bs = cfg.batch_size
+    from crsbench.features.runner import forward_chunk
+
+    # evaluation batches sized like the frozen extraction's forward passes (CPU cache budget)
+    bs = forward_chunk(cfg.batch_size, cell.size, model.device.type == "cuda")
     by_id = {(i["fraction"], i["condition"], i["severity"], i["recalibrator"]): i for i in ids}
     rows: list[dict[str, Any]] = []
 
