@@ -113,7 +113,7 @@ def extract_cell_features(
                 conditions=conds,
                 perturbed_depths=(1.0,),
                 **common,
-            )  # fmt: skip
+            )
         )
     clean = {
         d: _in_dataset_order([r[("clean", d)] for r in results], ds.image_ids) for d in cfg.layers
