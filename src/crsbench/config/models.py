@@ -36,6 +36,12 @@ def _unique(values: list[Any], what: str) -> list[Any]:
     return values
 
 
+def _seed_list(values: list[int], what: str) -> list[int]:
+    if any(s < 0 for s in values):
+        raise ValueError(f"each seed must be an integer >= 0. Got {values} instead")
+    return _unique(values, what)
+
+
 class EncoderSpec(_Strict):
     """One encoder of the panel: a registry name plus optional local overrides."""
 
@@ -148,9 +154,7 @@ class LoraSpec(_Strict):
     @field_validator("seeds")
     @classmethod
     def _seeds(cls, v: list[int]) -> list[int]:
-        if any(s < 0 for s in v):
-            raise ValueError(f"each seed must be an integer >= 0. Got {v} instead")
-        return _unique(v, "regimes.lora.seeds")
+        return _seed_list(v, "regimes.lora.seeds")
 
     @field_validator("lr_factors")
     @classmethod
@@ -222,9 +226,7 @@ class BenchmarkConfig(_Strict):
     @field_validator("seeds")
     @classmethod
     def _seeds(cls, v: list[int]) -> list[int]:
-        if any(s < 0 for s in v):
-            raise ValueError(f"each seed must be an integer >= 0. Got {v} instead")
-        return _unique(v, "seeds")
+        return _seed_list(v, "seeds")
 
     @field_validator("fractions")
     @classmethod

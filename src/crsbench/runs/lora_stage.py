@@ -286,9 +286,10 @@ def run_lora_stage(
     planned = lora_plan(cfg, modalities)
     done = store.done_keys()
     written = 0
+    adapted = {e for e, _ in planned}
     for spec in cfg.lora_encoders:
         encoder = None
-        if not any(e == spec.name for e, _ in planned):
+        if spec.name not in adapted:
             log.warning("lora regime: skipping encoder %r: it has no learnable weights", spec.name)
             continue
         for name in cfg.probe_datasets:
