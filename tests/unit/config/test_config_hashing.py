@@ -96,7 +96,7 @@ def _set(path: tuple[Any, ...], value: Any):
 
 SEMANTIC_EDITS = {
     "add_seed": lambda r: r["seeds"].append(7),
-    "drop_seed": lambda r: r["seeds"].pop(),
+    "drop_seed": lambda r: r["seeds"].pop(0),  # not the one add_seed appends
     "fraction": _set(("fractions", 0), 0.2),
     "c_value": _set(("probes", "logistic", "c_grid", 0), 0.02),
     "max_iter": _set(("probes", "logistic", "max_iter"), 101),
