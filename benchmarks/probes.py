@@ -21,6 +21,7 @@ Usage: ``python benchmarks/probes.py [--n 20000] [--d 768] [--tasks multiclass] 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 
@@ -91,6 +92,11 @@ def sklearn_grid(X, y, Xv, yv, task, Cs, subsets, max_iter, tol, k):
                         P[:, j] = clf.predict_proba(Xvs)[:, 1]
                 aucs[c] = macro_auroc(yv, P, task)
             cache[sig] = aucs
+            print(
+                f"  sklearn {task}: subset {key} done, {len(cache)} unique so far",
+                file=sys.stderr,
+                flush=True,
+            )
         out[key] = cache[sig]
     return out
 
@@ -99,6 +105,7 @@ def run_task(task, X, y, Xv, yv, Cs, subsets, max_iter, tol, k):
     t0 = time.perf_counter()
     fitted = fit_probe_grid(X, y, Xv, yv, task, Cs, subsets, max_iter=max_iter, tol=tol)
     t_engine = time.perf_counter() - t0
+    print(f"  engine {task}: {t_engine:.1f} s", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     ref = sklearn_grid(X, y, Xv, yv, task, Cs, subsets, max_iter, tol, k)
     t_sklearn = time.perf_counter() - t0

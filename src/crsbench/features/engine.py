@@ -14,6 +14,7 @@ import numpy as np
 import crsbench
 from crsbench.core.errors import CacheError, ConfigError, DataError, EncoderError
 from crsbench.core.types import Condition
+from crsbench.encoders.fold import FOLD_POLICY, foldable_pairs
 from crsbench.features.cache import FEATURE_FORMAT_VERSION, FeatureCache, make_key, sha256_text
 from crsbench.features.decode import DECODE_POLICY
 from crsbench.features.loader import (
@@ -60,6 +61,14 @@ def use_channels_last(encoder: Any, on_cuda: bool) -> bool:
         return on_cuda
     n_conv = sum(isinstance(m, torch.nn.Conv2d) for m in module.modules())
     return n_conv > 1  # a ViT's single patch-embedding conv does not count
+
+
+def has_foldable_batchnorm(encoder: Any) -> bool:
+    """Whether the encoder's module has conv → batch-norm pairs to fold (layer taps excluded)."""
+    module = getattr(encoder, "module", None)
+    if module is None:
+        return False
+    return bool(foldable_pairs(module, tuple(getattr(encoder, "_blocks", ()))))
 
 
 PRECISIONS = ("auto", "fp32", "bf16")
@@ -132,6 +141,7 @@ def extract(
     perturb_fn: PerturbFn | None = None,
     perturbed_depths: Sequence[float] | None = None,
     precision: str = "auto",
+    fold_batchnorm: bool = True,
 ) -> ExtractionResult:
     """Extract features of every image under every condition and layer depth, cached.
 
@@ -180,6 +190,11 @@ def extract(
         Arithmetic of the forward pass: ``bf16`` is autocast to bfloat16 (weights and
         features stay float32); ``auto`` (:func:`resolve_precision`) takes bf16 on CUDA and
         fp32 on CPU. It enters the cache key.
+    fold_batchnorm : bool
+        Fold eval-mode batch norms into the convolutions that feed them for the duration of
+        the run (:func:`crsbench.encoders.fold.batchnorm_folded`: checked on a probe input,
+        the encoder restored afterwards). Same features to float32 rounding, fewer passes
+        over the activations. Enters the cache key when the encoder has pairs to fold.
 
     Returns
     -------
@@ -217,6 +232,7 @@ def extract(
     on_cuda = device.type == "cuda"
     channels_last = use_channels_last(encoder, on_cuda)
     bf16 = resolve_precision(precision, on_cuda) == "bf16"
+    fold = bool(fold_batchnorm) and has_foldable_batchnorm(encoder)
     perturb, perturb_version = resolve_perturb(perturb_fn)
     fingerprints = [file_fingerprint(p) for p in paths]  # a changed file changes the keys
 
@@ -236,6 +252,7 @@ def extract(
         "precision": ("bf16-autocast" + ("" if on_cuda else ":cpu")) if bf16 else "fp32",
         "memory_format": "channels_last" if channels_last else "contiguous",
         "dtype": dtype,
+        "batchnorm_fold": FOLD_POLICY if fold else "none",
     }
     final_parts: dict[_Entry, dict[str, Any]] = {}
     for ci, c in enumerate(conds):
@@ -299,6 +316,7 @@ def extract(
             on_cuda=on_cuda,
             bf16=bf16,
             channels_last=channels_last,
+            fold_batchnorm=fold,
             dataset_revision=dataset_revision,
             fingerprints=fingerprints,
         )

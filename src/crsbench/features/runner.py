@@ -3,12 +3,14 @@ condition and depth in one forward pass per chunk, commit each shard when it com
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from crsbench.core.errors import EncoderError
+from crsbench.encoders.fold import batchnorm_folded
 from crsbench.features.loader import DecodeSet, collate, shard_batches
 
 #: On CPU, a forward pass takes at most this many input pixels (8 images at 224²): larger
@@ -24,6 +26,15 @@ def forward_chunk(batch_size: int, size: int, on_cuda: bool) -> int:
     if on_cuda:
         return batch_size
     return max(1, min(batch_size, CPU_FORWARD_PIXELS // (size * size)))
+
+
+def loader_batch(batch_size: int, chunk: int, n_conditions: int, on_cuda: bool) -> int:
+    """Images per decode task: ``batch_size`` on CUDA; on CPU just enough images to fill one
+    forward chunk with all their conditions (at least 1), so decoding the next task overlaps
+    encoding this one from the first image on (with 16 conditions: one image per task)."""
+    if on_cuda:
+        return batch_size
+    return max(1, min(batch_size, chunk // max(1, n_conditions)))
 
 
 def _default_workers() -> int:
@@ -59,6 +70,7 @@ class PendingWork:
     channels_last: bool
     dataset_revision: str
     fingerprints: list[str] | None = None
+    fold_batchnorm: bool = False
 
 
 def run_pending(job: PendingWork) -> int:
@@ -70,7 +82,9 @@ def run_pending(job: PendingWork) -> int:
     cond_sel = [job.conds[ci] for ci in needed]
     dataset = DecodeSet(job.paths, job.ids, job.size, cond_sel, job.perturb, job.fingerprints)
     order = sorted(job.pending)
-    batches = shard_batches([job.shards[s] for s in order], job.batch_size)
+    chunk = forward_chunk(job.batch_size, job.size, job.on_cuda)
+    per_task = loader_batch(job.batch_size, chunk, len(needed), job.on_cuda)
+    batches = shard_batches([job.shards[s] for s in order], per_task)
     workers = _default_workers() if job.num_workers is None else int(job.num_workers)
     loader = DataLoader(
         dataset,
@@ -84,16 +98,12 @@ def run_pending(job: PendingWork) -> int:
     module = getattr(job.encoder, "module", None)
     if module is not None:
         module.eval()
-        if job.channels_last:
-            module.to(memory_format=job.torch.channels_last)
     row_to_shard = {r: s for s in order for r in job.shards[s]}
     envelope = {
         "torch": job.torch.__version__,
         "device": str(job.encoder.device),
         "numpy": np.__version__,
     }
-    buf: dict[int, dict[str, Any]] = {}
-    n_done = 0
     bar = tqdm(
         total=sum(len(job.shards[s]) for s in order),
         unit="img",
@@ -101,51 +111,62 @@ def run_pending(job: PendingWork) -> int:
         desc=f"extract {job.encoder.card.name}",
         dynamic_ncols=True,
     )
-    with job.torch.inference_mode():
-        for batch in loader:
-            rows_all = batch["rows"] + [r for r, _ in batch["failed"]]
-            s = row_to_shard[rows_all[0]]
-            st = buf.setdefault(s, {"rows": [], "feats": {}, "failed": [], "seen": 0})
-            st["seen"] += len(rows_all)
-            for r, f in batch["failed"]:
-                st["failed"].append(
-                    {
-                        "row": r + 1,
-                        "image_id": job.ids[r],
-                        "path": job.paths[r],
-                        "dataset_revision": job.dataset_revision,
-                        **f,
-                    }
-                )
-            if batch["images"] is not None:
-                feats = _encode(
-                    job.encoder,
-                    job.torch,
-                    batch["images"],
-                    job.deps,
-                    forward_chunk(job.batch_size, job.size, job.on_cuda),
-                    job.bf16,
-                    job.channels_last,
-                )
-                st["rows"].extend(batch["rows"])
-                for k, ci in enumerate(needed):
-                    for di in range(len(job.deps)):
-                        st["feats"].setdefault((ci, di), []).append(feats[di][k])
-            bar.update(len(rows_all))
-            n_done += len(rows_all)
-            if st["seen"] == len(job.shards[s]):
-                _commit_shard(
-                    job.cache,
-                    s,
-                    buf.pop(s),
-                    job.pending[s],
-                    job.shard_keys,
-                    job.shard_parts,
-                    job.ids,
-                    job.dtype,
-                    envelope,
-                )
+    fold = batchnorm_folded(job.encoder) if job.fold_batchnorm else nullcontext(0)
+    with fold, job.torch.inference_mode():
+        if module is not None and job.channels_last:  # after the fold: folded weights too
+            module.to(memory_format=job.torch.channels_last)
+        n_done = _stream(job, loader, bar, needed, row_to_shard, envelope, chunk)
     bar.close()
+    return n_done
+
+
+def _stream(job: PendingWork, loader, bar, needed, row_to_shard, envelope, chunk: int) -> int:
+    """Encode every batch the loader yields; commit each shard as soon as it is complete."""
+    buf: dict[int, dict[str, Any]] = {}
+    n_done = 0
+    for batch in loader:
+        rows_all = batch["rows"] + [r for r, _ in batch["failed"]]
+        s = row_to_shard[rows_all[0]]
+        st = buf.setdefault(s, {"rows": [], "feats": {}, "failed": [], "seen": 0})
+        st["seen"] += len(rows_all)
+        for r, f in batch["failed"]:
+            st["failed"].append(
+                {
+                    "row": r + 1,
+                    "image_id": job.ids[r],
+                    "path": job.paths[r],
+                    "dataset_revision": job.dataset_revision,
+                    **f,
+                }
+            )
+        if batch["images"] is not None:
+            feats = _encode(
+                job.encoder,
+                job.torch,
+                batch["images"],
+                job.deps,
+                chunk,
+                job.bf16,
+                job.channels_last,
+            )
+            st["rows"].extend(batch["rows"])
+            for k, ci in enumerate(needed):
+                for di in range(len(job.deps)):
+                    st["feats"].setdefault((ci, di), []).append(feats[di][k])
+        bar.update(len(rows_all))
+        n_done += len(rows_all)
+        if st["seen"] == len(job.shards[s]):
+            _commit_shard(
+                job.cache,
+                s,
+                buf.pop(s),
+                job.pending[s],
+                job.shard_keys,
+                job.shard_parts,
+                job.ids,
+                job.dtype,
+                envelope,
+            )
     return n_done
 
 
