@@ -21,7 +21,7 @@ naive loop is printed as the largest relative difference and the smallest per-ro
 
 Usage::
 
-    python benchmarks/extraction.py                    # 12 images x 16 conditions per source
+    python benchmarks/extraction.py                    # 32 images x 16 conditions per source
     python benchmarks/extraction.py --sources aptos    # one source
     python benchmarks/extraction.py --quick            # smoke test
 
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--sources", default=",".join(SOURCES), help="comma list of " + str(list(SOURCES))
     )
-    ap.add_argument("--n-images", type=int, default=12, help="images per source")
+    ap.add_argument("--n-images", type=int, default=32, help="images per source")
     ap.add_argument("--scale", type=float, default=1.0, help="scale the source image sides")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--workers", type=int, default=None, help="decode workers (engine default)")

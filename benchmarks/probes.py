@@ -68,6 +68,7 @@ def make_subsets(n: int, fractions, seeds) -> dict:
 
 def sklearn_grid(X, y, Xv, yv, task, Cs, subsets, max_iter, tol, k):
     """Validation AUROC per (subset, C) from a plain loop of sklearn fits (identical subsets once)."""
+    t0 = time.perf_counter()
     cache: dict[bytes, np.ndarray] = {}
     out = {}
     for key, idx in subsets.items():
@@ -93,7 +94,8 @@ def sklearn_grid(X, y, Xv, yv, task, Cs, subsets, max_iter, tol, k):
                 aucs[c] = macro_auroc(yv, P, task)
             cache[sig] = aucs
             print(
-                f"  sklearn {task}: subset {key} done, {len(cache)} unique so far",
+                f"  sklearn {task}: subset {key} done, {len(cache)} unique so far, "
+                f"{time.perf_counter() - t0:.0f} s",
                 file=sys.stderr,
                 flush=True,
             )
@@ -135,10 +137,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tol", type=float, default=protocol.tol)
     parser.add_argument("--tasks", default="multiclass,multilabel")
     parser.add_argument(
+        "--seeds", type=int, default=len(SEEDS), help="seeds of the grid (default 5, the protocol)"
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="smoke run: n=400, d=16, 4 labels, 3 C, 2 fractions"
     )
     args = parser.parse_args(argv)
-    n, d, fractions, seeds, Cs = args.n, args.d, FRACTIONS, SEEDS, DEFAULT_CS
+    n, d, fractions, seeds, Cs = args.n, args.d, FRACTIONS, SEEDS[: args.seeds], DEFAULT_CS
     labels = args.labels
     if args.quick:
         n, d, fractions, seeds, Cs = 400, 16, (0.5, 1.0), (0,), np.logspace(-3, 1, 3)
