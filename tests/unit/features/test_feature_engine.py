@@ -67,6 +67,16 @@ def test_cpu_forward_chunks_are_capped_by_pixels_cuda_ones_are_not():
     assert forward_chunk(64, 224, on_cuda=True) == 64
 
 
+def test_cpu_decode_tasks_fill_one_forward_chunk_cuda_ones_hold_a_batch():
+    from crsbench.features.runner import loader_batch
+
+    assert loader_batch(64, 8, 16, on_cuda=False) == 1  # 16 conditions: one image a task
+    assert loader_batch(64, 8, 1, on_cuda=False) == 8  # clean only: a chunk of images
+    assert loader_batch(64, 43, 4, on_cuda=False) == 10
+    assert loader_batch(4, 43, 1, on_cuda=False) == 4  # never more than batch_size
+    assert loader_batch(64, 8, 16, on_cuda=True) == 64
+
+
 def test_perturbed_rows_match_a_direct_per_image_computation(tmp_path, doubles, images):
     import torch
 
