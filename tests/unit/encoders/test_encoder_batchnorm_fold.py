@@ -43,7 +43,9 @@ def cnn():
 
 
 def test_folded_features_match_and_the_encoder_is_restored(cnn):
-    x = torch.randn(3, 3, cnn.input_size, cnn.input_size, generator=torch.Generator().manual_seed(1))
+    x = torch.randn(
+        3, 3, cnn.input_size, cnn.input_size, generator=torch.Generator().manual_seed(1)
+    )
     ref = cnn.forward_features(x, DEPTHS)
     before = _snapshot(cnn.module)
     hash_before = cnn.weights_hash
@@ -79,7 +81,9 @@ def test_timm_batchnorm_act_is_folded_into_efficientnet_lite_convs():
     assert not any(isinstance(m, BatchNormAct2d) for m in model.modules())
     with torch.inference_mode():
         got = model(x)
-    np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=0, atol=FOLD_RTOL * float(ref.abs().max()))
+    np.testing.assert_allclose(
+        got.numpy(), ref.numpy(), rtol=0, atol=FOLD_RTOL * float(ref.abs().max())
+    )
     unfold(done)
     assert sum(isinstance(m, BatchNormAct2d) for m in model.modules()) == n_norms
     with torch.inference_mode():
