@@ -170,3 +170,16 @@ def test_engine_folds_by_default_keys_it_and_leaves_the_encoder_untouched(tmp_pa
         assert fa.key != other.key  # the fold enters the cache key
         a, b = np.asarray(fa.features), np.asarray(other.features)
         assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max()
+
+
+def test_an_encoder_whose_probe_forward_fails_runs_unfolded():
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
+    enc = _Double(net)
+
+    def broken(x, depths):
+        raise RuntimeError("needs another input size")
+
+    enc.forward_features = broken
+    with batchnorm_folded(enc) as n:
+        assert n == 0
+        assert isinstance(net[1], torch.nn.BatchNorm2d)
