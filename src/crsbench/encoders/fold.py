@@ -126,6 +126,40 @@ def _max_rel_diff(a: dict[float, Any], b: dict[float, Any]) -> float:
     return worst
 
 
+def encoder_pairs(encoder: Any) -> list[tuple[Any, str, Any, Any]]:
+    """The pairs :func:`batchnorm_folded` would fold in ``encoder``: none when it has no module
+    or the module is training; layer taps (``encoder._blocks``) are never replaced."""
+    module = getattr(encoder, "module", None)
+    if module is None or module.training:
+        return []
+    return foldable_pairs(module, tuple(getattr(encoder, "_blocks", ())))
+
+
+def _checked_fold(encoder: Any, pairs: list[tuple[Any, str, Any, Any]], size: int) -> list[_Fold]:
+    """Fold ``pairs`` and keep the fold only if the features at every depth of a fixed probe
+    input agree with the unfolded ones to :data:`FOLD_RTOL` (else undo it, return [])."""
+    import torch
+
+    from crsbench.encoders.card import DEPTHS
+
+    device = getattr(encoder, "device", torch.device("cpu"))
+    gen = torch.Generator().manual_seed(0)
+    probe = torch.randn(2, 3, size, size, generator=gen).to(device)
+    try:
+        ref = encoder.forward_features(probe, DEPTHS)
+    except Exception:  # no reference to check against: run unfolded
+        return []
+    done = fold_pairs(pairs)
+    try:
+        ok = _max_rel_diff(ref, encoder.forward_features(probe, DEPTHS)) <= FOLD_RTOL
+    except Exception:  # a fold that breaks the forward is not kept
+        ok = False
+    if not ok:
+        unfold(done)
+        return []
+    return done
+
+
 @contextmanager
 def batchnorm_folded(encoder: Any, check_size: int | None = None) -> Iterator[int]:
     """Fold the encoder's conv → batch-norm pairs for the duration of the block.
@@ -144,36 +178,8 @@ def batchnorm_folded(encoder: Any, check_size: int | None = None) -> Iterator[in
         the folded features differ from the unfolded ones by more than :data:`FOLD_RTOL`
         (then the module is left as it was).
     """
-    import torch
-
-    from crsbench.encoders.card import DEPTHS
-
-    module = getattr(encoder, "module", None)
-    pairs = (
-        []
-        if module is None or module.training
-        else foldable_pairs(module, tuple(getattr(encoder, "_blocks", ())))
-    )
-    done: list[_Fold] = []
-    if pairs:
-        device = getattr(encoder, "device", torch.device("cpu"))
-        size = int(check_size or encoder.input_size)
-        gen = torch.Generator().manual_seed(0)
-        probe = torch.randn(2, 3, size, size, generator=gen).to(device)
-        try:
-            ref = encoder.forward_features(probe, DEPTHS)
-        except Exception:  # no reference to check against: run unfolded
-            pairs = []
-    if pairs:
-        done = fold_pairs(pairs)
-        try:
-            got = encoder.forward_features(probe, DEPTHS)
-            ok = _max_rel_diff(ref, got) <= FOLD_RTOL
-        except Exception:  # a fold that breaks the forward is not kept
-            ok = False
-        if not ok:
-            unfold(done)
-            done = []
+    pairs = encoder_pairs(encoder)
+    done = _checked_fold(encoder, pairs, int(check_size or encoder.input_size)) if pairs else []
     try:
         yield len(done)
     finally:

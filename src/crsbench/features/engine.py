@@ -14,7 +14,7 @@ import numpy as np
 import crsbench
 from crsbench.core.errors import CacheError, ConfigError, DataError, EncoderError
 from crsbench.core.types import Condition
-from crsbench.encoders.fold import FOLD_POLICY, foldable_pairs
+from crsbench.encoders.fold import FOLD_POLICY, encoder_pairs
 from crsbench.features.cache import FEATURE_FORMAT_VERSION, FeatureCache, make_key, sha256_text
 from crsbench.features.decode import DECODE_POLICY
 from crsbench.features.loader import (
@@ -61,14 +61,6 @@ def use_channels_last(encoder: Any, on_cuda: bool) -> bool:
         return on_cuda
     n_conv = sum(isinstance(m, torch.nn.Conv2d) for m in module.modules())
     return n_conv > 1  # a ViT's single patch-embedding conv does not count
-
-
-def has_foldable_batchnorm(encoder: Any) -> bool:
-    """Whether the encoder's module has conv → batch-norm pairs to fold (layer taps excluded)."""
-    module = getattr(encoder, "module", None)
-    if module is None:
-        return False
-    return bool(foldable_pairs(module, tuple(getattr(encoder, "_blocks", ()))))
 
 
 PRECISIONS = ("auto", "fp32", "bf16")
@@ -232,7 +224,7 @@ def extract(
     on_cuda = device.type == "cuda"
     channels_last = use_channels_last(encoder, on_cuda)
     bf16 = resolve_precision(precision, on_cuda) == "bf16"
-    fold = bool(fold_batchnorm) and has_foldable_batchnorm(encoder)
+    fold = bool(fold_batchnorm) and bool(encoder_pairs(encoder))
     perturb, perturb_version = resolve_perturb(perturb_fn)
     fingerprints = [file_fingerprint(p) for p in paths]  # a changed file changes the keys
 
