@@ -42,6 +42,13 @@ class CellData:
         Depth-1.0 features of the test rows (in ``test`` order) under each condition.
     subsets : mapping (fraction, seed) → index array into ``train``
         Nested label subsamples.
+    n_quarantined : mapping split → int
+        Images of each split (``train``, ``val``, ``calib``, ``test``; ``shift`` for the
+        shift target's rows) left out because they could not be decoded; every run row
+        of the cell carries it in ``details["n_quarantined"]``.
+    quarantined : tuple of dict
+        Those images: ``dataset``, ``split``, ``image_id``, ``path``, ``error_class``,
+        ``message``.
     """
 
     encoder: str
@@ -57,6 +64,8 @@ class CellData:
     perturbed: Mapping[tuple[str, int], np.ndarray]
     subsets: Mapping[tuple[float, int], np.ndarray]
     shift: ShiftData | None = None
+    n_quarantined: Mapping[str, int] = field(default_factory=dict)
+    quarantined: tuple[Mapping[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -387,4 +396,8 @@ def evaluate_cell(cell: CellData, settings: CellSettings) -> list[dict[str, Any]
     _logistic(cell, settings, y, rows, memo)
     _layers(cell, settings, y, rows, memo)
     _controls(cell, settings, y, rows, memo)
+    if cell.n_quarantined:
+        counts = dict(cell.n_quarantined)
+        for row in rows:
+            row["details"] = {**row.get("details", {}), "n_quarantined": counts}
     return rows

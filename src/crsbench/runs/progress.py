@@ -31,7 +31,10 @@ class RunProgress:
         self.progress.__exit__(*exc)
 
     def __call__(self, event: str, info: dict[str, Any]) -> None:
-        """Handle one pipeline event (``plan`` or ``cell``)."""
+        """Handle one pipeline event (``plan``, ``cell`` or ``quarantine``)."""
+        if event == "quarantine":
+            self.console.print(quarantine_line(info), markup=False, highlight=False)
+            return
         if event == "plan":
             todo = info["cells"] - info["done"]
             self.console.print(
@@ -53,3 +56,12 @@ class RunProgress:
             self.progress.update(self.task, advance=1, last=last)
             if not self.console.is_terminal:  # a log file gets one line per cell
                 self.console.print(f"cell done: {last}")
+
+
+def quarantine_line(entry: dict[str, Any]) -> str:
+    """One console line naming a quarantined image, its split and why (user text as is)."""
+    reason = entry["error_class"] + (f": {entry['message']}" if entry.get("message") else "")
+    return (
+        f"quarantined {entry['dataset']} {entry['split']} image {entry['image_id']}: "
+        f"{entry['path']} ({reason}); the cells run without it"
+    )
