@@ -76,12 +76,15 @@ def status(
     out: Path | None = typer.Option(None, "--out", help="Output directory (overrides config)."),
 ) -> None:
     """Show which cells of a config are done and which remain."""
-    from crsbench.runs.status import grid_status
+    from crsbench.runs.status import grid_status, quarantine_status
 
     try:
         cfg = _config(config, out)
         table = grid_status(cfg)
+        quarantined = quarantine_status(cfg)
     except CrsbenchError as exc:
         fail(str(exc))
         return
     console.print(table)
+    if quarantined is not None:
+        console.print(quarantined)

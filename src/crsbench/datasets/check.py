@@ -3,7 +3,8 @@
 The labels are loaded with the adapter (any malformed label file is reported, not raised),
 then every image is probed: existence, size > 0, image magic / header and end-of-image
 marker; ``decode=True`` adds a full decode. ``report.ok`` is False on anything that would
-make results wrong.
+make results wrong; unreadable images follow the rule of ``crsbench run``
+(:mod:`crsbench.datasets.bad_images`): within the budget they are warnings, above it an error.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from crsbench.core.errors import DataError
 
+from .bad_images import MAX_BAD_FRACTION, bad_image_budget, too_many_bad
 from .base import Dataset, load
 from .files import FileProblem, probe_images
 
@@ -49,8 +51,10 @@ class CheckReport:
 
     @property
     def ok(self) -> bool:
-        """True when there is no error, no bad file, no duplicate id and no group leak."""
-        return not (self.errors or self.file_problems or self.duplicate_ids or self.leaked_groups)
+        """True when there is no error, no duplicate id, no group leak and no more bad files
+        than :mod:`crsbench.datasets.bad_images` lets ``crsbench run`` quarantine."""
+        too_many = too_many_bad(len(self.file_problems), self.n_images)
+        return not (self.errors or too_many or self.duplicate_ids or self.leaked_groups)
 
     @property
     def problem_counts(self) -> dict[str, int]:
@@ -200,4 +204,24 @@ def check(
         return report
     _summarise(report, data)
     report.file_problems = probe_images(data.paths, decode=decode, workers=workers)
+    _judge_bad_files(report)
     return report
+
+
+def _judge_bad_files(report: CheckReport) -> None:
+    """Apply the bad-image rule of ``crsbench run`` to the files found bad (listed below)."""
+    n_bad = len(report.file_problems)
+    if not n_bad:
+        return
+    budget = bad_image_budget(report.n_images)
+    share = f"{MAX_BAD_FRACTION:.0%} of {report.n_images} images = {budget}"
+    if too_many_bad(n_bad, report.n_images):
+        report.errors.append(
+            f"{n_bad} unreadable image(s), more than `crsbench run` quarantines ({share}): "
+            "a run on this dataset fails. Fix or remove the files listed above."
+        )
+    else:
+        report.warnings.append(
+            f"{n_bad} unreadable image(s), within what `crsbench run` quarantines ({share}): "
+            "a run leaves them out of every split, names them and counts them per split."
+        )

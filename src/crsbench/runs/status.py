@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.table import Table
+from rich.text import Text
 
 from crsbench.config import BenchmarkConfig, config_hash
 from crsbench.runs.lora_stage import lora_plan
@@ -36,4 +37,39 @@ def grid_status(cfg: BenchmarkConfig) -> Table:
         n = len(keys & done)
         state = "done" if n == len(keys) else ("partial" if n else "todo")
         table.add_row(regime, enc, ds, str(n), str(len(keys)), state)
+    return table
+
+
+#: Quarantined files listed per dataset by ``crsbench status`` (the rest are counted).
+SHOWN_PER_DATASET = 20
+
+
+def quarantine_status(cfg: BenchmarkConfig) -> Table | None:
+    """A rich table of the images the store's runs left out (``None`` when there are none).
+
+    Per dataset: the count per split, then each file with its split and reason (the first
+    :data:`SHOWN_PER_DATASET`; the store's ``quarantine`` table holds them all).
+    """
+    from crsbench.runs.quarantine import quarantine_frame
+    from crsbench.runs.store import DB_NAME, ResultsStore
+
+    out = Path(cfg.output_dir)
+    if not (out / DB_NAME).exists():
+        return None
+    with ResultsStore(out, config_hash(cfg), mode="r") as store:
+        frame = quarantine_frame(store.con)
+    if frame.empty:
+        return None
+    table = Table(title="quarantined images (left out of every cell; see docs/runner.md)")
+    for col in ("dataset", "split", "image", "reason"):
+        table.add_column(col)
+    for dataset, rows in frame.groupby("dataset", sort=True):
+        counts = rows["split"].value_counts().sort_index()
+        summary = ", ".join(f"{split} {n}" for split, n in counts.items())
+        table.add_row(Text(str(dataset)), "all", Text(f"{len(rows)} image(s)"), Text(summary))
+        for r in rows.head(SHOWN_PER_DATASET).itertuples():
+            reason = r.error_class + (f": {r.message[:120]}" if r.message else "")
+            table.add_row("", Text(r.split), Text(r.path or r.image_id), Text(reason))
+        if len(rows) > SHOWN_PER_DATASET:
+            table.add_row("", "", Text(f"... and {len(rows) - SHOWN_PER_DATASET} more"), "")
     return table
