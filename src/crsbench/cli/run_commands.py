@@ -86,5 +86,7 @@ def status(
         fail(str(exc))
         return
     console.print(table)
-    if quarantined is not None:
-        console.print(quarantined)
+    if quarantined:
+        console.print("quarantined images (left out of every cell; see docs/runner.md):")
+    for line in quarantined:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)

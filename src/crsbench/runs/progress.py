@@ -33,7 +33,7 @@ class RunProgress:
     def __call__(self, event: str, info: dict[str, Any]) -> None:
         """Handle one pipeline event (``plan``, ``cell`` or ``quarantine``)."""
         if event == "quarantine":
-            self.console.print(quarantine_line(info), markup=False, highlight=False)
+            self.console.print(quarantine_line(info), markup=False, highlight=False, soft_wrap=True)
             return
         if event == "plan":
             todo = info["cells"] - info["done"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.table import Table
-from rich.text import Text
 
 from crsbench.config import BenchmarkConfig, config_hash
 from crsbench.runs.lora_stage import lora_plan
@@ -44,32 +43,29 @@ def grid_status(cfg: BenchmarkConfig) -> Table:
 SHOWN_PER_DATASET = 20
 
 
-def quarantine_status(cfg: BenchmarkConfig) -> Table | None:
-    """A rich table of the images the store's runs left out (``None`` when there are none).
+def quarantine_status(cfg: BenchmarkConfig) -> list[str]:
+    """Lines naming the images the store's runs left out (empty when there are none).
 
-    Per dataset: the count per split, then each file with its split and reason (the first
-    :data:`SHOWN_PER_DATASET`; the store's ``quarantine`` table holds them all).
+    Per dataset: a count per split, then each file with its split and reason (the first
+    :data:`SHOWN_PER_DATASET`; the store's ``quarantine`` table holds them all). Plain text,
+    to be printed without markup and unwrapped so that paths stay whole.
     """
     from crsbench.runs.quarantine import quarantine_frame
     from crsbench.runs.store import DB_NAME, ResultsStore
 
     out = Path(cfg.output_dir)
     if not (out / DB_NAME).exists():
-        return None
+        return []
     with ResultsStore(out, config_hash(cfg), mode="r") as store:
         frame = quarantine_frame(store.con)
-    if frame.empty:
-        return None
-    table = Table(title="quarantined images (left out of every cell; see docs/runner.md)")
-    for col in ("dataset", "split", "image", "reason"):
-        table.add_column(col)
+    lines = []
     for dataset, rows in frame.groupby("dataset", sort=True):
         counts = rows["split"].value_counts().sort_index()
         summary = ", ".join(f"{split} {n}" for split, n in counts.items())
-        table.add_row(Text(str(dataset)), "all", Text(f"{len(rows)} image(s)"), Text(summary))
+        lines.append(f"{dataset}: {len(rows)} image(s) quarantined ({summary})")
         for r in rows.head(SHOWN_PER_DATASET).itertuples():
-            reason = r.error_class + (f": {r.message[:120]}" if r.message else "")
-            table.add_row("", Text(r.split), Text(r.path or r.image_id), Text(reason))
+            reason = r.error_class + (f": {r.message[:160]}" if r.message else "")
+            lines.append(f"  {r.split} {r.image_id}: {r.path} ({reason})")
         if len(rows) > SHOWN_PER_DATASET:
-            table.add_row("", "", Text(f"... and {len(rows) - SHOWN_PER_DATASET} more"), "")
-    return table
+            lines.append(f"  ... and {len(rows) - SHOWN_PER_DATASET} more")
+    return lines
