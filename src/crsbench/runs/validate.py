@@ -131,7 +131,7 @@ def validate_frame(frame: pd.DataFrame, config_hash: str) -> pd.DataFrame:
     bad_details = df["details"].map(canonical_details).fillna("") == ""
     check(bad_details.to_numpy(), "details must be a JSON object without NaN/Inf")
     check(
-        df["details"].map(bad_counts).fillna(False).to_numpy(dtype=bool),
+        df["details"].map(bad_counts).eq(True).to_numpy(),
         "details['n_quarantined'] must map split names to ints >= 0",
     )
     check(
