@@ -43,12 +43,10 @@ class CellData:
     subsets : mapping (fraction, seed) → index array into ``train``
         Nested label subsamples.
     n_quarantined : mapping split → int
-        Images of each split (``train``, ``val``, ``calib``, ``test``; ``shift`` for the
-        shift target's rows) left out because they could not be decoded; every run row
-        of the cell carries it in ``details["n_quarantined"]``.
+        Undecodable images left out per split (``shift``: the target's rows); every run
+        row of the cell carries it in ``details["n_quarantined"]``.
     quarantined : tuple of dict
-        Those images: ``dataset``, ``split``, ``image_id``, ``path``, ``error_class``,
-        ``message``.
+        Those images (``dataset``, ``split``, ``image_id``, ``path``, ``error_class``, ``message``).
     """
 
     encoder: str
