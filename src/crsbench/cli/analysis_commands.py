@@ -71,7 +71,7 @@ def analyze(
     seed: int = typer.Option(0, "--seed", help="Seed of every resampling."),
     anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
 ) -> None:
-    """Run every analysis of PROTOCOL.md section 6 the store has data for (CSV + summary.json)."""
+    """Run every analysis of docs/protocol.md section 10 the store has data for (CSV + summary.json)."""
     from crsbench.core.errors import CrsbenchError
     from crsbench.stats import run_analyses
 
