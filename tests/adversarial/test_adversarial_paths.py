@@ -96,3 +96,20 @@ def test_check_names_a_non_image_without_its_bytes(tmp_path: Path) -> None:
     report = check_dataset("folder", root)
     text = report.to_text()
     assert "notes.png" in text and "not_an_image" in text and "root:x" not in text
+
+
+def test_isic_name_and_its_downsampled_alias_are_one_image(tmp_path: Path) -> None:
+    from crsbench.datasets.synthetic import resolve_size, write_isic2019
+
+    root = write_isic2019(tmp_path / "isic", size=resolve_size({"isic2019": 16, "side": 32}))
+    gt = root / "ISIC_2019_Training_GroundTruth.csv"
+    lines = gt.read_text(encoding="utf-8").splitlines()
+    name, rest = lines[1].split(",", 1)
+    flipped = rest.replace("1.0", "X").replace("0.0", "1.0", 1).replace("X", "0.0")
+    lines.append(f"{name}_downsampled,{flipped}")
+    gt.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        load("isic2019", root)
+    text = str(err.value)
+    assert "_downsampled" in text and "must be unique" in text and repr(name) in text
+    assert f"data rows 1, {len(lines) - 1}" in text
