@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import CrsbenchError, DataError, StoreError
+from crsbench.core.storefile import STORE_FILE, read_tables
 
 #: Columns of the optional ``reliability`` table (one row per reliability-diagram bin).
 RELIABILITY_COLUMNS: tuple[str, ...] = (
@@ -65,31 +66,20 @@ def read_store_extras(store_dir: str | Path) -> tuple[dict[str, Any], pd.DataFra
     StoreError
         The ``reliability`` table exists but lacks one of :data:`RELIABILITY_COLUMNS`.
     """
-    import duckdb
-
-    path = Path(store_dir) / "results.duckdb"
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables")
-                  .fetchall()}  # fmt: skip
-        meta: dict[str, Any] = {}
-        if "meta" in tables:
-            cur = con.execute("SELECT * FROM meta LIMIT 1")
-            row = cur.fetchone()
-            if row is not None:
-                meta = dict(zip([d[0] for d in cur.description], row, strict=True))
-        reliability = None
-        if "reliability" in tables:
-            reliability = con.execute("SELECT * FROM reliability").df()
-            absent = [c for c in RELIABILITY_COLUMNS if c not in reliability.columns]
-            if absent:
-                raise StoreError(
-                    f"results store {path}: table 'reliability' must have columns "
-                    f"{list(RELIABILITY_COLUMNS)}. Got {list(reliability.columns)} instead "
-                    f"(missing {absent})."
-                )
-    finally:
-        con.close()
+    path = Path(store_dir) / STORE_FILE
+    found = read_tables(path, ("meta", "reliability"))
+    meta: dict[str, Any] = {}
+    if "meta" in found and len(found["meta"]):
+        meta = found["meta"].iloc[0].to_dict()
+    reliability = found.get("reliability")
+    if reliability is not None:
+        absent = [c for c in RELIABILITY_COLUMNS if c not in reliability.columns]
+        if absent:
+            raise StoreError(
+                f"results store {path}: table 'reliability' must have columns "
+                f"{list(RELIABILITY_COLUMNS)}. Got {list(reliability.columns)} instead "
+                f"(missing {absent})."
+            )
     return meta, reliability
 
 
@@ -284,7 +274,7 @@ def compute_report_data(
         cells = score_cells(per_seed, anc)
     if cells.empty:
         raise StoreError(
-            f"results store {Path(store_dir) / 'results.duckdb'} must hold at least one complete "
+            f"results store {Path(store_dir) / STORE_FILE} must hold at least one complete "
             "main-protocol cell (frozen, logistic, layer 1.0, all four axes). Got none."
         )
     board = aggregate_by_encoder(cells)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crsbench.core.errors import DataError
 from crsbench.scoring.aggregate import aggregate_by_encoder, encoder_means, score_cells
 from crsbench.scoring.anchors import load_anchors
 from crsbench.scoring.axes import axes_from_runs
@@ -85,7 +86,8 @@ def run_analyses(
         The summary (also written as ``summary.json``).
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if runs.empty:
+        raise DataError("the store has no run records: run `crsbench run` first.")
     anc = load_anchors(anchors)
     summary: dict = {"anchors_version": anc.version, "analyses": {}, "skipped": {}}
     with warnings.catch_warnings(record=True) as caught:
@@ -94,6 +96,12 @@ def run_analyses(
         cells = score_cells(per_seed, anc)
     summary["cells_left_out"] = [str(w.message) for w in caught]
     board = aggregate_by_encoder(cells)
+    if board.empty:
+        raise DataError(
+            "the store has no complete main-protocol cell (frozen, logistic, last layer, every "
+            "fraction and condition): nothing to analyse. `crsbench status` shows what is left."
+        )
+    out.mkdir(parents=True, exist_ok=True)
 
     def emit(
         name: str,
