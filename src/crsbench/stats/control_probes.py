@@ -79,6 +79,9 @@ def probe_cells(per_seed: pd.DataFrame, anchors: Anchors) -> pd.DataFrame:
 def axis_coverage(probe: str, ctrl: pd.DataFrame, main: pd.DataFrame) -> pd.DataFrame:
     """Per axis: in how many cells the control probe and the logistic probe have it.
 
+    ``ctrl`` and ``main`` are the :func:`~crsbench.scoring.seed_means` of each probe's axes
+    over all its rows in the store.
+
     ``from_probe`` is true when the control probe has the axis in at least one cell; the
     ``note`` says what is missing (an axis is never taken from the logistic probe instead).
     """
@@ -137,9 +140,12 @@ def _ranking_rows(
     for ranking, col in RANKINGS.items():
         a, b = f"{col}_main", f"{col}_ctrl"
         usable = joined[joined[a].notna() & joined[b].notna()]
-        why = crs_reason if ranking == "crs" and ctrl["CRS"].isna().all() else (
-            f"fewer than 2 encoders have a {ranking} under both {MAIN_PROBE} and {probe}"
-        )  # fmt: skip
+        why = (
+            f"fewer than 2 encoders are scored by {ranking.upper()} under both {MAIN_PROBE} "
+            f"and {probe}"
+        )
+        if ranking == "crs" and ctrl["CRS"].isna().all():
+            why = crs_reason
         for ds in sorted(joined["dataset"].unique()):
             kept = joined[joined["dataset"] == ds].set_index("encoder")
             n = int((kept[a].notna() & kept[b].notna()).sum())
@@ -200,7 +206,7 @@ def control_probe_agreement(
         ctrl_ps = axes_from_runs(runs, regime=regime, probe=probe)
         main_sh, ctrl_sh = _shared(main_ps, ctrl_ps)
         main, ctrl = probe_cells(main_sh, anc), probe_cells(ctrl_sh, anc)
-        cov = axis_coverage(probe, ctrl, main)
+        cov = axis_coverage(probe, seed_means(ctrl_ps), seed_means(main_ps))
         dropped = len(main_ps) + len(ctrl_ps) - 2 * len(main_sh)
         if dropped:
             _note_dropped_keys(cov, probe, dropped, len(main_sh))
