@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 
 def _stage(console: Console, name: str, t0: float, times: dict[str, float]) -> float:
@@ -57,5 +58,7 @@ def run_demo(
     result: dict[str, Any] = {"out": out, "store": out / "results.duckdb", "times": times}
     result.update(leaderboard_and_report(out, console, times, t0))
     times["total"] = time.perf_counter() - t_start
-    console.print(f"[bold]demo finished in {times['total']:.1f} s[/]; results in {out}")
+    console.print(
+        f"[bold]demo finished in {times['total']:.1f} s[/]; results in {escape(str(out))}"
+    )
     return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
@@ -52,4 +53,4 @@ class RunProgress:
             )
             self.progress.update(self.task, advance=1, last=last)
             if not self.console.is_terminal:  # a log file gets one line per cell
-                self.console.print(f"cell done: {last}")
+                self.console.print(f"cell done: {escape(str(last))}")
