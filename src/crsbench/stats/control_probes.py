@@ -1,9 +1,9 @@
 """Control probes: do the encoder rankings hinge on the classifier?
 
 The protocol fits two control probes beside the main logistic probe (a one-hidden-layer MLP and
-kNN) "to show conclusions do not hinge on the classifier" (``docs/protocol.md``, section
-"Features and probes"). For every control probe in the store (every ``probe`` value other than
-:data:`MAIN_PROBE`):
+kNN) to show that conclusions do not hinge on the classifier (docs/protocol.md section 6; the
+analysis is listed in section 10). For every control probe in the store (every ``probe`` value
+other than :data:`MAIN_PROBE`):
 
 1. the four axes come from that probe's own rows exactly as for the logistic probe
    (:func:`~crsbench.scoring.axes_from_runs` with ``probe=``), and the CRS from them under the
