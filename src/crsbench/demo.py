@@ -37,12 +37,12 @@ def run_demo(
     from crsbench.config import load_packaged_config, validate_paths
     from crsbench.datasets.synthetic import write_all
     from crsbench.demo_leaderboard import leaderboard_and_report
+    from crsbench.runs.outdir import claim_output_dir
     from crsbench.runs.pipeline import run_benchmark
     from crsbench.runs.progress import RunProgress
 
     console = console or Console()
-    out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim_output_dir(out)
     times: dict[str, float] = {}
     t0 = t_start = time.perf_counter()
     console.rule("crsbench demo")

@@ -32,8 +32,11 @@ class RunProgress:
         self.progress.__exit__(*exc)
 
     def __call__(self, event: str, info: dict[str, Any]) -> None:
-        """Handle one pipeline event (``plan`` or ``cell``)."""
-        if event == "plan":
+        """Handle one pipeline event (``moved``, ``plan`` or ``cell``)."""
+        if event == "moved":
+            for source, target in info["moved"]:
+                self.console.print(f"moved {escape(source)} -> {escape(target)} (another config)")
+        elif event == "plan":
             todo = info["cells"] - info["done"]
             self.console.print(
                 f"plan: {info['cells']} cells ({info['done']} already done, {todo} to run), "
