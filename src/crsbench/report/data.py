@@ -53,6 +53,8 @@ class ReportData:
     shift: pd.DataFrame | None = None
     shift_test: pd.DataFrame | None = None
     depth_curves: pd.DataFrame | None = None
+    control_agreement: pd.DataFrame | None = None
+    control_coverage: pd.DataFrame | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
     cells_left_out: list[str] = field(default_factory=list)
@@ -228,6 +230,18 @@ def _add_robustness(data: ReportData) -> None:
         data.missing["shift_test"] = str(exc)
 
 
+def _add_control_probes(data: ReportData, anchors: Any) -> None:
+    from crsbench.stats.control_probes import control_probe_agreement
+
+    agreement, coverage = control_probe_agreement(data.runs, anchors)
+    if agreement.empty:
+        data.missing["control_probes"] = (
+            "the store has no control-probe rows (probe other than logistic)"
+        )
+        return
+    data.control_agreement, data.control_coverage = agreement, coverage
+
+
 def compute_report_data(
     store_dir: str | Path,
     *,
@@ -303,4 +317,5 @@ def compute_report_data(
         data.depth_curves = _curves(depth, "layer")
     else:
         data.missing["layer_depth"] = "no layer-depth sweep rows in the store (one layer only)"
+    _add_control_probes(data, anc)
     return data

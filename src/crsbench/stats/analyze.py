@@ -25,6 +25,7 @@ from crsbench.stats.calibration_effects import (
     ece_increase_by_condition,
     recalibration_effect,
 )
+from crsbench.stats.control_probes import agreement_headline, control_probe_agreement
 from crsbench.stats.insertion import insertion_experiment, insertion_summary
 from crsbench.stats.label_efficiency import (
     label_efficiency_cells,
@@ -176,5 +177,17 @@ def run_analyses(
         "no 'lora' regime rows in the store (frozen vs adapted needs both)",
     )
     emit("layer_depth", lambda: layer_depth(runs), "no layer-depth sweep rows in the store")
+
+    def control_probes() -> tuple[pd.DataFrame, dict]:
+        table, coverage = control_probe_agreement(runs, anc)
+        if not coverage.empty:
+            coverage.to_csv(out / "control_probe_coverage.csv", index=False)
+        return table, agreement_headline(table, coverage)
+
+    emit(
+        "control_probe_agreement",
+        control_probes,
+        "no control-probe rows in the store (probe other than logistic)",
+    )
     (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2), encoding="utf-8")
     return summary
