@@ -145,6 +145,10 @@ def decide(requested: str, figures: Mapping[str, Any] | None, check: PrecisionCh
         parts.append(f"AUROC criterion skipped: {figures.get('auroc_problem', 'no AUROC')}")
     else:
         parts.append(f"|dAUROC| {delta:.2e} {'<=' if auc_ok else '>'} {check.max_auroc_delta}")
+        step = figures.get("auroc_step")
+        if step is not None and step > check.max_auroc_delta:
+            parts.append(f"one swapped pair moves this AUROC by >= {step:.2e}: the AUROC "
+                         "criterion requires identical rankings at this probe batch size")  # fmt: skip
     verdict = "bf16 passes" if passed else "bf16 fails"
     if requested == "bf16":
         precision, head = "bf16", f"bf16 forced by the config ({verdict} the check)"

@@ -154,10 +154,26 @@ def measure(encoder: Any, batch: ProbeBatch, cache: FeatureCache) -> dict[str, A
     if not np.isfinite(np.concatenate([aucs["fp32"], aucs["bf16"]])).all():
         figures["auroc_problem"] = "AUROC undefined on the evaluation half of the probe batch"
         return figures
+    figures["auroc_step"] = auroc_step(labels[ev], batch.task)
     worst = int(np.argmax(np.abs(np.subtract(aucs["bf16"], aucs["fp32"]))))
     figures.update(auroc_fp32=aucs["fp32"][worst], auroc_bf16=aucs["bf16"][worst],
                    auroc_condition=list(batch.conditions[worst]))  # fmt: skip
     return figures
+
+
+def auroc_step(y: np.ndarray, task: str) -> float:
+    """Smallest change of the macro AUROC on labels ``y`` that one swapped (positive,
+    negative) pair can cause: ``min_j 1 / (K * n_pos_j * n_neg_j)`` over the K columns with
+    both classes. Above the AUROC threshold, the criterion means identical rankings."""
+    if task == "multilabel":
+        y = np.asarray(y, float)
+        pos, neg = np.nansum(y == 1, axis=0), np.nansum(y == 0, axis=0)
+    else:
+        y = np.asarray(y)
+        pos = np.array([np.sum(y == k) for k in np.unique(y)])
+        neg = len(y) - pos
+    pairs = (pos * neg)[(pos > 0) & (neg > 0)]
+    return float(1.0 / (len(pairs) * pairs.max())) if len(pairs) else float("nan")
 
 
 def _auroc_problem(fit_y: np.ndarray, eval_y: np.ndarray, task: str) -> str:

@@ -210,3 +210,19 @@ def test_the_worst_condition_decides(batch, monkeypatch):
     assert fig["auroc_condition"] == ["jpeg", 3] and fig["auroc_fp32"] != fig["auroc_bf16"]
     d = decide("auto", fig, PrecisionCheck())
     assert d.precision == "fp32" and d.auroc_delta > MAX_AUROC_DELTA
+
+
+def test_auroc_step_is_the_change_one_swapped_pair_makes():
+    from crsbench.metrics import macro_auroc
+
+    assert pc.auroc_step(np.array([0, 0, 1, 1, 1]), "multiclass") == pytest.approx(1 / 12)
+    y = np.array([[1, 0], [0, 1], [1, np.nan], [0, 0]])
+    assert pc.auroc_step(y, "multilabel") == pytest.approx(1 / 8)  # col 0: 2 x 2 pairs, K = 2
+    s = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.5], [0.5, 0.2]])  # both columns ranked right
+    swapped = s.copy()
+    swapped[[2, 3], 0] = swapped[[3, 2], 0]  # one (positive, negative) pair of column 0 swapped
+    diff = macro_auroc(y, s, "multilabel") - macro_auroc(y, swapped, "multilabel")
+    assert diff == pytest.approx(pc.auroc_step(y, "multilabel"))
+    fig = {"min_cosine": 1.0, "auroc_fp32": 0.8, "auroc_bf16": 0.8, "n_images": 8,
+           "auroc_step": 0.004}  # fmt: skip
+    assert "requires identical rankings" in decide("auto", fig, PrecisionCheck()).reason
