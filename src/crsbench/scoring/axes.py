@@ -1,6 +1,6 @@
 """From run records to the four axes: per (encoder, dataset, seed), then seed means.
 
-The *main protocol* rows (PROTOCOL.md section 4) are ``probe='logistic'``, ``layer=1.0``,
+The *main protocol* rows (docs/protocol.md section 7) are ``probe='logistic'``, ``layer=1.0``,
 ``recalibrator='none'`` in one regime (``'frozen'`` by default). From those:
 
 - D (``auroc``) and C (``ece``): ``fraction=1.0``, ``condition='clean'``, ``eval_dataset=dataset``;
