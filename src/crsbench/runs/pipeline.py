@@ -83,8 +83,12 @@ def to_records(
     dataset_revision: str,
     anchors_version: str,
     package_version: str,
+    precision: Mapping[str, Any] | None = None,
 ) -> list[RunRecord]:
-    """Run rows of :func:`evaluate_cell` → validated :class:`RunRecord` objects."""
+    """Run rows of :func:`evaluate_cell` → validated :class:`RunRecord` objects.
+
+    ``precision``, the cell's precision decision, goes into every record's
+    ``details["precision"]``."""
     out = []
     for row in rows:
         row = dict(row)
@@ -98,6 +102,8 @@ def to_records(
             row[m] = v
         if undefined:
             details["undefined"] = undefined
+        if precision:
+            details["precision"] = dict(precision)
         out.append(
             RunRecord(
                 **row,
@@ -214,6 +220,7 @@ def run_benchmark(
                     dataset_revision=prepared[c.dataset].dataset.revision,
                     anchors_version=cfg.anchors,
                     package_version=__version__,
+                    precision=out_cell.precision,
                 )
                 _report_quarantine(store, out_cell.quarantined, announced, emit)
                 written += store.append(records)
