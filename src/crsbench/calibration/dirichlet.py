@@ -37,9 +37,7 @@ def fit_dirichlet(
         return loss, np.r_[gW.ravel(), gb]
 
     v0 = np.r_[np.eye(K).ravel(), np.zeros(K)]
-    res = minimize(
-        fun, v0, jac=True, method="BFGS", options={"maxiter": max_iter, "gtol": 1e-7}
-    )
+    res = minimize(fun, v0, jac=True, method="BFGS", options={"maxiter": max_iter, "gtol": 1e-7})
     return res.x[: K * K].reshape(K, K), res.x[K * K :]
 
 

@@ -84,7 +84,9 @@ def _load(path: Path) -> RecalProtocol:
     if not isinstance(doc, Mapping) or any(k not in doc for k in keys):
         raise ConfigError(f"recalibration protocol {path}: must be a mapping with keys {keys}.")
     if doc["loss"] != "nll":
-        raise ConfigError(f"recalibration protocol {path}: loss must be 'nll'. Got {doc['loss']!r}.")
+        raise ConfigError(
+            f"recalibration protocol {path}: loss must be 'nll'. Got {doc['loss']!r}."
+        )
     n_folds, min_n = doc["n_folds"], doc["min_per_class"]
     if not isinstance(n_folds, int) or n_folds < 2:
         raise ConfigError(f"recalibration protocol {path}: n_folds must be an integer >= 2.")

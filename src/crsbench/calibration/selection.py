@@ -147,7 +147,9 @@ def fit_recalibrator(
         for j in range(Z.shape[1]):
             m = ~np.isnan(yy[:, j])
             t = yy[m, j : j + 1]
-            choices.append(_choose(cls, grid, Z[m, j : j + 1], t, task, t[:, 0], proto.n_folds, seed))
+            choices.append(
+                _choose(cls, grid, Z[m, j : j + 1], t, task, t[:, 0], proto.n_folds, seed)
+            )
     return RecalibrationFit(method, task, input, S.shape[1], tuple(choices), proto, int(seed))
 
 

@@ -46,7 +46,12 @@ def recalibrated_rows(
             fit = fit_recalibrator(name, predict(X[cell.calib]), y[cell.calib], cell.task, seed)
         except CalibrationSplitTooSmall as exc:
             info = {**protocol.summary(), "seed": int(seed), "choice": "undefined"}
-            details = {**extra, "n_calib": len(cell.calib), "recal": info, "recal_choice": "undefined"}
+            details = {
+                **extra,
+                "n_calib": len(cell.calib),
+                "recal": info,
+                "recal_choice": "undefined",
+            }
             rows.append(_undefined_row(ident(name, False), details, str(exc), t0))
             if cell.shift is not None:
                 rows.append(_undefined_row(ident(name, True), details, str(exc), t0))

@@ -8,10 +8,10 @@ Noise: ECE after ≤ ECE before + 2 × the bootstrap SD of the ECE after (100 re
 from __future__ import annotations
 
 import pytest
+from planted_helpers import bootstrap_sd, draw, probs
 
 from crsbench.calibration import fit_recalibrator
 from crsbench.metrics import expected_calibration_error
-from planted_helpers import bootstrap_sd, draw, probs
 
 METHODS = ["temperature", "vector", "isotonic", "dirichlet"]
 N_TEST = 20_000

@@ -36,7 +36,9 @@ def _cell(n_calib: int, seed: int = 0) -> CellData:
 
 
 def _settings() -> CellSettings:
-    return CellSettings(seeds=[0], fractions=[1.0], Cs=[1.0], recalibrators=["temperature", "dirichlet"])
+    return CellSettings(
+        seeds=[0], fractions=[1.0], Cs=[1.0], recalibrators=["temperature", "dirichlet"]
+    )
 
 
 def _recal_rows(cell: CellData) -> list[dict]:
