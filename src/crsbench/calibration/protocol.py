@@ -1,7 +1,7 @@
 """The recalibration protocol: CV folds, loss, minimum split size and candidate grids.
 
-The packaged ``recal_v1.yaml`` is the single home of these values (``docs/protocol.md``,
-section "Recalibration"); its version is recorded with every recalibrated run row.
+The packaged ``recal_v1.yaml`` is the single home of these values (docs/protocol.md section
+10); its version is recorded with every recalibrated run row.
 """
 
 from __future__ import annotations

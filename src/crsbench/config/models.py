@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 CONFIG_SCHEMA_VERSION = 1
 PAPER_PERTURBATIONS: tuple[str, ...] = ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
@@ -27,6 +34,27 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """Refuse ``true``/``false`` where a number is expected (pydantic would read 1 / 0)."""
+        field = cls.model_fields.get(info.field_name or "")
+        values = value if isinstance(value, list) else [value]
+        if field is not None and _wants_number(field.annotation):
+            if any(isinstance(v, bool) for v in values):
+                raise ValueError(f"a boolean is not a number. Got {value!r} instead")
+        return value
+
+
+def _wants_number(annotation: Any) -> bool:
+    """Whether a field's type holds int or float values (``int``, ``list[float]``, ``int | None``)."""
+    args = get_args(annotation)
+    if not args:
+        return annotation in (int, float)
+    if get_origin(annotation) is dict:
+        return False
+    return any(_wants_number(a) for a in args if a is not bool)
 
 
 def _unique(values: list[Any], what: str) -> list[Any]:
@@ -178,6 +206,15 @@ class RegimesSpec(_Strict):
     lora: LoraSpec = Field(default_factory=LoraSpec)
 
 
+class PrecisionCheckSpec(_Strict):
+    """Overrides of the bf16 check's protocol constants (``null``: the constant, see
+    ``crsbench.features.precision``); a change re-runs the check and enters the hash."""
+
+    min_cosine: float | None = Field(default=None, gt=0.0, le=1.0)
+    max_auroc_delta: float | None = Field(default=None, ge=0.0, le=1.0)
+    n_images: int | None = Field(default=None, ge=8)
+
+
 class BenchmarkConfig(_Strict):
     """A whole benchmark grid. See ``docs/config_and_store.md`` for every key."""
 
@@ -201,10 +238,12 @@ class BenchmarkConfig(_Strict):
     batch_size: int = Field(default=64, gt=0)
     num_workers: int = Field(default=0, ge=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    #: Forward-pass arithmetic of the feature extraction: ``auto`` = bf16 autocast on CUDA,
-    #: fp32 on CPU; ``bf16`` on a CPU with AVX512-BF16/AMX is ~3x faster but moves the
-    #: features (see crsbench.features.engine.resolve_precision). Changes the features.
+    #: Forward-pass arithmetic of the feature extraction: ``auto`` = bf16 autocast on CUDA
+    #: where the encoder passes the bf16 check (crsbench.features.precision_check), else
+    #: fp32; ``fp32``; ``bf16`` forced (checked and recorded all the same). The resolved
+    #: precision enters every feature cache key and every run's provenance.
     precision: Literal["auto", "fp32", "bf16"] = "auto"
+    precision_check: PrecisionCheckSpec = Field(default_factory=PrecisionCheckSpec)
 
     @field_validator("encoders", mode="before")
     @classmethod
