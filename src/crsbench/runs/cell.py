@@ -224,50 +224,15 @@ def _recalibrated(
     """Rows of the full-label logistic probe after each post-hoc recalibrator."""
     if not s.recalibrators:
         return
-    from crsbench.calibration import CALIBRATORS
+    from crsbench.runs.cell_recal import recalibrated_rows
 
-    X = cell.features[1.0]
-    extra = {**extra, "n_calib": len(cell.calib)}
-    for name in s.recalibrators:
-        t0 = time.perf_counter()
-        keys = [(mkey, "recal", name, "clean"), (mkey, "recal", name, "shift")]
-        cal: list[Any] = []
+    def ident(name: str, shift: bool) -> dict[str, Any]:
+        if not shift:
+            return _row(cell, seed, "logistic", 1.0, 1.0, recalibrator=name)
+        target = cell.shift.target if cell.shift is not None else None
+        return _row(cell, seed, "logistic", 1.0, 1.0, "shift", 0, name, eval_dataset=target)
 
-        def fitted(name: str = name, cal: list[Any] = cal) -> Any:
-            if not cal:
-                c = CALIBRATORS.get(name)(task=cell.task)
-                c.fit(predict(X[cell.calib]), y[cell.calib])
-                cal.append(c)
-            return cal[0]
-
-        emit(
-            rows,
-            _row(cell, seed, "logistic", 1.0, 1.0, recalibrator=name),
-            y[cell.test],
-            lambda f=fitted: f().predict_proba(predict(X[cell.test])),
-            cell.task,
-            extra,
-            t0,
-            memo,
-            keys[0],
-            bins=True,
-        )
-        if cell.shift is not None:
-            t1 = time.perf_counter()
-            ident = _row(
-                cell, seed, "logistic", 1.0, 1.0, "shift", 0, name, eval_dataset=cell.shift.target
-            )
-            emit(
-                rows,
-                ident,
-                targets(cell.shift.y, cell.task),
-                lambda f=fitted: f().predict_proba(predict(cell.shift.X)),
-                cell.task,
-                extra,
-                t1,
-                memo,
-                keys[1],
-            )
+    recalibrated_rows(cell, s.recalibrators, ident, seed, predict, y, rows, extra, memo, mkey)
 
 
 def _layers(

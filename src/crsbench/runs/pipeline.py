@@ -94,10 +94,10 @@ def to_records(
         row = dict(row)
         details = dict(row.pop("details", {}))
         wall = float(row.pop("wall_time_s", 0.0))
-        undefined = {}
+        undefined = dict(details.get("undefined") or {})
         for m in ("auroc", "ece", "brier", "nll", "sens_at_spec90", "sens_at_spec95"):
             v = _clean_metric(row.get(m))
-            if v is None and row.get(m) is not None:
+            if v is None and row.get(m) is not None and m not in undefined:
                 undefined[m] = "not defined on this evaluation set (see excluded / warnings)"
             row[m] = v
         if undefined:
