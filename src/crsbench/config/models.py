@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -59,11 +60,25 @@ class DatasetSpec(_Strict):
     max_images: int | None = Field(default=None, gt=0)
 
 
+#: Which rows of a shift target are evaluated: its official test split (frontal views), or
+#: every frontal image whatever its official split (see ``docs/config_and_store.md``).
+ShiftRows = Literal["official_test", "all_frontal"]
+SHIFT_ROWS: tuple[str, ...] = get_args(ShiftRows)
+
+
 class ShiftSpec(_Strict):
-    """Probes trained on ``source`` applied to ``target`` with no retraining."""
+    """Probes trained on ``source`` applied to ``target``'s evaluation ``rows``, no retraining."""
 
     source: str
     target: str
+    rows: ShiftRows = "official_test"
+
+
+class CellRef(_Strict):
+    """One (encoder, dataset) cell of the grid, named by the config's own names."""
+
+    encoder: str = Field(min_length=1)
+    dataset: str = Field(min_length=1)
 
 
 class PerturbationSpec(_Strict):
@@ -185,6 +200,8 @@ class BenchmarkConfig(_Strict):
     encoders: list[EncoderSpec] = Field(min_length=1)
     datasets: dict[str, DatasetSpec] = Field(min_length=1)
     shifts: list[ShiftSpec] = Field(default_factory=list)
+    #: Cells (encoder × probe dataset) the grid leaves out: never run, never imputed.
+    exclude_cells: list[CellRef] = Field(default_factory=list)
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2, 3, 4], min_length=1)
     fractions: list[float] = Field(default_factory=lambda: list(DEFAULT_FRACTIONS), min_length=1)
     perturbations: PerturbationSpec = Field(default_factory=PerturbationSpec)
@@ -256,16 +273,8 @@ class BenchmarkConfig(_Strict):
     @model_validator(mode="after")
     def _cross_checks(self) -> BenchmarkConfig:
         _unique([e.name for e in self.encoders], "encoder names")
-        for i, s in enumerate(self.shifts):
-            for end in ("source", "target"):
-                name = getattr(s, end)
-                if name not in self.datasets:
-                    raise ValueError(
-                        f"shifts.{i}.{end} must name a key of datasets "
-                        f"({', '.join(sorted(self.datasets))}). Got {name!r} instead"
-                    )
-            if s.source == s.target:
-                raise ValueError(f"shifts.{i}: source and target must differ. Got {s.source!r}")
+        _check_shifts(self)
+        _check_excluded_cells(self)
         lora = self.regimes.lora
         extra = sorted(set(lora.fractions or ()) - set(self.fractions))
         if extra:
@@ -281,6 +290,20 @@ class BenchmarkConfig(_Strict):
                 f"Got {unknown} instead"
             )
         return self
+
+    def includes_cell(self, encoder: str, dataset: str) -> bool:
+        """False for a cell listed in ``exclude_cells`` (it is never run)."""
+        return CellRef(encoder=encoder, dataset=dataset) not in self.exclude_cells
+
+    @property
+    def frozen_cells(self) -> list[tuple[str, str]]:
+        """(encoder, probe dataset) cells of the grid, config order, ``exclude_cells`` left out."""
+        return [
+            (e.name, d)
+            for e in self.encoders
+            for d in self.probe_datasets
+            if self.includes_cell(e.name, d)
+        ]
 
     @property
     def lora_fractions(self) -> list[float]:
@@ -310,3 +333,58 @@ class BenchmarkConfig(_Strict):
     def resolved_cache_dir(self) -> Path:
         """``cache_dir``, or ``output_dir / "cache"`` when unset."""
         return self.cache_dir if self.cache_dir is not None else self.output_dir / "cache"
+
+
+def _did_you_mean(value: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(value, known, n=1, cutoff=0.5)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _check_shifts(cfg: BenchmarkConfig) -> None:
+    """Each shift joins two different datasets; a target shared by shifts has one ``rows``."""
+    rows_of: dict[str, str] = {}
+    for i, s in enumerate(cfg.shifts):
+        for end in ("source", "target"):
+            name = getattr(s, end)
+            if name not in cfg.datasets:
+                raise ValueError(
+                    f"shifts.{i}.{end} must name a key of datasets "
+                    f"({', '.join(sorted(cfg.datasets))}). Got {name!r} instead."
+                    + _did_you_mean(name, list(cfg.datasets))
+                )
+        if s.source == s.target:
+            raise ValueError(f"shifts.{i}: source and target must differ. Got {s.source!r}")
+        first = rows_of.setdefault(s.target, s.rows)
+        if first != s.rows:
+            raise ValueError(
+                f"shifts.{i}.rows must match the other shifts to {s.target!r} ({first!r}): a "
+                f"target has one set of evaluation rows. Got {s.rows!r} instead"
+            )
+
+
+def _check_excluded_cells(cfg: BenchmarkConfig) -> None:
+    """``exclude_cells`` names the config's own encoders and probe datasets, each cell once,
+    and leaves every encoder and every probe dataset at least one cell."""
+    encoders = [e.name for e in cfg.encoders]
+    datasets = cfg.probe_datasets
+    for i, cell in enumerate(cfg.exclude_cells):
+        for key, value, known, what in (
+            ("encoder", cell.encoder, encoders, "an entry of encoders"),
+            ("dataset", cell.dataset, datasets, "a probe dataset (a key of datasets that is "
+             "not only a shift target)"),
+        ):  # fmt: skip
+            if value not in known:
+                raise ValueError(
+                    f"exclude_cells.{i}.{key} must name {what}: {', '.join(known)}. "
+                    f"Got {value!r} instead." + _did_you_mean(value, known)
+                )
+    _unique([f"{c.encoder}×{c.dataset}" for c in cfg.exclude_cells], "exclude_cells entries")
+    left = set(cfg.frozen_cells)
+    for axis, names in ((0, encoders), (1, datasets)):
+        emptied = [n for n in names if not any(c[axis] == n for c in left)]
+        if emptied:
+            what = "encoder" if axis == 0 else "dataset"
+            raise ValueError(
+                f"exclude_cells leaves {what} {emptied[0]!r} with no cell; remove it from "
+                f"{what}s instead"
+            )
