@@ -76,7 +76,7 @@ def status(
     out: Path | None = typer.Option(None, "--out", help="Output directory (overrides config)."),
 ) -> None:
     """Show which cells of a config are done and which remain."""
-    from crsbench.runs.status import grid_status
+    from crsbench.runs.status import grid_status, grid_summary
 
     try:
         cfg = _config(config, out)
@@ -85,3 +85,4 @@ def status(
         fail(str(exc))
         return
     console.print(table)
+    console.print(grid_summary(cfg), soft_wrap=True)

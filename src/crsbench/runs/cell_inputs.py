@@ -46,6 +46,7 @@ def cell_data(
             target.dataset.name,
             np.asarray(fa.features),
             target.dataset.labels[target.eval_rows][rows],
+            {"shift_rows": target.shift_provenance(rows)},
         )
     return CellData(
         encoder=plan.encoder,

@@ -41,7 +41,9 @@ def _cell(encoder: str, dataset: str) -> dict[str, str]:
 
 
 def test_excluded_cells_leave_the_grid_in_config_order(tmp_path: Path) -> None:
-    cfg = _parse(tmp_path, exclude_cells=[_cell("random_vit", "aptos2019"), _cell("pixel", "isic2019")])
+    cfg = _parse(
+        tmp_path, exclude_cells=[_cell("random_vit", "aptos2019"), _cell("pixel", "isic2019")]
+    )
     assert cfg.frozen_cells == [
         ("pixel", "aptos2019"), ("pixel", "chexpert"),
         ("random_cnn", "isic2019"), ("random_cnn", "aptos2019"), ("random_cnn", "chexpert"),

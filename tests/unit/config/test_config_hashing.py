@@ -127,7 +127,10 @@ SEMANTIC_EDITS = {
     "no_exclusion": _set(("exclude_cells",), []),
     "other_exclusion": _set(
         ("exclude_cells",),
-        [{"encoder": "pixel", "dataset": "chexpert"}, {"encoder": "random_cnn", "dataset": "isic2019"}],
+        [
+            {"encoder": "pixel", "dataset": "chexpert"},
+            {"encoder": "random_cnn", "dataset": "isic2019"},
+        ],
     ),
 }
 
