@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pytest
 
 from crsbench.config import config_hash, parse_config
@@ -67,6 +68,18 @@ def test_values_and_provenance_filled(finished_run):
     assert (runs["config_hash"] == config_hash(cfg)).all()
     shift = runs[runs["condition"] == "shift"]
     assert set(shift["eval_dataset"]) == {"mimic_cxr"} and set(shift["dataset"]) == {"chexpert"}
+    # the shift is scored on MIMIC's official test split, frontal views (read from the CSVs)
+    root = cfg.datasets["mimic_cxr"].root
+    meta = pd.read_csv(root / "mimic-cxr-2.0.0-metadata.csv", dtype=str)
+    split = pd.read_csv(root / "mimic-cxr-2.0.0-split.csv", dtype=str)
+    test = meta.merge(split[["dicom_id", "split"]], on="dicom_id")
+    test = test[test["ViewPosition"].isin(["PA", "AP"]) & (test["split"] == "test")]
+    expected = {"rows": "official_test", "n_images": len(test),
+                "n_patients": test["subject_id"].nunique()}  # fmt: skip
+    assert 0 < len(test) < len(meta[meta["ViewPosition"].isin(["PA", "AP"])])
+    for text in shift["details"]:
+        details = json.loads(text)
+        assert details["shift_rows"] == expected and details["n_eval"] == len(test)
     details = json.loads(runs.loc[runs["probe"] == "logistic", "details"].iloc[0])
     assert details["C"] in (0.01, 1.0, 100.0)
     # the two seeds draw different label subsamples at 25 %, so their records differ

@@ -63,7 +63,7 @@ def shift_eval_rows(data: Any, rows: str) -> np.ndarray:
                 "'official_split'), so rows: official_test cannot be evaluated; set "
                 "rows: all_frontal on its shift."
             )
-        keep &= (meta["official_split"].astype(str) == OFFICIAL_TEST).to_numpy()
+        keep = keep & (meta["official_split"].astype(str) == OFFICIAL_TEST).to_numpy()
     if not keep.any():
         raise DataError(
             f"shift target {data.name!r}: rows: {rows} selects no image (frontal images: "
