@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from crsbench.config.models import SHIFT_ROWS
 from crsbench.core.errors import ConfigError, DataError
 
 from .chexpert import FRONTAL_VIEW
@@ -21,11 +22,6 @@ from .mimic_cxr import FRONTAL_VIEWS, SPLITS
 FRONTAL_VIEW_VALUES: tuple[str, ...] = (*FRONTAL_VIEWS, FRONTAL_VIEW)
 #: ``metadata["official_split"]`` value of the official test split.
 OFFICIAL_TEST = SPLITS["test"]
-#: Human wording of each choice (the report's sentence).
-ROWS_WORDING = {
-    "official_test": "the official test split",
-    "all_frontal": "all frontal images (every official split)",
-}
 
 
 def frontal_mask(data: Any) -> np.ndarray:
@@ -52,8 +48,8 @@ def shift_eval_rows(data: Any, rows: str) -> np.ndarray:
         ``official_test`` on a dataset without an ``official_split`` column or without test
         rows, or a choice that selects no image.
     """
-    if rows not in ROWS_WORDING:
-        raise ConfigError(f"shifts rows must be one of {sorted(ROWS_WORDING)}. Got {rows!r}.")
+    if rows not in SHIFT_ROWS:
+        raise ConfigError(f"shifts rows must be one of {list(SHIFT_ROWS)}. Got {rows!r} instead.")
     keep = frontal_mask(data)
     if rows == "official_test":
         meta = data.metadata

@@ -16,6 +16,7 @@ from crsbench.report import figures_rank as fr
 from crsbench.report.data import BOARD_COLUMNS, ReportData
 from crsbench.report.html import (
     Section,
+    esc,
     figure_html,
     files_html,
     note_html,
@@ -86,6 +87,11 @@ def leaderboard(d: ReportData, w: Writer) -> Section:
     )  # fmt: skip
     s.parts.append(table_html(board, headers=BOARD_HEADERS, sortable=True, table_id="board"))
     s.parts.append(files_html([rel]))
+    if d.cells_excluded:
+        s.parts.append(note_html(
+            "Cells excluded by the config (not run, not imputed; an encoder's aggregate is the "
+            "mean over its own cells): " + ", ".join(d.cells_excluded) + "."
+        ))  # fmt: skip
     if d.cells_left_out:
         s.parts.append(note_html("; ".join(d.cells_left_out)))
     return s
@@ -220,6 +226,7 @@ def robustness(d: ReportData, w: Writer) -> Section:
                                    "Heatmaps of AUROC drop and ECE increase"))  # fmt: skip
         rels.append(w.csv(d.robustness, "robustness"))
     s.parts.append("<h3>Institutional shift</h3>")
+    s.parts.extend(f'<p class="shift-rows">{esc(sentence)}</p>' for sentence in d.shift_rows)
     if d.shift is None:
         s.parts.append(_missing(d, "shift"))
     else:
@@ -254,7 +261,7 @@ def _revisions(runs: pd.DataFrame, key: str, col: str) -> pd.DataFrame:
 
 def provenance(d: ReportData, w: Writer, facts: list[tuple[str, object]]) -> Section:
     """Section 9: config, versions, revisions and dates."""
-    from crsbench.report.html import esc, kv_html
+    from crsbench.report.html import kv_html
 
     s = Section(
         "provenance", "9. Provenance",
