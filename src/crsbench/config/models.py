@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from crsbench.config.rules import check_excluded_cells, check_shifts
+from crsbench.config.rules import unique as _unique
 
 CONFIG_SCHEMA_VERSION = 1
 PAPER_PERTURBATIONS: tuple[str, ...] = ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
@@ -29,12 +38,26 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """Refuse ``true``/``false`` where a number is expected (pydantic would read 1 / 0)."""
+        field = cls.model_fields.get(info.field_name or "")
+        values = value if isinstance(value, list) else [value]
+        if field is not None and _wants_number(field.annotation):
+            if any(isinstance(v, bool) for v in values):
+                raise ValueError(f"a boolean is not a number. Got {value!r} instead")
+        return value
 
-def _unique(values: list[Any], what: str) -> list[Any]:
-    dupes = sorted({str(v) for v in values if values.count(v) > 1})
-    if dupes:
-        raise ValueError(f"{what} must be unique. Got duplicates {', '.join(dupes)} instead")
-    return values
+
+def _wants_number(annotation: Any) -> bool:
+    """Whether a field's type holds int or float values (``int``, ``list[float]``, ``int | None``)."""
+    args = get_args(annotation)
+    if not args:
+        return annotation in (int, float)
+    if get_origin(annotation) is dict:
+        return False
+    return any(_wants_number(a) for a in args if a is not bool)
 
 
 def _seed_list(values: list[int], what: str) -> list[int]:
@@ -193,6 +216,15 @@ class RegimesSpec(_Strict):
     lora: LoraSpec = Field(default_factory=LoraSpec)
 
 
+class PrecisionCheckSpec(_Strict):
+    """Overrides of the bf16 check's protocol constants (``null``: the constant, see
+    ``crsbench.features.precision``); a change re-runs the check and enters the hash."""
+
+    min_cosine: float | None = Field(default=None, gt=0.0, le=1.0)
+    max_auroc_delta: float | None = Field(default=None, ge=0.0, le=1.0)
+    n_images: int | None = Field(default=None, ge=8)
+
+
 class BenchmarkConfig(_Strict):
     """A whole benchmark grid. See ``docs/config_and_store.md`` for every key."""
 
@@ -218,10 +250,12 @@ class BenchmarkConfig(_Strict):
     batch_size: int = Field(default=64, gt=0)
     num_workers: int = Field(default=0, ge=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    #: Forward-pass arithmetic of the feature extraction: ``auto`` = bf16 autocast on CUDA,
-    #: fp32 on CPU; ``bf16`` on a CPU with AVX512-BF16/AMX is ~3x faster but moves the
-    #: features (see crsbench.features.engine.resolve_precision). Changes the features.
+    #: Forward-pass arithmetic of the feature extraction: ``auto`` = bf16 autocast on CUDA
+    #: where the encoder passes the bf16 check (crsbench.features.precision_check), else
+    #: fp32; ``fp32``; ``bf16`` forced (checked and recorded all the same). The resolved
+    #: precision enters every feature cache key and every run's provenance.
     precision: Literal["auto", "fp32", "bf16"] = "auto"
+    precision_check: PrecisionCheckSpec = Field(default_factory=PrecisionCheckSpec)
 
     @field_validator("encoders", mode="before")
     @classmethod
@@ -273,8 +307,8 @@ class BenchmarkConfig(_Strict):
     @model_validator(mode="after")
     def _cross_checks(self) -> BenchmarkConfig:
         _unique([e.name for e in self.encoders], "encoder names")
-        _check_shifts(self)
-        _check_excluded_cells(self)
+        check_shifts(self)
+        check_excluded_cells(self)
         lora = self.regimes.lora
         extra = sorted(set(lora.fractions or ()) - set(self.fractions))
         if extra:
@@ -333,58 +367,3 @@ class BenchmarkConfig(_Strict):
     def resolved_cache_dir(self) -> Path:
         """``cache_dir``, or ``output_dir / "cache"`` when unset."""
         return self.cache_dir if self.cache_dir is not None else self.output_dir / "cache"
-
-
-def _did_you_mean(value: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(value, known, n=1, cutoff=0.5)
-    return f" Did you mean {close[0]!r}?" if close else ""
-
-
-def _check_shifts(cfg: BenchmarkConfig) -> None:
-    """Each shift joins two different datasets; a target shared by shifts has one ``rows``."""
-    rows_of: dict[str, str] = {}
-    for i, s in enumerate(cfg.shifts):
-        for end in ("source", "target"):
-            name = getattr(s, end)
-            if name not in cfg.datasets:
-                raise ValueError(
-                    f"shifts.{i}.{end} must name a key of datasets "
-                    f"({', '.join(sorted(cfg.datasets))}). Got {name!r} instead."
-                    + _did_you_mean(name, list(cfg.datasets))
-                )
-        if s.source == s.target:
-            raise ValueError(f"shifts.{i}: source and target must differ. Got {s.source!r}")
-        first = rows_of.setdefault(s.target, s.rows)
-        if first != s.rows:
-            raise ValueError(
-                f"shifts.{i}.rows must match the other shifts to {s.target!r} ({first!r}): a "
-                f"target has one set of evaluation rows. Got {s.rows!r} instead"
-            )
-
-
-def _check_excluded_cells(cfg: BenchmarkConfig) -> None:
-    """``exclude_cells`` names the config's own encoders and probe datasets, each cell once,
-    and leaves every encoder and every probe dataset at least one cell."""
-    encoders = [e.name for e in cfg.encoders]
-    datasets = cfg.probe_datasets
-    for i, cell in enumerate(cfg.exclude_cells):
-        for key, value, known, what in (
-            ("encoder", cell.encoder, encoders, "an entry of encoders"),
-            ("dataset", cell.dataset, datasets, "a probe dataset (a key of datasets that is "
-             "not only a shift target)"),
-        ):  # fmt: skip
-            if value not in known:
-                raise ValueError(
-                    f"exclude_cells.{i}.{key} must name {what}: {', '.join(known)}. "
-                    f"Got {value!r} instead." + _did_you_mean(value, known)
-                )
-    _unique([f"{c.encoder}×{c.dataset}" for c in cfg.exclude_cells], "exclude_cells entries")
-    left = set(cfg.frozen_cells)
-    for axis, names in ((0, encoders), (1, datasets)):
-        emptied = [n for n in names if not any(c[axis] == n for c in left)]
-        if emptied:
-            what = "encoder" if axis == 0 else "dataset"
-            raise ValueError(
-                f"exclude_cells leaves {what} {emptied[0]!r} with no cell; remove it from "
-                f"{what}s instead"
-            )

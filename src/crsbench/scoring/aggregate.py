@@ -56,7 +56,7 @@ def score_runs(
 
 def aggregate_by_encoder(cells: pd.DataFrame) -> pd.DataFrame:
     """Per encoder: mean over its available cells of every axis, utility, component and the
-    CRS (PROTOCOL.md 5.4), ``n_cells``, and the rule / anchors version of the scores."""
+    CRS (docs/protocol.md §8.4), ``n_cells``, and the rule / anchors version of the scores."""
     cols = [c for c in (*AXES, "aulc", *SCORE_COLUMNS) if c in cells]
     g = cells.groupby("encoder", sort=True)
     out = g[cols].mean()

@@ -1,6 +1,6 @@
 """From run records to the four axes: per (encoder, dataset, seed), then seed means.
 
-The *main protocol* rows (PROTOCOL.md section 4) are ``probe='logistic'``, ``layer=1.0``,
+The *main protocol* rows (docs/protocol.md section 7) are ``probe='logistic'``, ``layer=1.0``,
 ``recalibrator='none'`` in one regime (``'frozen'`` by default). From those:
 
 - D (``auroc``) and C (``ece``): ``fraction=1.0``, ``condition='clean'``, ``eval_dataset=dataset``;
@@ -18,8 +18,8 @@ import pandas as pd
 
 from crsbench.core.errors import DataError, StoreError
 from crsbench.core.schema import IDENTITY_COLUMNS
+from crsbench.core.storefile import STORE_FILE, read_tables
 
-STORE_FILE = "results.duckdb"
 REQUIRED_COLUMNS: tuple[str, ...] = (*IDENTITY_COLUMNS, "auroc", "ece")
 AXIS_TABLE_COLUMNS: tuple[str, ...] = (
     "auroc",
@@ -40,29 +40,11 @@ def load_runs(store_dir: str | Path, table: str = "runs") -> pd.DataFrame:
     StoreError
         The store file or table is missing, locked or unreadable.
     """
-    import duckdb
-
     path = Path(store_dir) / STORE_FILE
-    if not path.is_file():
-        raise StoreError(
-            f"results store {path} must exist. It does not: run `crsbench run` first, "
-            "or pass the directory that holds results.duckdb."
-        )
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        raise StoreError(f"results store {path} cannot be opened read-only: {exc}") from exc
-    try:
-        tables = {
-            r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
-        }
-        if table not in tables:
-            raise StoreError(
-                f"results store {path} must have a table '{table}'. Got {sorted(tables)}."
-            )
-        df = con.execute(f'SELECT * FROM "{table}"').df()
-    finally:
-        con.close()
+    found = read_tables(path, (table,))
+    if table not in found:
+        raise StoreError(f"results store {path} must have a table '{table}'. It has none.")
+    df = found[table]
     if table == "runs":
         check_runs(df, str(path))
     return df
