@@ -243,7 +243,10 @@ def _adapted_encoder(cfg: BenchmarkConfig, spec: Any) -> tuple[Any, str]:
     enc = build(spec.name, device=resolve_device(cfg.device), weights_path=spec.weights_path,
                 allow_remote_code=spec.allow_remote_code)  # fmt: skip
     enc = enc.set_input_size(spec.input_size)
-    revision = encoder_revision(enc)  # of the base weights, as in the frozen rows
+    # the base weights, and the arithmetic fine-tuning uses (bf16 autocast on CUDA, fp32 on
+    # CPU: crsbench.adapt), in the frozen rows' form so mixed precisions are never averaged
+    precision = "bf16" if str(enc.device).startswith("cuda") else "fp32"
+    revision = encoder_revision(enc, precision)
     lora = cfg.regimes.lora
     wrap_with_lora(enc, rank=lora.rank, alpha=lora.alpha, dropout=lora.dropout)
     return enc, revision
