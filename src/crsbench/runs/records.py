@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
 
+from crsbench.core.conditions import UNPERTURBED_CONDITIONS
 from crsbench.core.errors import StoreError
 from crsbench.core.schema import IDENTITY_COLUMNS
 
@@ -47,8 +48,6 @@ RUN_COLUMNS: tuple[str, ...] = IDENTITY_COLUMNS + METRIC_COLUMNS + PROVENANCE_CO
 #: Provenance that differs between two honest computations of the same run.
 VOLATILE_COLUMNS: tuple[str, ...] = ("wall_time_s", "created_at")
 REGIMES: tuple[str, ...] = ("frozen", "lora")
-#: Conditions evaluated on unperturbed images; they carry severity 0.
-UNPERTURBED_CONDITIONS: tuple[str, ...] = ("clean", "shift")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _INT_COLUMNS = ("seed", "severity")
 _FLOAT_COLUMNS = ("layer", "fraction")
