@@ -9,6 +9,7 @@ aggregate CRS per encoder, and ranks the encoders. Replicates are processed in c
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -192,6 +193,12 @@ def rank_matrix(scores: np.ndarray) -> np.ndarray:
 
 def _summarise(encoders, point, reps, top_k, level) -> BootstrapResult:
     alpha = (1 - level) / 2
+    with warnings.catch_warnings():  # an unscored encoder's column is all NaN, by design
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _summary_tables(encoders, point, reps, top_k, alpha)
+
+
+def _summary_tables(encoders, point, reps, top_k, alpha) -> BootstrapResult:
     ranks = rank_matrix(reps)
     table = pd.DataFrame(
         {
