@@ -181,8 +181,10 @@ def test_calibration_analyses_keep_extras_beside_the_paper_conditions(tmp_path):
     with_extra = pd.concat([df, extra], ignore_index=True)
     table = ece_increase_by_condition(with_extra)
     assert list(table["kind"]) == ["paper"] * 15 + ["extra"] * 3
-    assert table.loc[table["kind"] == "paper"].reset_index(drop=True).equals(
-        ece_increase_by_condition(df).reset_index(drop=True)
+    assert (
+        table.loc[table["kind"] == "paper"]
+        .reset_index(drop=True)
+        .equals(ece_increase_by_condition(df).reset_index(drop=True))
     )
     pd.testing.assert_frame_equal(
         discrimination_calibration_correlation(with_extra),
