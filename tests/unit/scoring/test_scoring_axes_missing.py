@@ -190,3 +190,16 @@ def test_calibration_analyses_keep_extras_beside_the_paper_conditions(tmp_path):
         discrimination_calibration_correlation(with_extra),
         discrimination_calibration_correlation(df),
     )
+
+
+def test_regime_comparison_names_encoders_without_a_crs():
+    from crsbench.stats import regime_comparison
+
+    df = simulate_runs(n_encoders=3, datasets=("isic2019",), seeds=3, rng_seed=4,
+                       regimes=("frozen", "lora"))  # fmt: skip
+    lora_low = (df["regime"] == "lora") & (df["encoder"] == "clip") & (df["fraction"] == 0.01)
+    table = regime_comparison(df[~lora_low]).set_index("scope")
+    assert table.loc["all", "n"] == 2 and np.isfinite(table.loc["all", "kendall_tau"])
+    assert table.loc["all", "note"] == (
+        "clip (lora): isic2019: L: fraction 0.01 missing (seeds 0, 1, 2)"
+    )
