@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 DEMO_REPLICATES = 2_000
@@ -87,7 +88,7 @@ def leaderboard_and_report(
         result["report"] = build_report(out, out / "report", n_replicates=DEMO_REPLICATES)
         now = time.perf_counter()
         times["report"] = now - t0
-        console.print(f"[green]✓[/] report ({now - t0:.1f} s): {result['report']}")
+        console.print(f"[green]✓[/] report ({now - t0:.1f} s): {escape(str(result['report']))}")
     wide = console if console.width >= 110 else Console(width=110)  # a pipe gets 80 columns
     wide.print(leaderboard_table(board))
     console.print(

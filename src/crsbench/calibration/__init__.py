@@ -1,4 +1,4 @@
-"""Post-hoc recalibration fitted on the calibration split (PROTOCOL.md section 6).
+"""Post-hoc recalibration fitted on the calibration split (docs/protocol.md section 10).
 
 Never imports torch or PIL. Every calibrator takes probabilities or logits
 (``fit(scores, y)``, ``predict_proba(scores)``) for multi-class and multi-label tasks.

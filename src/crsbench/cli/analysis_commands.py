@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from crsbench.cli.app import app, console, fail
 
@@ -62,7 +63,7 @@ def score(
         if note:
             console.print(f"[yellow]{enc}[/]: CRS or an axis is NaN: {note}", markup=True)
     paths = write_tables(board, out or store / "scores")
-    console.print("wrote " + ", ".join(str(p) for p in paths))
+    console.print("wrote " + ", ".join(escape(str(p)) for p in paths))
 
 
 def _shown(value: object) -> str:
@@ -84,7 +85,7 @@ def analyze(
     seed: int = typer.Option(0, "--seed", help="Seed of every resampling."),
     anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
 ) -> None:
-    """Run every analysis of PROTOCOL.md section 6 the store has data for (CSV + summary.json)."""
+    """Run every analysis of docs/protocol.md section 10 the store has data for (CSV + summary.json)."""
     from crsbench.core.errors import CrsbenchError
     from crsbench.stats import run_analyses
 
@@ -99,5 +100,7 @@ def analyze(
     for name in summary["analyses"]:
         console.print(f"[green]done[/] {name}")
     for name, why in summary["skipped"].items():
-        console.print(f"[yellow]skipped[/] {name}: {why}")
-    console.print(f"wrote {target}/summary.json (anchors {summary['anchors_version']})")
+        console.print(f"[yellow]skipped[/] {name}: {escape(str(why))}")
+    console.print(
+        f"wrote {escape(str(target))}/summary.json (anchors {summary['anchors_version']})"
+    )

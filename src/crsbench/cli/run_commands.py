@@ -31,7 +31,12 @@ def run(
     out: Path | None = typer.Option(None, "--out", help="Output directory (overrides config)."),
     executor: str = typer.Option("local", help="local or ray."),
     address: str | None = typer.Option(None, help="Ray cluster address (with --executor ray)."),
-    force_new: bool = typer.Option(False, help="Move aside a store of another config."),
+    force_new: bool = typer.Option(
+        False, help="Move a store of another config (and its scores, analysis, report) aside."
+    ),
+    force: bool = typer.Option(
+        False, help="Write into a non-empty folder crsbench did not create (never overwrites)."
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars."),
 ) -> None:
     """Plan the grid, extract through the cache, fit probes, record runs (resumable)."""
@@ -48,6 +53,7 @@ def run(
                 address=address,
                 progress=progress,
                 force_new=force_new,
+                force=force,
                 on_event=bar,
             )
     except CrsbenchError as exc:

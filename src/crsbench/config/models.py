@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from crsbench.core.conditions import PAPER_PERTURBATIONS
 
@@ -28,6 +35,27 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """Refuse ``true``/``false`` where a number is expected (pydantic would read 1 / 0)."""
+        field = cls.model_fields.get(info.field_name or "")
+        values = value if isinstance(value, list) else [value]
+        if field is not None and _wants_number(field.annotation):
+            if any(isinstance(v, bool) for v in values):
+                raise ValueError(f"a boolean is not a number. Got {value!r} instead")
+        return value
+
+
+def _wants_number(annotation: Any) -> bool:
+    """Whether a field's type holds int or float values (``int``, ``list[float]``, ``int | None``)."""
+    args = get_args(annotation)
+    if not args:
+        return annotation in (int, float)
+    if get_origin(annotation) is dict:
+        return False
+    return any(_wants_number(a) for a in args if a is not bool)
 
 
 def _unique(values: list[Any], what: str) -> list[Any]:

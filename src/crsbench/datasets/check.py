@@ -99,8 +99,11 @@ class CheckReport:
         from rich.text import Text
 
         status = "[bold green]OK[/]" if self.ok else "[bold red]FAILED[/]"
-        parts: list[Any] = [Text.from_markup(f"dataset [bold]{self.name}[/] at {self.root}: ")]
-        parts[0].append_text(Text.from_markup(status))
+        head = Text("dataset ")
+        head.append(str(self.name), style="bold")
+        head.append(f" at {self.root}: ")
+        head.append_text(Text.from_markup(status))
+        parts: list[Any] = [head]
         if self.n_images:
             splits = ", ".join(f"{k}={v}" for k, v in self.split_counts.items())
             parts.append(
@@ -114,7 +117,7 @@ class CheckReport:
                 table.add_column(column, justify="left" if column == "label" else "right")
             for label in self.label_names:
                 table.add_row(
-                    label,
+                    Text(str(label)),
                     str(self.n_positive[label]),
                     str(self.n_masked[label]),
                     f"{self.prevalence[label]:.4f}",

@@ -1,4 +1,4 @@
-"""Robustness axis R (PROTOCOL.md section 4).
+"""Robustness axis R (docs/protocol.md section 7).
 
 drop_c = AUROC_clean − AUROC_c for each of the 15 paper conditions c (and, for CheXpert, the
 institutional-shift drop AUROC_CheXpert − AUROC_MIMIC as one more condition);

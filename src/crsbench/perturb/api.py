@@ -111,7 +111,7 @@ def apply(
         0 (identity: a copy) or a severity defined in the table (1-3 in v1).
     image_id : str
         Seeds the random stream with
-        ``perturbation_seed(image_id, name, severity)`` (PROTOCOL.md section 3).
+        ``perturbation_seed(image_id, name, severity)`` (docs/protocol.md section 5).
     table : SeverityTable or mapping, optional
         Override of the packaged ``severities_v1.yaml``.
 

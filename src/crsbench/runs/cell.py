@@ -2,7 +2,7 @@
 
 This is the probe task of the runner: it never touches pixels, torch or the store, so the
 local and the Ray executors run exactly the same function. Every row it returns is one run
-record's identity and metric values (PROTOCOL.md section 7); provenance is added by the
+record's identity and metric values (docs/protocol.md section 12); provenance is added by the
 caller.
 """
 

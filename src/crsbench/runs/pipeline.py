@@ -17,6 +17,7 @@ from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
 from crsbench.runs.cell import CellSettings
+from crsbench.runs.outdir import claim_output_dir
 from crsbench.runs.plan import control_fractions, plan_cells
 from crsbench.runs.prepare import prepare_datasets
 from crsbench.runs.records import RunRecord, make_run_key
@@ -119,6 +120,7 @@ def run_benchmark(
     address: str | None = None,
     progress: bool = True,
     force_new: bool = False,
+    force: bool = False,
     on_event: ProgressFn | None = None,
 ) -> RunSummary:
     """Run the whole grid of ``cfg`` into ``cfg.output_dir / results.duckdb`` (resumable).
@@ -132,7 +134,11 @@ def run_benchmark(
     progress : bool
         Show rich progress bars.
     force_new : bool
-        Move aside a store written by another config instead of refusing.
+        Move aside a store written by another config (with its derived folders) instead of
+        refusing; the ``moved`` event names what moved.
+    force : bool
+        Accept a non-empty output directory that crsbench did not write (nothing in it is
+        ever overwritten; see :func:`crsbench.runs.outdir.claim_output_dir`).
     """
     from crsbench import __version__
     from crsbench.runs.executors import make_executor
@@ -141,8 +147,8 @@ def run_benchmark(
     stages: dict[str, float] = {}
     emit = on_event or (lambda *_: None)
     h = config_hash(cfg)
-    out = Path(cfg.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    roots = [d.root for d in cfg.datasets.values()]
+    out = claim_output_dir(cfg.output_dir, dataset_roots=roots, force=force)
     cfg_json = cfg.model_dump_json()
     t0 = time.perf_counter()
     prepared = prepare_datasets(cfg)
@@ -152,6 +158,8 @@ def run_benchmark(
     settings = cell_settings(cfg)
     written = done_before = 0
     with ResultsStore(out, h, config_json=cfg_json, force_new=force_new) as store:
+        if store.moved_aside:
+            emit("moved", {"moved": [(str(a), str(b)) for a, b in store.moved_aside]})
         done = store.done_keys()
         todo = []
         for c in cells:

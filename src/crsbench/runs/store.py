@@ -11,7 +11,6 @@ batches it committed.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -59,8 +58,9 @@ class ResultsStore:
     config_json : str, optional
         Resolved config text stored in ``meta`` when the store is created.
     force_new : bool
-        When the store belongs to another config, move it aside
-        (``results.<hash12>.<utc>.duckdb``) and start a new one instead of refusing.
+        When the store belongs to another config, move it and its derived folders
+        (``export``, ``scores``, ``analysis``, ``report``, ``last_run.json``) to
+        ``superseded/config-<hash12>-<utc>/`` and start a new one instead of refusing.
     allow_network_fs : bool
         Warn instead of refusing when ``out_dir`` is on NFS/SMB.
 
@@ -88,6 +88,8 @@ class ResultsStore:
         self.mode = mode
         self.config_hash = config_hash
         self._lock: StoreLock | None = None
+        #: ``(from, to)`` paths moved to ``superseded/`` by ``force_new`` (empty otherwise).
+        self.moved_aside: list[tuple[Path, Path]] = []
         self._con: duckdb.DuckDBPyConnection | None = None
         if mode == "r":
             if not self.path.is_file():
@@ -178,12 +180,11 @@ class ResultsStore:
         return False
 
     def _move_aside(self) -> None:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-        old = self.path.with_name(f"results.{self.meta_hash_prefix()}.{stamp}.duckdb")
-        os.replace(self.path, old)
-        wal = self.path.with_name(DB_NAME + ".wal")
-        if wal.exists():
-            os.replace(wal, old.with_name(old.name + ".wal"))
+        """Move the other config's store and its derived folders to ``superseded/``."""
+        from crsbench.runs.outdir import move_run_aside
+
+        label = f"config-{self.meta_hash_prefix()}"
+        self.moved_aside = move_run_aside(self.out_dir, label)
 
     def meta_hash_prefix(self) -> str:
         """First 12 characters of the config hash recorded in the file on disk."""

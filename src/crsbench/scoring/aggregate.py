@@ -78,7 +78,7 @@ def score_runs(
 
 def aggregate_by_encoder(cells: pd.DataFrame) -> pd.DataFrame:
     """Per encoder: mean over its cells of every axis, utility, component and the CRS
-    (docs/protocol.md, "Aggregate CRS"), ``n_cells``, ``n_cells_scored``, ``missing`` and the
+    (docs/protocol.md §8.4), ``n_cells``, ``n_cells_scored``, ``missing`` and the
     rule / anchors version of the scores.
 
     Every cell of ``cells`` is one the encoder is expected to have (cells excluded from the

@@ -1,7 +1,7 @@
 """From run records to the four axes: per (encoder, dataset, seed), then seed means.
 
-The *main protocol* rows (docs/protocol.md, "The four axes") are ``probe='logistic'``,
-``layer=1.0``, ``recalibrator='none'`` in one regime (``'frozen'`` by default). From those:
+The *main protocol* rows (docs/protocol.md section 7) are ``probe='logistic'``, ``layer=1.0``,
+``recalibrator='none'`` in one regime (``'frozen'`` by default). From those:
 
 - D (``auroc``) and C (``ece``): ``fraction=1.0``, ``condition='clean'``, ``eval_dataset=dataset``;
 - L (``retention``, and ``aulc``): clean rows over the label fractions;

@@ -1,4 +1,4 @@
-"""Statistics of PROTOCOL.md section 6; every function returns a tidy table (or a mapping).
+"""Statistics of docs/protocol.md section 10; every function returns a tidy table (or a mapping).
 
 Public API
 ----------

@@ -1,4 +1,4 @@
-"""Run every analysis of PROTOCOL.md section 6 that a store has data for.
+"""Run every analysis of docs/protocol.md section 10 that a store has data for.
 
 Each analysis writes one CSV; ``summary.json`` gathers the headline figures, the anchors
 version, and a note for every analysis that was skipped (and why).

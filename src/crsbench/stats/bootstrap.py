@@ -141,7 +141,7 @@ def paired_seed_bootstrap(
     level: float = 0.95,
     chunk: int = 1_000,
 ) -> BootstrapResult:
-    """Paired-seed bootstrap of the aggregate-CRS ranking (PROTOCOL.md section 6).
+    """Paired-seed bootstrap of the aggregate-CRS ranking (docs/protocol.md section 10).
 
     Parameters
     ----------

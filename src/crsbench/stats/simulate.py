@@ -1,7 +1,7 @@
 """A realistic synthetic ``runs`` table (the store schema) with encoder-level effects.
 
 Used by the tests, the bootstrap benchmark and the report's layout test: every analysis of
-PROTOCOL.md section 6 has data in it (all fractions, the 15 perturbation conditions, the
+docs/protocol.md section 10 has data in it (all fractions, the 15 perturbation conditions, the
 CheXpert → MIMIC shift, four recalibrators, four layers, three probes, optionally LoRA).
 """
 
