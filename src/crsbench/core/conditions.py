@@ -1,10 +1,10 @@
 """Evaluation conditions: which are the protocol's robustness conditions, which are extras.
 
 The one home of this concept. The robustness axis R holds exactly the protocol's 15 paper
-conditions (:data:`PAPER_CONDITIONS`: five perturbations × severities 1, 2, 3) plus, where a
-shift target is evaluated, the shift drop. Every other perturbed condition (the modality
+conditions (:data:`PAPER_CONDITIONS`: five perturbations × severities 1, 2, 3) plus the shift
+drops of :data:`PAPER_SHIFTS` (CheXpert → MIMIC-CXR) where evaluated. Every other perturbed condition (the modality
 noises of :data:`EXTRA_PERTURBATIONS`, a custom perturbation, a severity outside
-:data:`SEVERITIES`) is an *extra*: reported beside R, never inside it (see ``docs/scoring.md``).
+:data:`SEVERITIES`, a shift target other than the paper's) is an *extra*: reported beside R, never inside it (see ``docs/scoring.md``).
 The perturbation registry checks that each registered perturbation's ``kind`` agrees.
 """
 
@@ -28,6 +28,9 @@ PAPER_CONDITIONS: tuple[tuple[str, int], ...] = tuple(
 EXTRA_CONDITIONS: tuple[tuple[str, int], ...] = tuple(
     (name, s) for name in EXTRA_PERTURBATIONS for s in SEVERITIES
 )
+#: The protocol's shift drops inside R: (source dataset, shift target). Any other shift target
+#: evaluated is an extra, reported beside R.
+PAPER_SHIFTS: tuple[tuple[str, str], ...] = (("chexpert", "mimic_cxr"),)
 CLEAN = "clean"
 SHIFT = "shift"
 #: Conditions evaluated on unperturbed images; they carry severity 0.

@@ -6,9 +6,10 @@ The *main protocol* rows (docs/protocol.md section 7) are ``probe='logistic'``, 
 - D (``auroc``) and C (``ece``): ``fraction=1.0``, ``condition='clean'``, ``eval_dataset=dataset``;
 - L (``retention``, and ``aulc``): clean rows over the label fractions;
 - R (``robustness_drop``): ``fraction=1.0`` rows of exactly the 15 paper conditions
-  (:data:`crsbench.core.conditions.PAPER_CONDITIONS`), plus the ``condition='shift'`` rows
-  (another ``eval_dataset``) as further conditions. Extra conditions (the modality noises)
-  are reported beside R: ``robustness_drop_extra`` (R's formula over the extras alone) and
+  (:data:`crsbench.core.conditions.PAPER_CONDITIONS`), plus the paper's shift rows
+  (``condition='shift'``, CheXpert → MIMIC-CXR: ``PAPER_SHIFTS``) as one more condition.
+  Extra conditions (the modality noises) and any other shift target are reported beside R:
+  ``robustness_drop_extra`` (R's formula over the extras alone) and
   ``robustness_drop_with_extra`` (over R's conditions and the extras).
 
 A value whose inputs are missing is NaN and the ``missing`` column says why; nothing is
@@ -22,7 +23,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from crsbench.core.conditions import CLEAN, SHIFT, UNPERTURBED_CONDITIONS, condition_roles
+from crsbench.core.conditions import (
+    CLEAN,
+    PAPER_SHIFTS,
+    SHIFT,
+    UNPERTURBED_CONDITIONS,
+    condition_roles,
+)
 from crsbench.core.errors import DataError, StoreError
 from crsbench.core.schema import IDENTITY_COLUMNS
 from crsbench.metrics.label_efficiency import DEFAULT_FRACTIONS
@@ -128,10 +135,12 @@ def _expectations(m: pd.DataFrame, include_shift: bool, fractions: tuple[float, 
         mine = (full["dataset"] == ds).to_numpy()
         shift = full[mine & (roles == SHIFT) & (full["eval_dataset"] != ds).to_numpy()]
         extra = full[mine & (roles == "extra") & (full["eval_dataset"] == ds).to_numpy()]
-        targets = tuple(sorted(shift["eval_dataset"].unique())) if include_shift else ()
+        targets = sorted(shift["eval_dataset"].unique()) if include_shift else []
+        in_r = tuple(t for t in targets if (ds, t) in PAPER_SHIFTS)
+        beside = tuple(t for t in targets if (ds, t) not in PAPER_SHIFTS)
         pairs = sorted({(str(c), int(v)) for c, v in zip(extra["condition"], extra["severity"],
                                                           strict=True)})  # fmt: skip
-        out[ds] = Expected(fractions, targets, tuple(pairs))
+        out[ds] = Expected(fractions, in_r, tuple(pairs), beside)
     return out
 
 

@@ -7,9 +7,11 @@ names what is missing (see :mod:`crsbench.scoring.notes`). What each axis expect
 - D, C: the clean full-label row;
 - L (retention, AULC): the clean rows at every retention fraction and at 1.0;
 - R: every one of the 15 paper conditions
-  (:data:`crsbench.core.conditions.PAPER_CONDITIONS`) and every shift target the store
-  evaluates for this dataset;
-- R extra: every extra condition the store evaluates for this dataset (none: NaN, no note).
+  (:data:`crsbench.core.conditions.PAPER_CONDITIONS`) and the paper's shift target
+  (:data:`~crsbench.core.conditions.PAPER_SHIFTS`) when the store evaluates it for this
+  dataset;
+- R extra: every extra condition and every other shift target the store evaluates for this
+  dataset (none: NaN, no note).
 """
 
 from __future__ import annotations
@@ -41,11 +43,14 @@ class SeedRows:
 
 @dataclass(frozen=True)
 class Expected:
-    """What one dataset's cells must hold: retention fractions, shift targets, extras."""
+    """What one dataset's cells must hold: retention fractions, the shift targets inside R
+    (:data:`~crsbench.core.conditions.PAPER_SHIFTS`), the extra conditions and the extra
+    shift targets (beside R)."""
 
     fractions: tuple[float, ...]
     shift_targets: tuple[str, ...]
     extras: tuple[Condition, ...]
+    extra_shift_targets: tuple[str, ...] = ()
 
 
 def _gather(
@@ -111,17 +116,20 @@ def seed_axes(rows: SeedRows, exp: Expected) -> tuple[dict[str, float], str]:
     shifts = _gather("R", "shift", [(f"shift:{t}", t) for t in exp.shift_targets], rows.shift, out)
     extra = _gather("R extra", "condition", [(condition_label(*c), c) for c in exp.extras],
                     rows.perturbed, out)  # fmt: skip
+    extra_shifts = _gather("R extra", "shift", [(f"shift:{t}", t) for t in
+                           exp.extra_shift_targets], rows.shift, out)  # fmt: skip
+    extra = None if extra is None or extra_shifts is None else extra | extra_shifts
     in_r = None if paper is None or shifts is None else paper | shifts
     with_extra = None if in_r is None or extra is None else in_r | extra
-    shift_values = [v for t, v in rows.shift.items() if t in exp.shift_targets]
+    shift_values = list(rows.shift.values())  # descriptive: every shift target evaluated
     values = {
         "auroc": float(auc), "ece": float(ece), "retention": float(ret), "aulc": float(area),
         "robustness_drop": _drop(auc, in_r),
-        "shift_auroc": float(np.mean(shift_values)) if shift_values else np.nan,
-        "robustness_drop_extra": _drop(auc, extra) if exp.extras else np.nan,
+        "shift_auroc": float(np.mean(shift_values)) if shift_values else np.nan,  # NaN stays
+        "robustness_drop_extra": _drop(auc, extra),
         "robustness_drop_with_extra": _drop(auc, with_extra),
         "n_conditions": len(PAPER_CONDITIONS) + len(exp.shift_targets),
-        "n_extra_conditions": len(exp.extras),
+        "n_extra_conditions": len(exp.extras) + len(exp.extra_shift_targets),
     }  # fmt: skip
     return values, nt.join(out)
 
@@ -132,5 +140,5 @@ def _empty(exp: Expected) -> dict[str, float]:
         "auroc": nan, "ece": nan, "retention": nan, "aulc": nan, "robustness_drop": nan,
         "shift_auroc": nan, "robustness_drop_extra": nan, "robustness_drop_with_extra": nan,
         "n_conditions": len(PAPER_CONDITIONS) + len(exp.shift_targets),
-        "n_extra_conditions": len(exp.extras),
+        "n_extra_conditions": len(exp.extras) + len(exp.extra_shift_targets),
     }  # fmt: skip

@@ -203,3 +203,18 @@ def test_regime_comparison_names_encoders_without_a_crs():
     assert table.loc["all", "note"] == (
         "clip (lora): isic2019: L: fraction 0.01 missing (seeds 0, 1, 2)"
     )
+
+
+def test_a_shift_target_other_than_the_papers_is_an_extra(tmp_path):
+    df = _worked_runs()
+    other = df[_main(df) & (df["fraction"] == 1.0) & (df["condition"] == "clean")].copy()
+    other["eval_dataset"], other["condition"] = "derm7pt", "shift"
+    other["run_key"] = other["run_key"] + "|shift"
+    other.loc[other["encoder"] == "resnet50", "auroc"] = CLEAN_AUC - 0.10
+    per_seed = axes_from_runs(_store(pd.concat([df, other], ignore_index=True), tmp_path))
+    mine = per_seed[per_seed["encoder"] == "resnet50"]
+    assert mine["robustness_drop"].to_numpy() == pytest.approx([0.010] * 3, abs=1e-12)
+    # extras: sensor noise 3 × 0.25 and the derm7pt shift 0.10: mean 0.85/4, max 0.25
+    expected = 0.5 * (3 * 0.25 + 0.10) / 4 + 0.5 * 0.25
+    assert mine["robustness_drop_extra"].to_numpy() == pytest.approx([expected] * 3, abs=1e-12)
+    assert (mine["n_conditions"] == 15).all() and (mine["n_extra_conditions"] == 4).all()
