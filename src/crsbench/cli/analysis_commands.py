@@ -99,6 +99,8 @@ def analyze(
         fail(str(exc))
     for name in summary["analyses"]:
         console.print(f"[green]done[/] {name}")
+    for probe in summary["analyses"].get("control_probe_agreement", {}).values():
+        console.print(probe["sentence"])
     for name, why in summary["skipped"].items():
         console.print(f"[yellow]skipped[/] {name}: {escape(str(why))}")
     console.print(

@@ -207,6 +207,15 @@ class RegimesSpec(_Strict):
     lora: LoraSpec = Field(default_factory=LoraSpec)
 
 
+class PrecisionCheckSpec(_Strict):
+    """Overrides of the bf16 check's protocol constants (``null``: the constant, see
+    ``crsbench.features.precision``); a change re-runs the check and enters the hash."""
+
+    min_cosine: float | None = Field(default=None, gt=0.0, le=1.0)
+    max_auroc_delta: float | None = Field(default=None, ge=0.0, le=1.0)
+    n_images: int | None = Field(default=None, ge=8)
+
+
 class BenchmarkConfig(_Strict):
     """A whole benchmark grid. See ``docs/config_and_store.md`` for every key."""
 
@@ -230,10 +239,12 @@ class BenchmarkConfig(_Strict):
     batch_size: int = Field(default=64, gt=0)
     num_workers: int = Field(default=0, ge=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    #: Forward-pass arithmetic of the feature extraction: ``auto`` = bf16 autocast on CUDA,
-    #: fp32 on CPU; ``bf16`` on a CPU with AVX512-BF16/AMX is ~3x faster but moves the
-    #: features (see crsbench.features.engine.resolve_precision). Changes the features.
+    #: Forward-pass arithmetic of the feature extraction: ``auto`` = bf16 autocast on CUDA
+    #: where the encoder passes the bf16 check (crsbench.features.precision_check), else
+    #: fp32; ``fp32``; ``bf16`` forced (checked and recorded all the same). The resolved
+    #: precision enters every feature cache key and every run's provenance.
     precision: Literal["auto", "fp32", "bf16"] = "auto"
+    precision_check: PrecisionCheckSpec = Field(default_factory=PrecisionCheckSpec)
 
     @field_validator("encoders", mode="before")
     @classmethod

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import CrsbenchError, DataError, StoreError
+from crsbench.core.storefile import STORE_FILE, read_tables
 
 #: Columns of the optional ``reliability`` table (one row per reliability-diagram bin).
 RELIABILITY_COLUMNS: tuple[str, ...] = (
@@ -53,6 +54,8 @@ class ReportData:
     shift: pd.DataFrame | None = None
     shift_test: pd.DataFrame | None = None
     depth_curves: pd.DataFrame | None = None
+    control_agreement: pd.DataFrame | None = None
+    control_coverage: pd.DataFrame | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
     cells_left_out: list[str] = field(default_factory=list)
@@ -66,31 +69,20 @@ def read_store_extras(store_dir: str | Path) -> tuple[dict[str, Any], pd.DataFra
     StoreError
         The ``reliability`` table exists but lacks one of :data:`RELIABILITY_COLUMNS`.
     """
-    import duckdb
-
-    path = Path(store_dir) / "results.duckdb"
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables")
-                  .fetchall()}  # fmt: skip
-        meta: dict[str, Any] = {}
-        if "meta" in tables:
-            cur = con.execute("SELECT * FROM meta LIMIT 1")
-            row = cur.fetchone()
-            if row is not None:
-                meta = dict(zip([d[0] for d in cur.description], row, strict=True))
-        reliability = None
-        if "reliability" in tables:
-            reliability = con.execute("SELECT * FROM reliability").df()
-            absent = [c for c in RELIABILITY_COLUMNS if c not in reliability.columns]
-            if absent:
-                raise StoreError(
-                    f"results store {path}: table 'reliability' must have columns "
-                    f"{list(RELIABILITY_COLUMNS)}. Got {list(reliability.columns)} instead "
-                    f"(missing {absent})."
-                )
-    finally:
-        con.close()
+    path = Path(store_dir) / STORE_FILE
+    found = read_tables(path, ("meta", "reliability"))
+    meta: dict[str, Any] = {}
+    if "meta" in found and len(found["meta"]):
+        meta = found["meta"].iloc[0].to_dict()
+    reliability = found.get("reliability")
+    if reliability is not None:
+        absent = [c for c in RELIABILITY_COLUMNS if c not in reliability.columns]
+        if absent:
+            raise StoreError(
+                f"results store {path}: table 'reliability' must have columns "
+                f"{list(RELIABILITY_COLUMNS)}. Got {list(reliability.columns)} instead "
+                f"(missing {absent})."
+            )
     return meta, reliability
 
 
@@ -238,6 +230,18 @@ def _add_robustness(data: ReportData) -> None:
         data.missing["shift_test"] = str(exc)
 
 
+def _add_control_probes(data: ReportData, anchors: Any) -> None:
+    from crsbench.stats.control_probes import control_probe_agreement
+
+    agreement, coverage = control_probe_agreement(data.runs, anchors)
+    if agreement.empty:
+        data.missing["control_probes"] = (
+            "the store has no control-probe rows (probe other than logistic)"
+        )
+        return
+    data.control_agreement, data.control_coverage = agreement, coverage
+
+
 def compute_report_data(
     store_dir: str | Path,
     *,
@@ -286,7 +290,7 @@ def compute_report_data(
         why = [f"{e}/{d}: {m}" for e, d, m in
                zip(cells["encoder"], cells["dataset"], cells["missing"], strict=True)][:3]  # fmt: skip
         raise StoreError(
-            f"results store {Path(store_dir) / 'results.duckdb'} must hold at least one complete "
+            f"results store {Path(store_dir) / STORE_FILE} must hold at least one complete "
             "main-protocol cell (frozen, logistic, layer 1.0, all four axes). Got none"
             + (" (" + "; ".join(why) + ")." if why else ".")
         )
@@ -317,4 +321,5 @@ def compute_report_data(
         data.depth_curves = _curves(depth, "layer")
     else:
         data.missing["layer_depth"] = "no layer-depth sweep rows in the store (one layer only)"
+    _add_control_probes(data, anc)
     return data

@@ -1,4 +1,4 @@
-"""The nine sections of the report, each from :class:`ReportData` to HTML plus files.
+"""The sections of the report, each from :class:`ReportData` to HTML plus files.
 
 Every section writes its tables as CSV under ``tables/`` and its figures as PNG and SVG under
 ``figures/``; when the store lacks the data, the section shows a note saying so.
@@ -273,11 +273,11 @@ def _revisions(runs: pd.DataFrame, key: str, col: str) -> pd.DataFrame:
 
 
 def provenance(d: ReportData, w: Writer, facts: list[tuple[str, object]]) -> Section:
-    """Section 9: config, versions, revisions and dates."""
+    """Section 10: config, versions, revisions and dates."""
     from crsbench.report.html import esc, kv_html
 
     s = Section(
-        "provenance", "9. Provenance",
+        "provenance", "10. Provenance",
         "What produced these numbers: cite the package and anchors versions with any result, "
         "and check the encoder and dataset revisions before comparing with another report.",
     )  # fmt: skip

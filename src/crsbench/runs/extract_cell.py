@@ -39,10 +39,42 @@ def get_encoder(cfg: BenchmarkConfig, name: str) -> Any:
     return _ENCODERS[key]
 
 
-def encoder_revision(encoder: Any) -> str:
-    """Provenance string of an encoder: source revision and weights hash."""
+def encoder_revision(encoder: Any, precision: str | None = None) -> str:
+    """Provenance string of an encoder: source revision, weights hash and, for extracted
+    features, the resolved precision (``fp32``/``bf16``) they were computed in."""
     rev = getattr(encoder.card, "revision", None) or "unpinned"
-    return f"{rev}|weights-sha256:{encoder.weights_hash}"
+    out = f"{rev}|weights-sha256:{encoder.weights_hash}"
+    return out if precision is None else f"{out}|precision:{precision}"
+
+
+def probe_batch(plan: CellPlan, prep: Any, n_images: int) -> Any:
+    """The bf16 check's labelled batch: the first ``n_images`` rows of the training split
+    followed by the validation split, under the cell's conditions (None without labels)."""
+    from crsbench.features.precision_check import ProbeBatch
+
+    ds, sp = prep.dataset, prep.splits
+    if sp is None:
+        return None
+    rows = np.concatenate([np.asarray(sp.train), np.asarray(sp.val)])[:n_images]
+    return ProbeBatch(
+        image_ids=[str(i) for i in ds.image_ids[rows]],
+        paths=[str(p) for p in ds.paths[rows]],
+        labels=np.asarray(ds.labels)[rows],
+        task=ds.task,
+        n_outputs=len(ds.label_names),
+        dataset_revision=ds.revision,
+        conditions=(("clean", 0), *plan.conditions),
+    )
+
+
+def resolve_cell_precision(cfg: BenchmarkConfig, plan: CellPlan, prep: Any, enc: Any, cache: Any):
+    """The :class:`~crsbench.features.precision.PrecisionDecision` of this cell's encoder."""
+    from crsbench.features.precision import PrecisionCheck
+    from crsbench.features.precision_check import decide_precision
+
+    check = PrecisionCheck.from_overrides(cfg.precision_check.model_dump())
+    batch = None if cfg.precision == "fp32" else probe_batch(plan, prep, check.n_images)
+    return decide_precision(cfg.precision, enc, batch, cache, check)
 
 
 def _in_dataset_order(parts: list[Any], image_ids: np.ndarray) -> Any:
@@ -78,19 +110,21 @@ def extract_cell_features(
     (features, encoder_revision)
         ``features`` has keys ``clean`` (depth → FeatureArray over every row that decoded, in
         dataset order), ``perturbed`` ((name, severity) → FeatureArray over the test rows)
-        and, for a shift source, ``shift``.
+        and, for a shift source, ``shift``; ``precision`` is the precision decision's record
+        (:class:`~crsbench.features.precision.PrecisionDecision`), for the runs' details.
     """
     from crsbench.features import FeatureCache, extract
 
     enc = get_encoder(cfg, plan.encoder)
     cache = FeatureCache(cfg.resolved_cache_dir)
+    decision = resolve_cell_precision(cfg, plan, prep, enc, cache)
     common = {
         "cache": cache,
         "batch_size": cfg.batch_size,
         "num_workers": cfg.num_workers,
         "progress": progress,
         "depths": tuple(cfg.layers),
-        "precision": cfg.precision,
+        "precision": decision.precision,
     }
     ds = prep.dataset
     test = np.asarray(prep.splits.test)
@@ -118,7 +152,7 @@ def extract_cell_features(
     clean = {
         d: _in_dataset_order([r[("clean", d)] for r in results], ds.image_ids) for d in cfg.layers
     }
-    feats: dict[str, Any] = {"clean": clean, "perturbed": {}}
+    feats: dict[str, Any] = {"clean": clean, "perturbed": {}, "precision": decision.as_dict()}
     if plan.conditions:
         feats["perturbed"] = {c: results[0][(c, 1.0)] for c in plan.conditions}
     if target is not None:
@@ -132,4 +166,4 @@ def extract_cell_features(
             **{**common, "depths": (1.0,)},
         )
         feats["shift"] = res_s[("clean", 1.0)]
-    return feats, encoder_revision(enc)
+    return feats, encoder_revision(enc, decision.precision)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,8 +83,12 @@ def to_records(
     dataset_revision: str,
     anchors_version: str,
     package_version: str,
+    precision: Mapping[str, Any] | None = None,
 ) -> list[RunRecord]:
-    """Run rows of :func:`evaluate_cell` → validated :class:`RunRecord` objects."""
+    """Run rows of :func:`evaluate_cell` → validated :class:`RunRecord` objects.
+
+    ``precision``, the cell's precision decision, goes into every record's
+    ``details["precision"]``."""
     out = []
     for row in rows:
         row = dict(row)
@@ -98,6 +102,8 @@ def to_records(
             row[m] = v
         if undefined:
             details["undefined"] = undefined
+        if precision:
+            details["precision"] = dict(precision)
         out.append(
             RunRecord(
                 **row,
@@ -195,6 +201,7 @@ def run_benchmark(
                     dataset_revision=prepared[c.dataset].dataset.revision,
                     anchors_version=cfg.anchors,
                     package_version=__version__,
+                    precision=out_cell.precision,
                 )
                 written += store.append(records)
                 t_extract += out_cell.extract_s

@@ -21,7 +21,8 @@ import pandas as pd
 import pyarrow as pa
 
 from crsbench.core.errors import StoreError
-from crsbench.runs.export import export_query
+from crsbench.core.storefile import damaged_store, locked_store
+from crsbench.runs.export import export_query, write_json_atomic
 from crsbench.runs.lock import StoreLock, check_local_filesystem
 from crsbench.runs.records import (
     IDENTITY_COLUMNS,
@@ -97,6 +98,9 @@ class ResultsStore:
             self._con = self._connect(read_only=True)
             try:
                 self._check_meta(force_new=False)
+            except duckdb.Error as exc:
+                self.close()
+                raise damaged_store(self.path, exc) from None
             except BaseException:
                 self.close()
                 raise
@@ -116,6 +120,9 @@ class ResultsStore:
                 self._move_aside()
                 self._con = self._connect(read_only=False)
                 self._create(config_json)
+        except duckdb.Error as exc:
+            self.close()
+            raise damaged_store(self.path, exc) from None
         except BaseException:
             self.close()
             raise
@@ -126,7 +133,9 @@ class ResultsStore:
         try:
             return duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.Error as exc:
-            raise StoreError(f"cannot open results store {self.path}: {exc}") from exc
+            if "lock" in str(exc).lower():
+                raise locked_store(self.path) from None
+            raise damaged_store(self.path, exc) from None
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -164,6 +173,9 @@ class ResultsStore:
         """Validate ``meta``; return True when the store must be moved aside (force_new)."""
         if not self._has_table("meta"):
             raise StoreError(f"{self.path} is not a crsbench results store (no meta table).")
+        for table in ("runs", "metrics"):  # read every page once: a damaged file fails here
+            if self._has_table(table):
+                self.con.execute(f"SELECT * FROM {table}").fetchnumpy()
         meta = self.meta
         if meta["schema_version"] > SCHEMA_VERSION:
             raise StoreError(
@@ -378,10 +390,13 @@ class ResultsStore:
     def export(
         self, fmt: Literal["parquet", "csv"] = "parquet", dest: Path | str | None = None
     ) -> dict[str, Path]:
-        """Write ``runs`` and ``metrics`` to ``dest/runs.<fmt>`` and ``dest/metrics.<fmt>``
-        atomically (temporary file + rename); ``dest`` defaults to ``out_dir``."""
+        """Write ``runs`` and ``metrics`` to ``dest/runs.<fmt>`` and ``dest/metrics.<fmt>``, and
+        the ``meta`` row to ``dest/meta.json``, atomically (temporary file + rename); ``dest``
+        defaults to ``out_dir``. ``crsbench store repair`` rebuilds a store from these."""
         folder = Path(dest) if dest is not None else self.out_dir
+        meta = {k: (str(v) if isinstance(v, datetime) else v) for k, v in self.meta.items()}
         return {
+            "meta": write_json_atomic(folder / "meta.json", meta),
             "runs": export_query(
                 self.con, "SELECT * FROM runs ORDER BY run_key", folder / f"runs.{fmt}", fmt
             ),

@@ -32,12 +32,12 @@ from crsbench.core.conditions import (
 )
 from crsbench.core.errors import DataError, StoreError
 from crsbench.core.schema import IDENTITY_COLUMNS
+from crsbench.core.storefile import STORE_FILE, read_tables
 from crsbench.metrics.label_efficiency import DEFAULT_FRACTIONS
 from crsbench.scoring import notes as nt
 from crsbench.scoring.anchors import AXES
 from crsbench.scoring.seed_axes import Expected, SeedRows, seed_axes
 
-STORE_FILE = "results.duckdb"
 REQUIRED_COLUMNS: tuple[str, ...] = (*IDENTITY_COLUMNS, "auroc", "ece")
 AXIS_TABLE_COLUMNS: tuple[str, ...] = (
     "auroc",
@@ -60,29 +60,11 @@ def load_runs(store_dir: str | Path, table: str = "runs") -> pd.DataFrame:
     StoreError
         The store file or table is missing, locked or unreadable.
     """
-    import duckdb
-
     path = Path(store_dir) / STORE_FILE
-    if not path.is_file():
-        raise StoreError(
-            f"results store {path} must exist. It does not: run `crsbench run` first, "
-            "or pass the directory that holds results.duckdb."
-        )
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        raise StoreError(f"results store {path} cannot be opened read-only: {exc}") from exc
-    try:
-        tables = {
-            r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
-        }
-        if table not in tables:
-            raise StoreError(
-                f"results store {path} must have a table '{table}'. Got {sorted(tables)}."
-            )
-        df = con.execute(f'SELECT * FROM "{table}"').df()
-    finally:
-        con.close()
+    found = read_tables(path, (table,))
+    if table not in found:
+        raise StoreError(f"results store {path} must have a table '{table}'. It has none.")
+    df = found[table]
     if table == "runs":
         check_runs(df, str(path))
     return df

@@ -158,7 +158,9 @@ def test_export_round_trip(store: ResultsStore, tmp_path: Path, fmt: str) -> Non
     (dest).mkdir()
     (dest / f"runs.{fmt}").write_text("old contents")
     paths = store.export(fmt, dest)
-    assert sorted(p.name for p in dest.iterdir()) == sorted([f"runs.{fmt}", f"metrics.{fmt}"])
+    assert sorted(p.name for p in dest.iterdir()) == sorted(
+        ["meta.json", f"runs.{fmt}", f"metrics.{fmt}"]
+    )
     read = pd.read_parquet if fmt == "parquet" else pd.read_csv
     runs = read(paths["runs"])
     expected = store.runs_frame()
