@@ -36,7 +36,7 @@ from crsbench.core.storefile import STORE_FILE, read_tables
 from crsbench.metrics.label_efficiency import DEFAULT_FRACTIONS
 from crsbench.scoring import notes as nt
 from crsbench.scoring.anchors import AXES
-from crsbench.scoring.seed_axes import Expected, SeedRows, seed_axes
+from crsbench.scoring.seed_axes import NO_CLEAN, NO_ROWS, Expected, SeedRows, seed_axes
 
 REQUIRED_COLUMNS: tuple[str, ...] = (*IDENTITY_COLUMNS, "auroc", "ece")
 AXIS_TABLE_COLUMNS: tuple[str, ...] = (
@@ -201,6 +201,13 @@ def axes_from_runs(
             values, note = seed_axes(by_seed.get((enc, ds, seed), empty), expected[ds])
             rows.append({"encoder": enc, "dataset": ds, "seed": seed, **values, "missing": note})
     return pd.DataFrame(rows, columns=columns)
+
+
+def has_clean_row(per_seed: pd.DataFrame) -> pd.Series:
+    """Whether each row of :func:`axes_from_runs` stands on a clean full-label row (``False``
+    for a seed the grid expects but the store does not hold)."""
+    notes = per_seed["missing"].fillna("").astype(str).map(nt.split)
+    return ~notes.map(lambda parts: NO_ROWS in parts or NO_CLEAN in parts).astype(bool)
 
 
 def seed_means(axes: pd.DataFrame) -> pd.DataFrame:

@@ -25,6 +25,9 @@ from crsbench.core.conditions import PAPER_CONDITIONS, condition_label
 from crsbench.scoring import notes as nt
 
 Condition = tuple[str, int]
+#: Notes of a seed that has no clean full-label row (see :func:`crsbench.scoring.has_clean_row`).
+NO_ROWS = "no main-protocol rows"
+NO_CLEAN = "D, C: clean full-label row missing"
 
 
 @dataclass(frozen=True)
@@ -101,10 +104,10 @@ def seed_axes(rows: SeedRows, exp: Expected) -> tuple[dict[str, float], str]:
     """
     out: list[str] = []
     if not rows.clean and not rows.perturbed and not rows.shift:
-        return _empty(exp), "no main-protocol rows"
+        return _empty(exp), NO_ROWS
     auc, ece = rows.clean.get(1.0, (np.nan, np.nan))
     if 1.0 not in rows.clean:
-        out.append("D, C: clean full-label row missing")
+        out.append(NO_CLEAN)
     else:
         if not np.isfinite(auc):
             out.append("D: clean AUROC NaN")
