@@ -82,12 +82,17 @@ def status(
     out: Path | None = typer.Option(None, "--out", help="Output directory (overrides config)."),
 ) -> None:
     """Show which cells of a config are done and which remain."""
-    from crsbench.runs.status import grid_status
+    from crsbench.runs.status import grid_status, quarantine_status
 
     try:
         cfg = _config(config, out)
         table = grid_status(cfg)
+        quarantined = quarantine_status(cfg)
     except CrsbenchError as exc:
         fail(str(exc))
         return
     console.print(table)
+    if quarantined:
+        console.print("quarantined images (left out of every cell; see docs/runner.md):")
+    for line in quarantined:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)

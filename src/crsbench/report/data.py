@@ -168,6 +168,12 @@ def _add_calibration(data: ReportData, wanted: tuple[str, str] | None) -> None:
     if recal.empty:
         data.missing["calibration"] = "the store has no recalibrated rows (recalibrator ≠ none)"
         return
+    if recal["n_cells"].sum() == 0:
+        data.missing["calibration"] = (
+            "every recalibrated row is undefined: the calibration splits are below the "
+            "recalibration protocol's minimum per class (see details.undefined of the runs)"
+        )
+        return
     data.recalibration = recal
     enc, ds = data.calibration_cell = _choose_cell(data.board, data.cells, wanted)
     rows = _clean_full(runs, recalibrator=None)

@@ -23,6 +23,7 @@ from crsbench.report.html import (
     stats_html,
     table_html,
 )
+from crsbench.report.quarantine import quarantine_lines
 
 BOARD_HEADERS = {
     "rank_crs": "CRS rank", "rank_auroc": "AUROC rank", "n_cells": "cells",
@@ -287,6 +288,10 @@ def provenance(d: ReportData, w: Writer, facts: list[tuple[str, object]]) -> Sec
     ds = _revisions(d.runs, data_col, "dataset_revision").rename(columns={data_col: "dataset"})
     s.parts.append("<h3>Encoder revisions</h3>" + table_html(enc))
     s.parts.append("<h3>Dataset revisions</h3>" + table_html(ds))
+    lines = quarantine_lines(d.runs)
+    if lines:
+        items = "".join(f"<li>{esc(line)}</li>" for line in lines)
+        s.parts.append("<h3>Quarantined images</h3><ul>" + items + "</ul>")
     config = d.meta.get("config_json")
     if config:
         s.parts.append(f"<details><summary>Resolved config</summary><pre>{esc(config)}</pre>"

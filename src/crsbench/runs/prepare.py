@@ -60,6 +60,17 @@ def subset_dataset(ds: Any, rows: np.ndarray, cap: int | None) -> Any:
     )
 
 
+def refuse_missing_files(name: str, ds: Any) -> None:
+    """Fail early when more images are missing than the bad-image budget allows; fewer are
+    left to the extraction, which quarantines and names them."""
+    from crsbench.datasets.bad_images import refuse_bad_images
+    from crsbench.datasets.files import exists_mask
+
+    paths = np.asarray(ds.paths)
+    missing = paths[~exists_mask(paths)]
+    refuse_bad_images(name, [(str(p), "missing") for p in missing], len(paths))
+
+
 def prepare_datasets(cfg: BenchmarkConfig) -> dict[str, PreparedDataset]:
     """Load, cap, split and subsample every dataset of ``cfg`` (shift targets included)."""
     from crsbench.datasets import load
@@ -67,10 +78,14 @@ def prepare_datasets(cfg: BenchmarkConfig) -> dict[str, PreparedDataset]:
 
     out: dict[str, PreparedDataset] = {}
     for name, spec in cfg.datasets.items():
-        ds = load(name, spec.root, **dict(spec.options))
+        # Missing files follow the bad-image rule (quarantined up to the budget, see
+        # crsbench.datasets.bad_images), so the adapter's all-or-nothing check is replaced.
+        ds = load(name, spec.root, **{**dict(spec.options), "check_files": False})
         rows = cap_rows(np.asarray(ds.image_ids), np.asarray(ds.groups), spec.max_images)
         if len(rows) < len(ds):
             ds = subset_dataset(ds, rows, spec.max_images)
+        if spec.options.get("check_files", True):
+            refuse_missing_files(name, ds)
         if name in cfg.shift_targets:
             # Nothing is ever trained on a shift target: every row is an evaluation row.
             out[name] = PreparedDataset(ds, None, {}, np.arange(len(ds)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
@@ -34,7 +36,10 @@ def recalibration_effect(
     (bootstrap CI over cells) and AUROC delta (bootstrap CI over cells).
 
     Cells are (encoder, dataset) seed means of the clean, full-label main-protocol rows;
-    "before" is ``recalibrator='none'``.
+    "before" is ``recalibrator='none'``. A cell with any seed whose recalibrated ECE is NaN
+    (e.g. its calibration split is below the protocol's minimum) is left out of the effect and
+    counted in ``n_cells_undefined``; ``identity_share`` is the share of recalibrated rows where
+    cross-validation kept the identity map (from ``details``, when the column is present).
     """
     rows = select(runs, regime=regime, recalibrator=None)
     keys = [*CELL, "seed"]
@@ -43,8 +48,9 @@ def recalibration_effect(
     for method, grp in rows[rows["recalibrator"] != "none"].groupby("recalibrator", sort=True):
         after = grp.groupby(keys)[["ece", "auroc"]].mean()
         joined = base.add_suffix("_before").join(after.add_suffix("_after"), how="inner")
-        cells = joined.groupby(level=[0, 1]).mean()
-        if cells.empty:
+        undefined = joined["ece_after"].isna().groupby(level=[0, 1]).any()
+        cells = joined.groupby(level=[0, 1]).mean()[~undefined]
+        if cells.empty and not undefined.any():
             continue
         abs_red = (cells["ece_before"] - cells["ece_after"]).to_numpy()
         delta = (cells["auroc_after"] - cells["auroc_before"]).to_numpy()
@@ -55,6 +61,8 @@ def recalibration_effect(
             {
                 "method": method,
                 "n_cells": len(cells),
+                "n_cells_undefined": int(undefined.sum()),
+                "identity_share": _identity_share(grp),
                 "ece_before": before,
                 "ece_after": after_m,
                 "relative_reduction": 1.0 - after_m / before if before > 0 else np.nan,
@@ -67,6 +75,15 @@ def recalibration_effect(
             }
         )
     return pd.DataFrame(out)
+
+
+def _identity_share(rows: pd.DataFrame) -> float:
+    """Share of rows whose ``details`` record ``recal_choice == "identity"`` (NaN without them)."""
+    if "details" not in rows.columns:
+        return np.nan
+    choices = [json.loads(d).get("recal_choice") if d else None for d in rows["details"]]
+    known = [c for c in choices if c in ("fitted", "identity", "mixed")]
+    return float(np.mean([c == "identity" for c in known])) if known else np.nan
 
 
 def _perturbation_cells(runs: pd.DataFrame, regime: str) -> pd.DataFrame:
