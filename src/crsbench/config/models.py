@@ -17,9 +17,9 @@ from pydantic import (
 
 from crsbench.config.rules import check_excluded_cells, check_shifts
 from crsbench.config.rules import unique as _unique
+from crsbench.core.conditions import PAPER_PERTURBATIONS
 
 CONFIG_SCHEMA_VERSION = 1
-PAPER_PERTURBATIONS: tuple[str, ...] = ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
 RECALIBRATORS: tuple[str, ...] = ("temperature", "vector", "isotonic", "dirichlet")
 LAYER_DEPTHS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
 DEFAULT_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25, 1.0)
