@@ -41,11 +41,11 @@ def test_store_has_exactly_the_planned_records(finished_run):
     }
     assert set(runs["run_key"]) == planned
     assert len(runs) == summary.n_records_total == summary.n_records_written
-    # Per seed (worked by hand). ISIC: logistic 2 fractions + 4 conditions + 2 recalibrators,
-    # 1 extra layer, knn and mlp 2 fractions + 4 conditions each = 8 + 1 + 12 = 21.
+    # Per seed (worked by hand). ISIC: logistic 5 fractions + 15 conditions + 2 recalibrators,
+    # 1 extra layer, knn and mlp 5 fractions + 15 conditions each = 22 + 1 + 40 = 63.
     # CheXpert adds the shift row to logistic, each recalibrator and each control:
-    # 11 + 1 + 14 = 26. Two seeds: 2 * 21 + 2 * 26 = 94.
-    assert len(runs) == 2 * (8 + 1 + 12) + 2 * (11 + 1 + 14) == 94
+    # 25 + 1 + 42 = 68. Two seeds: 2 * 63 + 2 * 68 = 262.
+    assert len(runs) == 2 * (22 + 1 + 40) + 2 * (25 + 1 + 42) == 262
     assert len(metrics) * 2 == len(runs)  # two seeds aggregated
     assert (metrics["n_seeds"] == 2).all() if "n_seeds" in metrics else True
     assert [e for e, _ in events].count("cell") == 2
