@@ -39,6 +39,17 @@ def get_encoder(cfg: BenchmarkConfig, name: str) -> Any:
     return _ENCODERS[key]
 
 
+def run_working_size(cfg: BenchmarkConfig) -> int:
+    """The run's working resolution W (``perturbations.working_size``, else the largest input
+    size of the config's encoders, at least 224): every image is perturbed at W once, for every
+    encoder, and each encoder's preprocessing resizes from W."""
+    from crsbench.encoders import get_card
+    from crsbench.features.resolution import working_size
+
+    sizes = [e.input_size or get_card(e.name).input_size for e in cfg.encoders]
+    return working_size(sizes, cfg.perturbations.working_size, key="perturbations.working_size")
+
+
 def encoder_revision(encoder: Any) -> str:
     """Provenance string of an encoder: source revision and weights hash."""
     rev = getattr(encoder.card, "revision", None) or "unpinned"
@@ -69,7 +80,9 @@ def extract_cell_features(
 ) -> tuple[dict[str, Any], str]:
     """Clean features of every row at every layer, perturbed test features, shift features.
 
-    Every image is decoded once: the test rows in one pass that yields their clean features
+    Every image is decoded once, at the run's working size (:func:`run_working_size`), the
+    same for every encoder, so each encoder's preprocessing receives the same (degraded)
+    image: the test rows in one pass that yields their clean features
     at every layer and their perturbed features (last layer) under every condition; the other
     rows in a clean pass. The clean features are then put back in dataset row order.
 
@@ -91,6 +104,7 @@ def extract_cell_features(
         "progress": progress,
         "depths": tuple(cfg.layers),
         "precision": cfg.precision,
+        "working_size": run_working_size(cfg),
     }
     ds = prep.dataset
     test = np.asarray(prep.splits.test)
