@@ -158,4 +158,3 @@ def test_run_working_size_of_the_shipped_configs(monkeypatch, tmp_path):
         update={"working_size": 112})})  # fmt: skip
     with pytest.raises(ConfigError, match=r"perturbations\.working_size .*\(128 px\)"):
         run_working_size(pinned)
-
