@@ -15,8 +15,9 @@ key, so changing it can never reuse features computed under the old one.
    (Pillow's own conversion clips them); colour modes give H x W x 3: "RGB" as is, "RGBA" and
    "LA" drop alpha, "P" goes through RGBA (palette transparency kept out), "CMYK", "YCbCr",
    "LAB", "HSV" use Pillow's conversion to RGB.
-6. Resize so the shorter side equals the working resolution S (bicubic, antialiased), then
-   centre-crop S x S.
+6. Resize so the shorter side equals the working resolution W (bicubic, antialiased), then
+   centre-crop W x W. W is the run's, not an encoder's (:mod:`crsbench.features.resolution`):
+   perturbations are applied at W, encoders resize from W in their own preprocessing.
 
 Failures raise :class:`ImageDecodeError` carrying a stable ``error_class``.
 """
