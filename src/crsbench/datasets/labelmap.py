@@ -193,7 +193,9 @@ def parse_label_map(data: Any, file: str) -> LabelMap:
     mapped = {f.strip().casefold() for fs in labels.values() for f in fs}
     clash = sorted(f for f in ignored if f.strip().casefold() in mapped)
     if clash:
-        raise _fail(file, f"findings {clash} are both mapped and ignored. Must be one or the other.")
+        raise _fail(
+            file, f"findings {clash} are both mapped and ignored. Must be one or the other."
+        )
     known = {"format", "dataset", "version", "target", "source", "labels", "not_provided"}
     return LabelMap(
         dataset=str(data["dataset"]),

@@ -43,7 +43,10 @@ COLUMNS: tuple[str, ...] = (
     "Patient Gender",
     "View Position",
 )
-SPLIT_LISTS: tuple[tuple[str, str], ...] = (("train", "train_val_list.txt"), ("test", "test_list.txt"))
+SPLIT_LISTS: tuple[tuple[str, str], ...] = (
+    ("train", "train_val_list.txt"),
+    ("test", "test_list.txt"),
+)
 MAP = "nih_cxr14_v1"
 
 
@@ -148,7 +151,9 @@ class NihCxr14(DatasetAdapter):
         table, labels = table[keep].reset_index(drop=True), labels[keep]
         require_rows(table, path, "the frontal-view filter")
         folders = image_folders(root)
-        table["path"] = locate(table["image_id"], folders, folders[0] if folders else root / "images")
+        table["path"] = locate(
+            table["image_id"], folders, folders[0] if folders else root / "images"
+        )
         if options["check_files"]:
             require_files(table["path"].to_numpy(dtype=str), path, root)
         lists = [root / name for _, name in SPLIT_LISTS if (root / name).is_file()]

@@ -121,8 +121,10 @@ class PadChest(DatasetAdapter):
         frontal_only = require_bool("frontal_only", options["frontal_only"])
         skip_bad = require_bool("skip_known_bad", options["skip_known_bad"])
         max_missing = options["max_missing_fraction"]
-        if isinstance(max_missing, bool) or not isinstance(max_missing, (int, float)) or not (
-            0 <= max_missing <= 1
+        if (
+            isinstance(max_missing, bool)
+            or not isinstance(max_missing, (int, float))
+            or not (0 <= max_missing <= 1)
         ):
             raise ConfigError(
                 f"max_missing_fraction must be a number in [0, 1]. Got {max_missing!r} instead."
@@ -149,7 +151,9 @@ class PadChest(DatasetAdapter):
                 "_row": np.arange(len(frame)),
             }
         )
-        notes = [drop_note("without labels (blank or empty Labels)", np.flatnonzero(unlabelled), ids)]
+        notes = [
+            drop_note("without labels (blank or empty Labels)", np.flatnonzero(unlabelled), ids)
+        ]
         table, labels = _drop(table, labels, unlabelled)
         keep = view_filter(table["view"], frontal_only, FRONTAL_PROJECTIONS)
         notes.append(f"view filter (frontal_only={frontal_only}) kept {keep.sum()} of {len(keep)}")
@@ -163,7 +167,9 @@ class PadChest(DatasetAdapter):
         if options["check_files"]:
             missing = ~exists_mask(table["path"].to_numpy(dtype=str))
             self._check_missing(missing, table, path, max_missing)
-            notes.append(drop_note("whose image is missing", np.flatnonzero(missing), table["image_id"]))
+            notes.append(
+                drop_note("whose image is missing", np.flatnonzero(missing), table["image_id"])
+            )
             table, labels = _drop(table, labels, missing)
             require_rows(table, path, "dropping missing images")
         return build_dataset(

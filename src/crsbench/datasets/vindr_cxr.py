@@ -42,7 +42,16 @@ LAYOUTS: tuple[str, ...] = ("auto", "official", "kaggle")
 RULES: tuple[str, ...] = ("majority", "any")
 OFFICIAL = ("annotations/image_labels_train.csv", "annotations/image_labels_test.csv")
 KAGGLE = "train.csv"
-KAGGLE_COLUMNS = ("image_id", "class_name", "class_id", "rad_id", "x_min", "y_min", "x_max", "y_max")
+KAGGLE_COLUMNS = (
+    "image_id",
+    "class_name",
+    "class_id",
+    "rad_id",
+    "x_min",
+    "y_min",
+    "x_max",
+    "y_max",
+)
 KAGGLE_CLASSES: tuple[str, ...] = (
     "Aortic enlargement", "Atelectasis", "Calcification", "Cardiomegaly", "Consolidation", "ILD",
     "Infiltration", "Lung Opacity", "Nodule/Mass", "Other lesion", "Pleural effusion",
@@ -64,8 +73,7 @@ def choose_layout(root: Path, layout: str) -> str:
     if official or kaggle:
         return "official" if official else "kaggle"
     raise DataError(
-        f"{root} must contain {OFFICIAL[0]} (official release) or {KAGGLE} (Kaggle). "
-        "Found neither."
+        f"{root} must contain {OFFICIAL[0]} (official release) or {KAGGLE} (Kaggle). Found neither."
     )
 
 
@@ -164,9 +172,10 @@ class VinDrCxr(DatasetAdapter):
             raise DataError(f"{root}: image {ids[dup].iloc[0]!r} is in both train and test labels.")
         labels, provided = _labels(present, label_map)
         table = pd.DataFrame({"image_id": ids, "group": ids, "official_split": split})
-        table["path"] = (str(root) + os.sep + table["official_split"] + os.sep + ids + ".dicom")
-        notes = [f"{layout} layout; image labels by the '{rule}' rule over radiologists "
-                 "(official test: consensus)", f"labels harmonised by {label_map.file}"]  # fmt: skip
+        table["path"] = str(root) + os.sep + table["official_split"] + os.sep + ids + ".dicom"
+        test = " (official test: the release's consensus)" if layout == "official" else ""
+        notes = [f"{layout} layout; image labels by the '{rule}' rule over radiologists{test}",
+                 f"labels harmonised by {label_map.file}"]  # fmt: skip
         if options["check_files"]:
             require_files(table["path"].to_numpy(dtype=str), files[0], root)
         table, labels, note = read_headers(table, labels, headers, frontal_only)

@@ -41,9 +41,13 @@ def read_headers(
     table = table.copy()
     if not headers:
         table["sex"], table["age"], table["view"] = "", np.nan, ""
-        return table, labels, (
-            "DICOM headers not read (dicom_headers=false): sex, age and view blank; no view "
-            "filter (the release describes every image as postero-anterior)"
+        return (
+            table,
+            labels,
+            (
+                "DICOM headers not read (dicom_headers=false): sex, age and view blank; no view "
+                "filter (the release describes every image as postero-anterior)"
+            ),
         )
     with ThreadPoolExecutor(max_workers=workers) as pool:
         found = list(pool.map(_header, table["path"].tolist(), chunksize=64))
