@@ -149,12 +149,14 @@ class LabelMap:
 
         Names must already be checked with :meth:`require_known`.
         """
-        folded = normalise(names).to_numpy()
+        codes, uniques = pd.factorize(normalise(names), sort=False)
         rows = np.asarray(rows, dtype=np.int64)
+        code_of = {str(u): k for k, u in enumerate(uniques)}
         present = {}
         for finding in {f.casefold() for fs in self.labels.values() for f in fs}:
             mask = np.zeros(n_rows, dtype=bool)
-            mask[rows[folded == finding]] = True
+            if finding in code_of:
+                mask[rows[codes == code_of[finding]]] = True
             present[finding] = mask
         return self.matrix(present, n_rows)
 

@@ -58,8 +58,9 @@ def locate(names: pd.Series, folders: list[Path], fallback: Path) -> np.ndarray:
     for folder in folders:
         for path in listed_files(np.array([str(folder)])):
             folder_of.setdefault(path.rpartition(os.sep)[2], str(folder))
-    dirs = names.map(folder_of).fillna(str(fallback))
-    return (dirs + os.sep + names).to_numpy(dtype=str)
+    dirs = names.map(folder_of).to_numpy(dtype=object)
+    dirs[pd.isna(dirs)] = str(fallback)
+    return (dirs + os.sep + names.to_numpy(dtype=object)).astype(str)
 
 
 def drop_note(what: str, rows: np.ndarray, ids: pd.Series) -> str:
