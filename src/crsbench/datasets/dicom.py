@@ -29,6 +29,7 @@ import numpy as np
 
 DICOM_POLICY = "dicom-v1:modality-lut;voi-first;voi-range|minmax;mono1-invert;square-pixels"
 DICOM_SUFFIXES = (".dcm", ".dicom")
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif", ".webp")
 PREAMBLE = 128
 MAGIC = b"DICM"
 PLUGIN_HINT = (
@@ -48,9 +49,16 @@ class DicomError(Exception):
 
 
 def is_dicom(path: str | os.PathLike[str], head: bytes | None = None) -> bool:
-    """True when ``path`` has a DICOM suffix or its bytes 128..132 are ``DICM``."""
-    if str(path).lower().endswith(DICOM_SUFFIXES):
+    """True when ``path`` has a DICOM suffix or its bytes 128..132 are ``DICM``.
+
+    Without ``head``, a file with a common image suffix (``.jpg``, ``.png``, ...) is taken as
+    not DICOM without reading it; other files are peeked at.
+    """
+    name = str(path).lower()
+    if name.endswith(DICOM_SUFFIXES):
         return True
+    if head is None and name.endswith(IMAGE_SUFFIXES):
+        return False  # a named image format: no extra read per JPEG/PNG
     if head is None:
         try:
             with open(path, "rb") as handle:

@@ -96,7 +96,7 @@ class LabelMap:
         path : Path
             The label file, for the message.
         column : str
-            Column holding the names (or ``"header"`` for label columns).
+            Column holding the names, or ``"header"`` when the names are label columns.
         rows : np.ndarray of int
             0-based data row of each name.
         names : pandas.Series of str
@@ -107,16 +107,19 @@ class LabelMap:
             return
         first = int(np.flatnonzero(bad)[0])
         bad_rows = np.unique(np.asarray(rows)[bad])
-        where = (
-            f"data row {int(rows[first]) + 1} (line {int(rows[first]) + 2})"
-            if column != "header"
-            else "the header"
+        unknown = f"which label map {self.file} does not know"
+        must = (
+            "Every finding must be mapped to a CheXpert label or listed under 'ignored' in "
+            "that map (a new map version)."
         )
+        if column == "header":
+            raise DataError(
+                f"{path}: the header has the label column {names.iloc[first]!r}, {unknown}. {must}"
+            )
         raise DataError(
-            f"{path}: column {column!r} has the finding {names.iloc[first]!r} at {where}, "
-            f"which label map {self.file} does not know. {len(bad_rows)} row(s) have unknown "
-            f"findings (data rows {row_list(bad_rows)}). Every finding must be mapped to a "
-            "CheXpert label or listed under 'ignored' in that map (a new map version)."
+            f"{path}: column {column!r} has the finding {names.iloc[first]!r} at data row "
+            f"{int(rows[first]) + 1} (line {int(rows[first]) + 2}), {unknown}. "
+            f"{len(bad_rows)} row(s) have unknown findings (data rows {row_list(bad_rows)}). {must}"
         )
 
     def matrix(self, present: Mapping[str, np.ndarray], n_rows: int) -> np.ndarray:

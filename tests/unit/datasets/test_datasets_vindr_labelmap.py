@@ -67,7 +67,7 @@ def test_vindr_bad_inputs_name_file_row_column(tmp_path, shift):
     root = shift.vindr_official(tmp_path / "o", TRAIN, TEST, [*FINDINGS[:-1], "Lung nodule"])
     with pytest.raises(
         DataError,
-        match=r"image_labels_train.csv: column 'header' has the finding 'Lung nodule' at the header",
+        match=r"image_labels_train.csv: the header has the label column 'Lung nodule', which label map",
     ):
         load("vindr_cxr", root)
     root = shift.vindr_official(tmp_path / "d", [*TRAIN, TRAIN[0]], TEST, FINDINGS)
