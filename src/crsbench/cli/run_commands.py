@@ -82,12 +82,18 @@ def status(
     out: Path | None = typer.Option(None, "--out", help="Output directory (overrides config)."),
 ) -> None:
     """Show which cells of a config are done and which remain."""
-    from crsbench.runs.status import grid_status
+    from crsbench.runs.status import grid_status, grid_summary, quarantine_status
 
     try:
         cfg = _config(config, out)
         table = grid_status(cfg)
+        quarantined = quarantine_status(cfg)
     except CrsbenchError as exc:
         fail(str(exc))
         return
     console.print(table)
+    console.print(grid_summary(cfg), soft_wrap=True, markup=False)
+    if quarantined:
+        console.print("quarantined images (left out of every cell; see docs/runner.md):")
+    for line in quarantined:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)

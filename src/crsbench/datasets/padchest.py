@@ -49,6 +49,8 @@ COLUMNS: tuple[str, ...] = (
     "Labels",
 )
 FRONTAL_PROJECTIONS: tuple[str, ...] = ("PA", "AP", "AP_horizontal")
+#: ``metadata["view"]``: the projection with supine AP (``AP_horizontal``) written as AP.
+VIEW_OF_PROJECTION = {"AP_horizontal": "AP"}
 MAP = "padchest_v1"
 
 
@@ -146,7 +148,8 @@ class PadChest(DatasetAdapter):
                 "group": frame["PatientID"].str.strip(),
                 "sex": sex_words(frame["PatientSex_DICOM"]),
                 "age": _ages(frame),
-                "view": frame["Projection"].str.strip(),
+                "view": frame["Projection"].str.strip().replace(VIEW_OF_PROJECTION),
+                "projection": frame["Projection"].str.strip(),
                 "path": str(root) + os.sep + folder + os.sep + ids,
                 "_row": np.arange(len(frame)),
             }
@@ -155,7 +158,7 @@ class PadChest(DatasetAdapter):
             drop_note("without labels (blank or empty Labels)", np.flatnonzero(unlabelled), ids)
         ]
         table, labels = _drop(table, labels, unlabelled)
-        keep = view_filter(table["view"], frontal_only, FRONTAL_PROJECTIONS)
+        keep = view_filter(table["projection"], frontal_only, FRONTAL_PROJECTIONS)
         notes.append(f"view filter (frontal_only={frontal_only}) kept {keep.sum()} of {len(keep)}")
         table, labels = _drop(table, labels, ~keep)
         if skip_bad:
@@ -173,7 +176,8 @@ class PadChest(DatasetAdapter):
             table, labels = _drop(table, labels, missing)
             require_rows(table, path, "dropping missing images")
         return build_dataset(
-            "padchest", root, table, labels, label_map.provided(), ["sex", "age", "view"],
+            "padchest", root, table, labels, label_map.provided(),
+            ["sex", "age", "view", "projection"],
             [path], options, self.card, notes + [f"labels harmonised by {label_map.file}"],
         )  # fmt: skip
 

@@ -16,7 +16,8 @@ Image-level rule over the radiologists of a training image (``radiologists``): `
 (default: marked by more than half of them) or ``any``. The release has no patient id, so
 groups are image ids. Sex, age and view come from the DICOM headers only with
 ``dicom_headers=True`` (one header read per file); the release describes every image as a
-postero-anterior view, so without headers no view filter is applied (stated in the notes).
+postero-anterior view, so without headers the view is ``PA`` and no view filter is applied
+(stated in the notes).
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ from .dicom import DicomError, _read
 from .shift_common import FRONTAL_VIEWS, SEX_WORDS
 
 TAGS = ("PatientSex", "PatientAge", "ViewPosition")
+#: The view of every VinDr-CXR image by the release's description (postero-anterior).
+RELEASE_VIEW = "PA"
 
 
 def _header(path: str) -> tuple[str, str, str]:
@@ -40,25 +42,23 @@ def read_headers(
     """
     table = table.copy()
     if not headers:
-        table["sex"], table["age"], table["view"] = "", np.nan, ""
-        return (
-            table,
-            labels,
-            (
-                "DICOM headers not read (dicom_headers=false): sex, age and view blank; no view "
-                "filter (the release describes every image as postero-anterior)"
-            ),
+        table["sex"], table["age"], table["view"] = "", np.nan, RELEASE_VIEW
+        note = (
+            "DICOM headers not read (dicom_headers=false): sex and age blank, view PA from the "
+            "release description (every image postero-anterior), no view filter"
         )
+        return table, labels, note
     with ThreadPoolExecutor(max_workers=workers) as pool:
         found = list(pool.map(_header, table["path"].tolist(), chunksize=64))
     sex, age, view = (pd.Series([f[i] for f in found], dtype=str) for i in range(3))
     table["sex"] = sex.str.upper().map(SEX_WORDS).fillna("").to_numpy(dtype=str)
     table["age"] = _age_years(age).to_numpy()
-    table["view"] = view.str.upper().to_numpy(dtype=str)
+    table["view"] = view.str.upper().replace("", RELEASE_VIEW).to_numpy(dtype=str)
     keep = (view == "") | view.str.upper().isin(list(FRONTAL_VIEWS))
     keep = keep.to_numpy() | (not frontal_only)
     note = (
         f"view filter from DICOM ViewPosition (frontal_only={frontal_only}) kept "
-        f"{int(keep.sum())} of {len(keep)} (a blank ViewPosition is kept)"
+        f"{int(keep.sum())} of {len(keep)} (a blank ViewPosition is kept as PA, the release's "
+        "description)"
     )
     return table[keep].reset_index(drop=True), labels[keep], note

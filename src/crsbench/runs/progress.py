@@ -32,8 +32,10 @@ class RunProgress:
         self.progress.__exit__(*exc)
 
     def __call__(self, event: str, info: dict[str, Any]) -> None:
-        """Handle one pipeline event (``moved``, ``plan`` or ``cell``)."""
-        if event == "moved":
+        """Handle one pipeline event (``moved``, ``plan``, ``cell`` or ``quarantine``)."""
+        if event == "quarantine":
+            self.console.print(quarantine_line(info), markup=False, highlight=False, soft_wrap=True)
+        elif event == "moved":
             for source, target in info["moved"]:
                 self.console.print(f"moved {escape(source)} -> {escape(target)} (another config)")
         elif event == "plan":
@@ -57,3 +59,12 @@ class RunProgress:
             self.progress.update(self.task, advance=1, last=last)
             if not self.console.is_terminal:  # a log file gets one line per cell
                 self.console.print(f"cell done: {escape(str(last))}")
+
+
+def quarantine_line(entry: dict[str, Any]) -> str:
+    """One console line naming a quarantined image, its split and why (user text as is)."""
+    reason = entry["error_class"] + (f": {entry['message']}" if entry.get("message") else "")
+    return (
+        f"quarantined {entry['dataset']} {entry['split']} image {entry['image_id']}: "
+        f"{entry['path']} ({reason}); the cells run without it"
+    )

@@ -36,6 +36,9 @@ def test_nih_labels_by_hand_paths_splits_and_metadata(tmp_path, shift):
     assert list(data.metadata["official_split"]) == ["train", "train", "test"]
     assert list(data.metadata["age"]) == [45, 45, 45] and data.metadata["sex"][0] == "Male"
     assert len(load("nih_cxr14", tmp_path, frontal_only=False)) == 4
+    from crsbench.datasets.eval_rows import shift_eval_rows
+
+    assert list(shift_eval_rows(data, "official_test")) == [2]
 
 
 def test_nih_without_split_lists_has_no_official_split(tmp_path, shift):
@@ -96,6 +99,13 @@ def test_padchest_labels_by_hand_views_and_unlabelled_rows(tmp_path, shift):
     assert data.metadata["age"].tolist() == [65, 65, 65] and data.metadata["sex"][0] == "Female"
     assert any("dropped 1 row(s) without labels" in n for n in data.notes)
     assert "official_split" not in data.metadata.columns
+    assert list(data.metadata["view"]) == ["PA", "AP", "PA"]  # AP_horizontal is a supine AP
+    assert data.metadata["projection"][1] == "AP_horizontal"
+    from crsbench.datasets.eval_rows import shift_eval_rows
+
+    assert list(shift_eval_rows(data, "all_frontal")) == [0, 1, 2]
+    with pytest.raises(DataError, match="has no official split"):
+        shift_eval_rows(data, "official_test")
 
 
 def test_padchest_unknown_finding_and_malformed_list(tmp_path, shift):

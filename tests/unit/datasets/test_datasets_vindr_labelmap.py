@@ -40,9 +40,13 @@ def test_vindr_official_majority_and_any_by_hand(tmp_path, shift):
     # only the columns on disk are provided: no Edema column here
     assert np.isnan(data.labels[:, COL["Edema"]]).all() and "Edema" not in data.provided_label_names
     assert data.paths[0].endswith("train/a.dicom") and list(data.groups) == ["a", "b", "t"]
+    assert list(data.metadata["view"]) == ["PA"] * 3  # the release's description
     assert check("vindr_cxr", root, decode=True).ok
     headers = load("vindr_cxr", root, dicom_headers=True).metadata
     assert list(headers["sex"]) == ["Female"] * 3 and list(headers["age"]) == [40.0] * 3
+    from crsbench.datasets.eval_rows import shift_eval_rows
+
+    assert list(shift_eval_rows(data, "official_test")) == [2]
 
 
 def test_vindr_kaggle_votes_by_hand(tmp_path, shift):
