@@ -12,18 +12,19 @@ from crsbench.cli.app import app, console, fail
 
 @app.command("synth")
 def synth(
-    out: Path = typer.Option(..., "--out", help="Folder that receives the four dataset roots."),
+    out: Path = typer.Option(..., "--out", help="Folder that receives the dataset roots."),
     size: str = typer.Option("small", "--size", help="small (demo) or medium (benchmarks)."),
     seed: int = typer.Option(0, "--seed", help="Generation seed (same seed, same bytes)."),
     overwrite: bool = typer.Option(
         False, "--overwrite/--no-overwrite", help="Replace folders written with other settings."
     ),
 ) -> None:
-    """Write synthetic ISIC 2019, APTOS 2019, CheXpert and MIMIC-CXR-JPG under OUT."""
+    """Write synthetic ISIC 2019, APTOS 2019, CheXpert, MIMIC-CXR-JPG, NIH ChestX-ray14,
+    PadChest and VinDr-CXR (DICOM, needs pydicom) under OUT."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from crsbench.core.errors import CrsbenchError
-    from crsbench.datasets.synthetic import WRITERS, n_images, resolve_size, write_all
+    from crsbench.datasets.synthetic import available_writers, n_images, resolve_size, write_all
 
     try:
         sz = resolve_size(size)
@@ -35,7 +36,8 @@ def synth(
             console=console,
             transient=False,
         ) as bar:
-            tasks = {name: bar.add_task(name, total=n_images(name, sz)) for name in WRITERS}
+            writers = available_writers()
+            tasks = {name: bar.add_task(name, total=n_images(name, sz)) for name in writers}
             roots = write_all(
                 out,
                 size=sz,
@@ -43,7 +45,7 @@ def synth(
                 overwrite=overwrite,
                 progress=lambda name, n: bar.advance(tasks[name], n),
             )
-            for name in WRITERS:
+            for name in writers:
                 bar.update(tasks[name], completed=n_images(name, sz))
     except CrsbenchError as exc:
         fail(str(exc))

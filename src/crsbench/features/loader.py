@@ -69,9 +69,11 @@ def resolve_perturb(perturb_fn: PerturbFn | None) -> tuple[PerturbFn | None, str
 
 
 def feature_code_hash() -> str:
-    """Hash of the source that changes pixel values here (decode policy + this module)."""
+    """Hash of the source that changes pixel values (decode policy, DICOM reader, this module)."""
+    from crsbench.datasets import dicom
+
     here = Path(__file__).parent
-    return _source_hash([here / "decode.py", here / "loader.py"])
+    return _source_hash([here / "decode.py", here / "loader.py", Path(dicom.__file__)])
 
 
 def file_fingerprint(path: str) -> str:
