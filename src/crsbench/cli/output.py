@@ -62,9 +62,22 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _plain(value: Any) -> Any:
+    """NaN → None (JSON has no NaN), numpy scalars → Python numbers, containers recursively."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, str | bytes):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
 def print_json(data: Any) -> None:
-    """Plain JSON on stdout (never wrapped, never coloured)."""
-    typer.echo(json.dumps(data, indent=2, default=str))
+    """Plain, valid JSON on stdout (never wrapped, never coloured; NaN written as null)."""
+    typer.echo(json.dumps(_plain(data), indent=2, default=str))
 
 
 def print_table(
@@ -75,6 +88,7 @@ def print_table(
     title: str = "",
     as_json: bool = False,
     right: Sequence[str] = (),
+    whole: Sequence[str] = (),
 ) -> None:
     """Print ``rows`` (dicts) with ``columns`` (key → header) for a terminal, a pipe or JSON.
 
@@ -89,6 +103,7 @@ def print_table(
         Shown above the rich table only.
     as_json : bool
     right : keys to right-align in the rich table (numbers).
+    whole : keys never wrapped in the rich table (default: the first column).
     """
     if as_json:
         print_json([dict(r) for r in rows])
@@ -101,9 +116,10 @@ def print_table(
     from rich.table import Table
 
     table = Table(title=title or None)
-    for i, (key, header) in enumerate(columns.items()):
+    keep = set(whole) or {next(iter(columns))}
+    for key, header in columns.items():
         justify = "right" if key in right else "left"
-        table.add_column(escape(header), justify=justify, no_wrap=i == 0, overflow="fold")
+        table.add_column(escape(header), justify=justify, no_wrap=key in keep, overflow="fold")
     for r in rows:
         table.add_row(*(escape(_cell(r.get(k))) for k in columns))
     console.print(table)
