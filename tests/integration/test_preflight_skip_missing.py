@@ -77,15 +77,20 @@ def test_missing_dataset_root_is_listed_with_the_config_key(no_weights, monkeypa
     assert all("datasets." in lack.places[0] for lack in report.lacks if lack.kind == "dataset")
 
 
-def test_run_refuses_before_any_work_then_skip_missing_runs_the_rest(data, no_weights, tmp_path):
+def test_run_refuses_before_any_work_and_names_where_to_put_weights(data, no_weights, tmp_path):
     config = _three_encoder_config(data, tmp_path / "out", tmp_path)
     t0 = time.perf_counter()
     refused = runner.invoke(app, ["run", str(config)])
     assert time.perf_counter() - t0 < 5.0
     assert refused.exit_code == 2
     assert "missing encoder chexzero" in refused.stderr and "chexzero/" in refused.stderr
-    assert not (tmp_path / "out" / "results.duckdb").exists()
+    assert "pixel" not in refused.stderr and "random_cnn" not in refused.stderr
+    assert not (tmp_path / "out").exists()
 
+
+@pytest.mark.slow
+def test_skip_missing_runs_the_rest_and_status_shows_the_skipped_cell(data, no_weights, tmp_path):
+    config = _three_encoder_config(data, tmp_path / "out", tmp_path)
     done = runner.invoke(app, ["run", str(config), "--skip-missing"])
     assert done.exit_code == 0, done.output
     assert "skipped 1 cells" in done.stdout and "chexzero × isic2019" in done.stdout
