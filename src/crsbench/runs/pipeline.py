@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
+from crsbench.core.storefile import LAST_RUN_FILE
 from crsbench.runs.cell import CellSettings
 from crsbench.runs.outdir import claim_output_dir
 from crsbench.runs.plan import control_fractions, plan_cells
@@ -278,5 +279,5 @@ def run_benchmark(
         stages["aggregate_and_export"] = time.perf_counter() - t0
     stages["total"] = time.perf_counter() - t_start
     summary = RunSummary(out, len(cells), done_before, written, n_total, stages, skipped)
-    (out / "last_run.json").write_text(json.dumps(summary.as_dict(), indent=2))
+    (out / LAST_RUN_FILE).write_text(json.dumps(summary.as_dict(), indent=2))
     return summary

@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
+from crsbench.core.storefile import skipped_cells
 from crsbench.runs.lora_stage import lora_plan
 from crsbench.runs.plan import plan_cells
 from crsbench.runs.records import make_run_key
-
-LAST_RUN = "last_run.json"
-
-
-def skipped_cells(out: Path) -> dict[tuple[str, str], str]:
-    """(encoder, dataset) → reason, for the cells the last ``run --skip-missing`` left out."""
-    path = Path(out) / LAST_RUN
-    if not path.is_file():
-        return {}
-    try:
-        rows = json.loads(path.read_text()).get("skipped_cells", [])
-    except (OSError, ValueError, AttributeError):
-        return {}
-    return {(r["encoder"], r["dataset"]): r["reason"] for r in rows if isinstance(r, dict)}
 
 
 def grid_status(cfg: BenchmarkConfig) -> tuple[str, list[dict[str, Any]]]:
