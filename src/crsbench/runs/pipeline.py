@@ -18,7 +18,7 @@ from typing import Any
 from crsbench.config import BenchmarkConfig, config_hash
 from crsbench.core.storefile import LAST_RUN_FILE
 from crsbench.runs.cell import CellSettings
-from crsbench.runs.outdir import claim_output_dir
+from crsbench.runs.outdir import check_output_dir, claim_output_dir
 from crsbench.runs.plan import control_fractions, plan_cells
 from crsbench.runs.prepare import prepare_datasets
 from crsbench.runs.records import RunRecord, make_run_key
@@ -194,6 +194,7 @@ def run_benchmark(
     h = config_hash(cfg)
     cfg_json = cfg.model_dump_json()
     roots = [d.root for d in cfg.datasets.values()]
+    check_output_dir(cfg.output_dir, dataset_roots=roots, force=force)
     cfg, skipped = _runnable(cfg, emit, skip_missing) if check else (cfg, [])
     out = claim_output_dir(cfg.output_dir, dataset_roots=roots, force=force)
     t0 = time.perf_counter()
