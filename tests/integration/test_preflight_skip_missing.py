@@ -101,7 +101,7 @@ def test_skip_missing_runs_the_rest_and_status_shows_the_skipped_cell(data, no_w
 
     status = runner.invoke(app, ["status", str(config), "--json"])
     assert status.exit_code == 0, status.output
-    rows = {(r["encoder"], r["dataset"]): r for r in json.loads(status.stdout)}
+    rows = {(r["encoder"], r["dataset"]): r for r in json.loads(status.stdout)["cells"]}
     assert rows[("pixel", "isic2019")]["state"] == "done"
     assert rows[("random_cnn", "isic2019")]["state"] == "done"
     skipped = rows[("chexzero", "isic2019")]

@@ -58,14 +58,23 @@ def score(
         fail(f"store {store} has no complete main-protocol cells to score.")
     version = board["anchors_version"].iloc[0]
     shown = {"rank_crs": "#", "encoder": "encoder", "auroc": "D auroc", "ece": "C ece",
-             "retention": "L ret", "robustness_drop": "R drop", "P": "P", "I": "I", "W": "W",
+             "retention": "L ret", "robustness_drop": "R drop",
+             "robustness_drop_extra": "extras drop", "P": "P", "I": "I", "W": "W",
              "CRS": "CRS", "rank_auroc": "#auroc", "tier": "tier", "p_rank1": "P(1)"}  # fmt: skip
     paths = write_tables(board, out or store / "scores")
     rows = board[list(shown)].to_dict("records")
     title = f"CRS-Bench leaderboard (rule={rule}, anchors {version})"
     right = [c for c in shown if c != "encoder"]
+    if as_json:
+        notes = dict(zip(board["encoder"], board["missing"], strict=True))
+        rows = [{**r, "missing": notes[r["encoder"]] or None} for r in rows]
     print_table(console, rows, shown, title=title, as_json=as_json, right=right, whole=("encoder",))
-    if level >= NORMAL and not as_json:
+    if as_json:
+        return
+    for enc, note in zip(board["encoder"], board["missing"], strict=True):
+        if note:  # on stderr: a pipe keeps the table clean
+            typer.echo(f"{enc}: CRS or an axis is NaN: {note}", err=True)
+    if level >= NORMAL:
         typer.echo("wrote " + ", ".join(str(p) for p in paths))
 
 

@@ -54,12 +54,23 @@ def verbosity(quiet: bool, verbose: bool) -> int:
     return level
 
 
-def _cell(value: Any) -> str:
+def _missing(value: Any) -> bool:
+    """None, NaN or pandas' NA."""
+    return (
+        value is None
+        or type(value).__name__ == "NAType"
+        or (isinstance(value, float) and value != value)
+    )
+
+
+def _cell(value: Any, missing: str = "") -> str:
+    if _missing(value):
+        return missing
     if isinstance(value, float):
-        return "" if value != value else f"{value:.3f}"
+        return f"{value:.3f}"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    return "" if value is None else str(value)
+    return str(value)
 
 
 def _plain(value: Any) -> Any:
@@ -70,9 +81,7 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if hasattr(value, "item") and not isinstance(value, str | bytes):
         value = value.item()
-    if isinstance(value, float) and value != value:
-        return None
-    return value
+    return None if _missing(value) else value
 
 
 def print_json(data: Any) -> None:
@@ -103,6 +112,8 @@ def print_table(
         Shown above the rich table only.
     as_json : bool
     right : keys to right-align in the rich table (numbers).
+        Missing values (None, NaN, NA) print as an empty field in a pipe, ``—`` in the table and
+        ``null`` in JSON.
     whole : keys never wrapped in the rich table (default: the first column).
     """
     if as_json:
@@ -121,5 +132,5 @@ def print_table(
         justify = "right" if key in right else "left"
         table.add_column(escape(header), justify=justify, no_wrap=key in keep, overflow="fold")
     for r in rows:
-        table.add_row(*(escape(_cell(r.get(k))) for k in columns))
+        table.add_row(*(escape(_cell(r.get(k), "—")) for k in columns))
     console.print(table)

@@ -108,17 +108,28 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Show which cells of a config are done, which remain and which the last run skipped."""
-    from crsbench.runs.status import grid_status
+    from crsbench.runs.status import grid_status, grid_summary, quarantine_status
 
     try:
-        title, rows = grid_status(_config(config, out))
+        cfg = _config(config, out)
+        title, rows = grid_status(cfg)
+        quarantined = quarantine_status(cfg)
     except CrsbenchError as exc:
         fail(str(exc))
+        return
+    if as_json:
+        print_json({"title": title, "summary": grid_summary(cfg), "cells": rows,
+                    "quarantined": quarantined})  # fmt: skip
         return
     columns = {k: k for k in ("regime", "encoder", "dataset", "done", "planned", "state")}
     if any(r["reason"] for r in rows):
         columns["reason"] = "reason"
-    print_table(console, rows, columns, title=title, as_json=as_json, right=("done", "planned"))
+    print_table(console, rows, columns, title=title, right=("done", "planned"))
+    typer.echo(grid_summary(cfg))
+    if quarantined:
+        typer.echo("quarantined images (left out of every cell; see docs/runner.md):")
+    for line in quarantined:
+        typer.echo(line)
 
 
 @app.command("doctor", epilog=EXIT_CODES_HELP)

@@ -14,6 +14,7 @@ import numpy as np
 import crsbench
 from crsbench.core.errors import CacheError, ConfigError, DataError, EncoderError
 from crsbench.core.types import Condition
+from crsbench.datasets.bad_images import MAX_BAD_FRACTION
 from crsbench.encoders.fold import FOLD_POLICY, encoder_pairs
 from crsbench.features.cache import FEATURE_FORMAT_VERSION, FeatureCache, make_key, sha256_text
 from crsbench.features.decode import DECODE_POLICY
@@ -89,7 +90,7 @@ def extract(
     image_size: int | None = None,
     progress: bool = True,
     shard_size: int = 512,
-    max_bad_fraction: float = 0.01,
+    max_bad_fraction: float = MAX_BAD_FRACTION,
     dtype: str = "float32",
     perturb_fn: PerturbFn | None = None,
     perturbed_depths: Sequence[float] | None = None,

@@ -26,7 +26,8 @@ RELIABILITY_COLUMNS: tuple[str, ...] = (
 #: Leaderboard columns shown and written, in order.
 BOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "rank_auroc", "encoder", "n_cells", "auroc", "ece", "retention",
-    "robustness_drop", "P", "I", "W", "CRS", "tier", "p_rank1", "p_top3",
+    "robustness_drop", "robustness_drop_extra", "P", "I", "W", "CRS", "tier", "p_rank1",
+    "p_top3", "missing",
 )  # fmt: skip
 
 
@@ -58,6 +59,10 @@ class ReportData:
     meta: dict[str, Any] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
     cells_left_out: list[str] = field(default_factory=list)
+    #: ``encoder×dataset`` cells the config excluded (never run, never imputed).
+    cells_excluded: list[str] = field(default_factory=list)
+    #: One sentence per shift target: which rows were scored, images and patients.
+    shift_rows: list[str] = field(default_factory=list)
 
 
 def read_store_extras(store_dir: str | Path) -> tuple[dict[str, Any], pd.DataFrame | None]:
@@ -143,20 +148,19 @@ def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, anchors: Any) -> No
     from crsbench.stats import paired_seed_bootstrap
 
     board = data.board
-    if data.n_replicates <= 0 or len(board) < 2:
+    if data.n_replicates <= 0 or board["CRS"].notna().sum() < 2:
         data.missing["uncertainty"] = (
             "the bootstrap needs at least two scored encoders and --replicates ≥ 1"
         )
         return
-    complete = per_seed.merge(data.cells[["encoder", "dataset"]], on=["encoder", "dataset"])
-    if complete["seed"].nunique() < 2:
+    if per_seed["seed"].nunique() < 2:
         data.missing["uncertainty"] = "the paired-seed bootstrap needs at least two seeds"
         return
-    boot = paired_seed_bootstrap(complete, anchors, n_replicates=data.n_replicates, seed=data.seed)
+    boot = paired_seed_bootstrap(per_seed, anchors, n_replicates=data.n_replicates, seed=data.seed)
     info = boot.ranks.set_index("encoder")
     for col in ("tier", "p_rank1", "p_top3"):
         board[col] = board["encoder"].map(info[col])
-    data.bootstrap = boot.ranks
+    data.bootstrap = boot.ranks[boot.ranks["CRS"].notna()].reset_index(drop=True)
     data.leader_gap = _leader_gap(boot.ranks, boot.pairwise)
 
 
@@ -168,12 +172,20 @@ def _add_calibration(data: ReportData, wanted: tuple[str, str] | None) -> None:
     if recal.empty:
         data.missing["calibration"] = "the store has no recalibrated rows (recalibrator ≠ none)"
         return
-    data.recalibration = recal
+    if recal["n_cells"].sum() == 0:
+        data.missing["calibration"] = (
+            "every recalibrated row is undefined: the calibration splits are below the "
+            "recalibration protocol's minimum per class (see details.undefined of the runs)"
+        )
+    else:
+        data.recalibration = recal
     enc, ds = data.calibration_cell = _choose_cell(data.board, data.cells, wanted)
     rows = _clean_full(runs, recalibrator=None)
     rows = rows[(rows["encoder"] == enc) & (rows["dataset"] == ds)]
-    data.cell_ece = rows[["seed", "recalibrator", "ece", "auroc"]].sort_values(
-        ["recalibrator", "seed"]
+    data.cell_ece = (
+        rows[["seed", "recalibrator", "ece", "auroc"]]
+        .dropna(subset=["ece"])  # undefined recalibrations are named in the section's note
+        .sort_values(["recalibrator", "seed"])
     )
     if data.reliability is not None:
         rel = data.reliability
@@ -270,6 +282,7 @@ def compute_report_data(
     StoreError
         The store is missing, locked, or has no complete main-protocol cell to score.
     """
+    from crsbench.report.provenance import excluded_cells, shift_rows_sentences
     from crsbench.scoring import (
         aggregate_by_encoder,
         axes_from_runs,
@@ -286,20 +299,26 @@ def compute_report_data(
         warnings.simplefilter("always", UserWarning)
         per_seed = axes_from_runs(runs)
         cells = score_cells(per_seed, anc)
-    if cells.empty:
+    if cells.empty or not cells["CRS"].notna().any():
+        why = [f"{e}/{d}: {m}" for e, d, m in
+               zip(cells["encoder"], cells["dataset"], cells["missing"], strict=True)][:3]  # fmt: skip
         raise StoreError(
             f"results store {Path(store_dir) / STORE_FILE} must hold at least one complete "
-            "main-protocol cell (frozen, logistic, layer 1.0, all four axes). Got none."
+            "main-protocol cell (frozen, logistic, layer 1.0, all four axes). Got none"
+            + (" (" + "; ".join(why) + ")." if why else ".")
         )
     board = aggregate_by_encoder(cells)
     for col in ("tier", "p_rank1", "p_top3"):
         board[col] = np.nan
     data = ReportData(runs=runs, board=board, cells=cells, anchors_version=anc.version,
                       n_replicates=n_replicates, seed=seed, meta=meta, reliability=reliability,
-                      cells_left_out=[str(w.message) for w in caught])  # fmt: skip
-    if len(board) >= 2:
-        auc = dict(zip(board["encoder"], board["auroc"], strict=True))
-        crs = dict(zip(board["encoder"], board["CRS"], strict=True))
+                      cells_left_out=[str(w.message) for w in caught],
+                      cells_excluded=excluded_cells(meta),
+                      shift_rows=shift_rows_sentences(runs))  # fmt: skip
+    scored = board[board["CRS"].notna()]
+    if len(scored) >= 2:
+        auc = dict(zip(scored["encoder"], scored["auroc"], strict=True))
+        crs = dict(zip(scored["encoder"], scored["CRS"], strict=True))
         data.agreement = rank_agreement(auc, crs)
         data.rank_moves = rank_moves(auc, crs, names=("auroc", "crs"))
     else:

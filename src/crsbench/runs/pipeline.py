@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,10 +97,10 @@ def to_records(
         row = dict(row)
         details = dict(row.pop("details", {}))
         wall = float(row.pop("wall_time_s", 0.0))
-        undefined = {}
+        undefined = dict(details.get("undefined") or {})
         for m in ("auroc", "ece", "brier", "nll", "sens_at_spec90", "sens_at_spec95"):
             v = _clean_metric(row.get(m))
-            if v is None and row.get(m) is not None:
+            if v is None and row.get(m) is not None and m not in undefined:
                 undefined[m] = "not defined on this evaluation set (see excluded / warnings)"
             row[m] = v
         if undefined:
@@ -141,6 +141,24 @@ def _runnable(
             "the cells that can run (the others are recorded as skipped)."
         )
     return runnable_config(cfg, pre), pre.skipped_cells(cfg)
+
+
+def _report_quarantine(
+    store: ResultsStore,
+    entries: Sequence[Mapping[str, str]],
+    announced: set[tuple[str, str]],
+    emit: ProgressFn,
+) -> None:
+    """Keep a cell's quarantined images in the store and announce each image once per run
+    (event ``quarantine``: dataset, split, image_id, path, error_class, message)."""
+    from crsbench.runs.quarantine import record_quarantine
+
+    record_quarantine(store, entries)
+    for entry in entries:
+        key = (entry["dataset"], entry["image_id"])
+        if key not in announced:
+            announced.add(key)
+            emit("quarantine", dict(entry))
 
 
 def run_benchmark(
@@ -234,6 +252,7 @@ def run_benchmark(
         )
         ex = make_executor(executor, address=address)
         t_extract = t_eval = 0.0
+        announced: set[tuple[str, str]] = set()
         try:
             for out_cell in ex.run_cells(cfg, todo, prepared, settings, progress=progress):
                 c = out_cell.plan
@@ -246,6 +265,7 @@ def run_benchmark(
                     package_version=__version__,
                     precision=out_cell.precision,
                 )
+                _report_quarantine(store, out_cell.quarantined, announced, emit)
                 written += store.append(records)
                 t_extract += out_cell.extract_s
                 t_eval += out_cell.evaluate_s

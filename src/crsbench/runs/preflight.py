@@ -67,18 +67,17 @@ class Preflight:
         enc_gone, ds_gone = self.missing("encoder"), self.missing("dataset")
         shift_of = {s.source: s.target for s in cfg.shifts}
         out = []
-        for enc in cfg.encoders:
-            for ds in cfg.probe_datasets:
-                reasons = []
-                if enc.name in enc_gone:
-                    reasons.append(f"weights of encoder {enc.name!r} not found")
-                if ds in ds_gone:
-                    reasons.append(f"dataset {ds!r} not readable")
-                target = shift_of.get(ds)
-                if target in ds_gone:
-                    reasons.append(f"shift target dataset {target!r} not readable")
-                if reasons:
-                    out.append({"encoder": enc.name, "dataset": ds, "reason": "; ".join(reasons)})
+        for enc, ds in cfg.frozen_cells:  # cells of exclude_cells are not skipped: never planned
+            reasons = []
+            if enc in enc_gone:
+                reasons.append(f"weights of encoder {enc!r} not found")
+            if ds in ds_gone:
+                reasons.append(f"dataset {ds!r} not readable")
+            target = shift_of.get(ds)
+            if target in ds_gone:
+                reasons.append(f"shift target dataset {target!r} not readable")
+            if reasons:
+                out.append({"encoder": enc, "dataset": ds, "reason": "; ".join(reasons)})
         return out
 
     def as_dict(self) -> dict[str, Any]:

@@ -57,11 +57,14 @@ class RunProgress:
             self.console.print(escape(text), soft_wrap=True)
 
     def __call__(self, event: str, info: dict[str, Any]) -> None:
-        """Handle one pipeline event (``preflight``, ``moved``, ``plan``, ``stage``, ``cell``)."""
+        """Handle one pipeline event: ``preflight``, ``quarantine``, ``moved``, ``plan``,
+        ``stage_start``, ``stage`` or ``cell``."""
         if event == "preflight":
             report = info["report"]
             for i, line in enumerate(report.lines()):
                 self.say(line, NORMAL if i == 0 or not report.ok else VERBOSE)
+        elif event == "quarantine":  # changes what a cell is computed on: shown even --quiet
+            self.say(quarantine_line(info), QUIET)
         elif event == "moved":
             for source, target in info["moved"]:
                 self.say(f"moved {source} -> {target} (another config)")
@@ -91,3 +94,12 @@ class RunProgress:
             f"{info['records']} run records{lora}, {info['extractions']} feature sets{skipped}"
         )
         self.task = self.progress.add_task("cells", total=todo, last="")
+
+
+def quarantine_line(entry: dict[str, Any]) -> str:
+    """One console line naming a quarantined image, its split and why (user text as is)."""
+    reason = entry["error_class"] + (f": {entry['message']}" if entry.get("message") else "")
+    return (
+        f"quarantined {entry['dataset']} {entry['split']} image {entry['image_id']}: "
+        f"{entry['path']} ({reason}); the cells run without it"
+    )

@@ -209,7 +209,7 @@ def probe_task(
     t_read, t_eval = t1 - t0, time.perf_counter() - t1
     precision = extracted.features.get("precision", {})
     return CellOutcome(plan, rows, extracted.encoder_revision, extracted.seconds + t_read, t_eval,
-                       precision)  # fmt: skip
+                       precision, data.quarantined)  # fmt: skip
 
 
 class RayExecutor:
