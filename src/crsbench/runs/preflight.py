@@ -92,7 +92,7 @@ class Preflight:
 
 
 def _dataset_lacks(cfg: BenchmarkConfig) -> list[Lack]:
-    from crsbench.datasets import load
+    from crsbench.runs.prepare import load_checked
 
     lacks = []
     for name, spec in cfg.datasets.items():
@@ -102,7 +102,7 @@ def _dataset_lacks(cfg: BenchmarkConfig) -> list[Lack]:
             lacks.append(Lack("dataset", name, f"root {spec.root} is not a directory", where))
             continue
         try:
-            load(name, spec.root, **dict(spec.options))
+            load_checked(cfg, name)
         except CrsbenchError as exc:
             lacks.append(Lack("dataset", name, str(exc), where))
     return lacks
