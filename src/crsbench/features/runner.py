@@ -118,7 +118,7 @@ def run_pending(job: PendingWork) -> int:
     bar = tqdm(
         total=sum(len(job.shards[s]) for s in order),
         unit="img",
-        disable=not job.progress,
+        disable=None if job.progress else True,  # None: off unless stderr is a terminal
         desc=f"extract {job.encoder.card.name}",
         dynamic_ncols=True,
     )
