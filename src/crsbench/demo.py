@@ -58,9 +58,9 @@ def run_demo(
     times: dict[str, float] = {}
     t0 = t_start = time.perf_counter()
     loud.rule("crsbench demo")
-    roots = write_all(out / "data", size=size, seed=0)
-    t0 = _stage(loud, f"synthetic data ({', '.join(sorted(roots))})", t0, times)
     cfg = load_packaged_config("demo", output_dir=out)
+    roots = write_all(out / "data", size=size, seed=0, names=cfg.datasets)
+    t0 = _stage(loud, f"synthetic data ({', '.join(sorted(roots))})", t0, times)
     validate_paths(cfg)
     bars = progress and verbosity > QUIET and console.is_terminal
     with RunProgress(console, verbosity=verbosity, bars=progress) as bar:

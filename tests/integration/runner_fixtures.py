@@ -19,7 +19,9 @@ def write_tiny_data(root: Path) -> Path:
     """Synthetic ISIC, APTOS, CheXpert and MIMIC in their real layouts, tiny."""
     from crsbench.datasets.synthetic import write_all
 
-    write_all(root, size=TINY_SIZES, seed=0)
+    write_all(
+        root, size=TINY_SIZES, seed=0, names=("isic2019", "aptos2019", "chexpert", "mimic_cxr")
+    )
     return root
 
 

@@ -10,9 +10,10 @@ byte-identical for a seed and written atomically (see ``docs/synthetic.md``).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from crsbench.core.errors import ConfigError
 from crsbench.datasets.synthetic.aptos2019 import write_aptos2019
 from crsbench.datasets.synthetic.chexpert import write_chexpert
 from crsbench.datasets.synthetic.common import Progress
@@ -74,6 +75,7 @@ def write_all(
     seed: int = 0,
     overwrite: bool = False,
     progress: Callable[[str, int], None] | None = None,
+    names: Iterable[str] | None = None,
 ) -> dict[str, Path]:
     """Write the synthetic datasets under ``out`` (one folder per :data:`WRITERS` entry).
 
@@ -92,6 +94,9 @@ def write_all(
         same parameters is always left as is).
     progress : callable, optional
         ``progress(name, n)`` after every ``n`` images of dataset ``name``.
+    names : iterable of str, optional
+        Write only these datasets (e.g. the ones a config uses); default: every one whose
+        writer is available.
 
     Returns
     -------
@@ -100,7 +105,17 @@ def write_all(
     """
     sz = resolve_size(size)
     roots: dict[str, Path] = {}
-    for name, writer in available_writers().items():
+    if names is None:
+        writers = available_writers()
+    else:
+        wanted = list(names)
+        unknown = [n for n in wanted if n not in WRITERS]
+        if unknown:
+            raise ConfigError(
+                f"no synthetic writer for {unknown}. Known: {', '.join(sorted(WRITERS))}."
+            )
+        writers = {n: WRITERS[n] for n in wanted}
+    for name, writer in writers.items():
         callback: Progress = None
         if progress is not None:
 
