@@ -25,9 +25,8 @@ from crsbench.stats import (
     recalibration_effect,
     regime_comparison,
     shift_welch,
-    simulate_runs,
-    write_store,
 )
+from crsbench.testing import simulate_runs, write_store
 from crsbench.stats.bootstrap import axes_cube, replicate_scores, resample_counts
 
 ROOT = Path(__file__).resolve().parents[3]
