@@ -15,8 +15,9 @@ from pydantic import (
     model_validator,
 )
 
+from crsbench.core.conditions import PAPER_PERTURBATIONS
+
 CONFIG_SCHEMA_VERSION = 1
-PAPER_PERTURBATIONS: tuple[str, ...] = ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
 RECALIBRATORS: tuple[str, ...] = ("temperature", "vector", "isotonic", "dirichlet")
 LAYER_DEPTHS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
 DEFAULT_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25, 1.0)

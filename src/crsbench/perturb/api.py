@@ -7,21 +7,16 @@ from typing import Any
 
 import numpy as np
 
+from crsbench.core.conditions import (
+    EXTRA_CONDITIONS,
+    EXTRA_PERTURBATIONS,
+    PAPER_CONDITIONS,
+    PAPER_PERTURBATIONS,
+)
 from crsbench.core.errors import ConfigError, DataError
 from crsbench.core.seeding import perturbation_seed
 from crsbench.perturb.registry import MODALITIES, PERTURBATIONS, PerturbationSpec
 from crsbench.perturb.severities import SeverityTable, as_table
-
-PAPER_PERTURBATIONS: tuple[str, ...] = ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
-EXTRA_PERTURBATIONS: tuple[str, ...] = ("poisson_gaussian", "sensor_noise")
-SEVERITIES: tuple[int, ...] = (1, 2, 3)
-
-PAPER_CONDITIONS: tuple[tuple[str, int], ...] = tuple(
-    (name, s) for name in PAPER_PERTURBATIONS for s in SEVERITIES
-)
-EXTRA_CONDITIONS: tuple[tuple[str, int], ...] = tuple(
-    (name, s) for name in EXTRA_PERTURBATIONS for s in SEVERITIES
-)
 
 TableLike = SeverityTable | Mapping[str, Any] | None
 

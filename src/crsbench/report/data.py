@@ -26,7 +26,8 @@ RELIABILITY_COLUMNS: tuple[str, ...] = (
 #: Leaderboard columns shown and written, in order.
 BOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "rank_auroc", "encoder", "n_cells", "auroc", "ece", "retention",
-    "robustness_drop", "P", "I", "W", "CRS", "tier", "p_rank1", "p_top3",
+    "robustness_drop", "robustness_drop_extra", "P", "I", "W", "CRS", "tier", "p_rank1",
+    "p_top3", "missing",
 )  # fmt: skip
 
 
@@ -143,20 +144,19 @@ def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, anchors: Any) -> No
     from crsbench.stats import paired_seed_bootstrap
 
     board = data.board
-    if data.n_replicates <= 0 or len(board) < 2:
+    if data.n_replicates <= 0 or board["CRS"].notna().sum() < 2:
         data.missing["uncertainty"] = (
             "the bootstrap needs at least two scored encoders and --replicates ≥ 1"
         )
         return
-    complete = per_seed.merge(data.cells[["encoder", "dataset"]], on=["encoder", "dataset"])
-    if complete["seed"].nunique() < 2:
+    if per_seed["seed"].nunique() < 2:
         data.missing["uncertainty"] = "the paired-seed bootstrap needs at least two seeds"
         return
-    boot = paired_seed_bootstrap(complete, anchors, n_replicates=data.n_replicates, seed=data.seed)
+    boot = paired_seed_bootstrap(per_seed, anchors, n_replicates=data.n_replicates, seed=data.seed)
     info = boot.ranks.set_index("encoder")
     for col in ("tier", "p_rank1", "p_top3"):
         board[col] = board["encoder"].map(info[col])
-    data.bootstrap = boot.ranks
+    data.bootstrap = boot.ranks[boot.ranks["CRS"].notna()].reset_index(drop=True)
     data.leader_gap = _leader_gap(boot.ranks, boot.pairwise)
 
 
@@ -292,10 +292,13 @@ def compute_report_data(
         warnings.simplefilter("always", UserWarning)
         per_seed = axes_from_runs(runs)
         cells = score_cells(per_seed, anc)
-    if cells.empty:
+    if cells.empty or not cells["CRS"].notna().any():
+        why = [f"{e}/{d}: {m}" for e, d, m in
+               zip(cells["encoder"], cells["dataset"], cells["missing"], strict=True)][:3]  # fmt: skip
         raise StoreError(
             f"results store {Path(store_dir) / STORE_FILE} must hold at least one complete "
-            "main-protocol cell (frozen, logistic, layer 1.0, all four axes). Got none."
+            "main-protocol cell (frozen, logistic, layer 1.0, all four axes). Got none"
+            + (" (" + "; ".join(why) + ")." if why else ".")
         )
     board = aggregate_by_encoder(cells)
     for col in ("tier", "p_rank1", "p_top3"):
@@ -303,9 +306,10 @@ def compute_report_data(
     data = ReportData(runs=runs, board=board, cells=cells, anchors_version=anc.version,
                       n_replicates=n_replicates, seed=seed, meta=meta, reliability=reliability,
                       cells_left_out=[str(w.message) for w in caught])  # fmt: skip
-    if len(board) >= 2:
-        auc = dict(zip(board["encoder"], board["auroc"], strict=True))
-        crs = dict(zip(board["encoder"], board["CRS"], strict=True))
+    scored = board[board["CRS"].notna()]
+    if len(scored) >= 2:
+        auc = dict(zip(scored["encoder"], scored["auroc"], strict=True))
+        crs = dict(zip(scored["encoder"], scored["CRS"], strict=True))
         data.agreement = rank_agreement(auc, crs)
         data.rank_moves = rank_moves(auc, crs, names=("auroc", "crs"))
     else:

@@ -16,6 +16,7 @@ from crsbench.report import figures_rank as fr
 from crsbench.report.data import BOARD_COLUMNS, ReportData
 from crsbench.report.html import (
     Section,
+    esc,
     figure_html,
     files_html,
     note_html,
@@ -27,7 +28,8 @@ from crsbench.report.quarantine import quarantine_lines
 BOARD_HEADERS = {
     "rank_crs": "CRS rank", "rank_auroc": "AUROC rank", "n_cells": "cells",
     "auroc": "D: AUROC", "ece": "C: ECE", "retention": "L: retention",
-    "robustness_drop": "R: drop", "p_rank1": "P(rank 1)", "p_top3": "P(top 3)",
+    "robustness_drop": "R: drop", "robustness_drop_extra": "extras: drop (not in R)",
+    "p_rank1": "P(rank 1)", "p_top3": "P(top 3)", "missing": "missing (why NaN)",
 }  # fmt: skip
 
 
@@ -95,14 +97,15 @@ def leaderboard(d: ReportData, w: Writer) -> Section:
 def profiles(d: ReportData, w: Writer) -> Section:
     """Section 2: one utility radar per encoder."""
     cols = ["encoder", "rank_crs", *(c for c, _ in fr.PROFILE_AXES), "CRS"]
-    rel = w.csv(d.board[cols], "profiles")
+    scored = d.board[d.board["CRS"].notna()]  # unscored encoders: see the leaderboard's notes
+    rel = w.csv(scored[cols], "profiles")
     s = Section(
         "profiles", "2. Four-axis profiles",
         "Each shape is one encoder on the fixed-anchor utility scale (outer ring = best "
         "bound), so shapes compare directly: a large, even shape is reliable on every axis, a "
         "dent marks the axis that would fail first.",
     )  # fmt: skip
-    s.parts.append(figure_html(fr.profiles_figure(d.board, w.fig_dir), "Radar chart per encoder"))
+    s.parts.append(figure_html(fr.profiles_figure(scored, w.fig_dir), "Radar chart per encoder"))
     s.parts.append(files_html([rel]))
     return s
 
@@ -205,6 +208,19 @@ def label_efficiency(d: ReportData, w: Writer) -> Section:
                           fd.label_efficiency_figure, "AUROC vs label fraction")  # fmt: skip
 
 
+def _extras_line(d: ReportData) -> str:
+    """R's conditions and, beside them, the extras' own drop (never pooled into R)."""
+    board = d.board
+    extra = board["robustness_drop_extra"] if "robustness_drop_extra" in board else None
+    line = ("R holds the 15 paper conditions (5 perturbations × 3 severities) and the "
+            "institutional shift where one is evaluated; rows marked (extra) are reported "
+            "beside R, never inside it.")  # fmt: skip
+    if extra is not None and extra.notna().any():
+        line += (f" Mean R drop {board['robustness_drop'].mean():.3f}; mean drop over the "
+                 f"extras alone {extra.mean():.3f} (R's formula, column 'extras: drop').")  # fmt: skip
+    return f'<p class="extras">{esc(line)}</p>'
+
+
 def robustness(d: ReportData, w: Writer) -> Section:
     """Section 7: perturbation heatmaps and the institutional-shift bars."""
     s = Section(
@@ -217,7 +233,11 @@ def robustness(d: ReportData, w: Writer) -> Section:
     if d.robustness is None:
         s.parts.append(_missing(d, "robustness"))
     else:
-        s.parts.append(figure_html(fd.robustness_figure(d.robustness, w.fig_dir),
+        s.parts.append(_extras_line(d))
+        rob = d.robustness.copy()
+        extra = rob["kind"] == "extra"
+        rob.loc[extra, "condition"] = rob.loc[extra, "condition"] + " (extra)"
+        s.parts.append(figure_html(fd.robustness_figure(rob, w.fig_dir),
                                    "Heatmaps of AUROC drop and ECE increase"))  # fmt: skip
         rels.append(w.csv(d.robustness, "robustness"))
     s.parts.append("<h3>Institutional shift</h3>")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
 
+from crsbench.core.conditions import UNPERTURBED_CONDITIONS
 from crsbench.core.errors import StoreError
 from crsbench.core.schema import IDENTITY_COLUMNS
 from crsbench.splits.policy import SPLIT_NAMES
@@ -48,8 +49,6 @@ RUN_COLUMNS: tuple[str, ...] = IDENTITY_COLUMNS + METRIC_COLUMNS + PROVENANCE_CO
 #: Provenance that differs between two honest computations of the same run.
 VOLATILE_COLUMNS: tuple[str, ...] = ("wall_time_s", "created_at")
 REGIMES: tuple[str, ...] = ("frozen", "lora")
-#: Conditions evaluated on unperturbed images; they carry severity 0.
-UNPERTURBED_CONDITIONS: tuple[str, ...] = ("clean", "shift")
 #: Keys of ``details["n_quarantined"]``: the splits and the shift target's rows.
 QUARANTINE_KEYS: tuple[str, ...] = (*SPLIT_NAMES, "shift")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")

@@ -96,6 +96,9 @@ def run_analyses(
         per_seed = axes_from_runs(runs)
         cells = score_cells(per_seed, anc)
     summary["cells_left_out"] = [str(w.message) for w in caught]
+    summary["cells_not_scored"] = {f"{e}/{d}": m for e, d, m, c in zip(
+        cells["encoder"], cells["dataset"], cells["missing"], cells["CRS"], strict=True)
+        if not np.isfinite(c)}  # fmt: skip
     board = aggregate_by_encoder(cells)
     if board.empty:
         raise DataError(
@@ -133,8 +136,7 @@ def run_analyses(
     emit("agreement_auroc_vs_crs", agreement)
 
     def bootstrap() -> tuple[pd.DataFrame, dict]:
-        complete = per_seed.merge(cells[["encoder", "dataset"]], on=["encoder", "dataset"])
-        res = paired_seed_bootstrap(complete, anc, n_replicates=n_replicates, seed=seed)
+        res = paired_seed_bootstrap(per_seed, anc, n_replicates=n_replicates, seed=seed)
         res.pairwise.to_csv(out / "bootstrap_pairwise.csv", index=False)
         top = res.ranks.iloc[:3]
         return res.ranks, {

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from crsbench.core.conditions import PAPER_CONDITIONS, condition_roles
 from crsbench.core.errors import ConfigError
 from crsbench.stats._select import CELL, select
 
@@ -86,21 +87,27 @@ def _identity_share(rows: pd.DataFrame) -> float:
 
 
 def _perturbation_cells(runs: pd.DataFrame, regime: str) -> pd.DataFrame:
-    clean = select(runs, regime=regime).groupby(CELL)[["auroc", "ece"]].mean()
+    """Per (cell, condition, severity): seed-mean AUROC / ECE beside the clean ones, the AUROC
+    drop, the ECE increase and the condition's ``kind`` (``paper`` or ``extra``)."""
+    clean = select(runs, regime=regime).groupby(CELL)[["auroc", "ece"]].mean(skipna=False)
     pert = select(runs, regime=regime, condition=None)
-    pert = pert[~pert["condition"].isin(["clean", "shift"])]
-    per = pert.groupby([*CELL, "condition", "severity"])[["auroc", "ece"]].mean()
+    roles = condition_roles(pert["condition"], pert["severity"])
+    pert = pert[np.isin(roles, ["paper", "extra"])]
+    per = pert.groupby([*CELL, "condition", "severity"])[["auroc", "ece"]].mean(skipna=False)
     joined = per.join(clean.add_suffix("_clean"), how="inner").reset_index()
     joined["auroc_drop"] = joined["auroc_clean"] - joined["auroc"]
     joined["ece_increase"] = joined["ece"] - joined["ece_clean"]
+    joined["kind"] = condition_roles(joined["condition"], joined["severity"])
     return joined
 
 
 def ece_increase_by_condition(runs: pd.DataFrame, regime: str = "frozen") -> pd.DataFrame:
-    """Per (perturbation, severity): mean ECE increase and AUROC drop over cells."""
+    """Per (perturbation, severity): mean ECE increase and AUROC drop over cells, with the
+    condition's ``kind``: the 15 ``paper`` conditions first, the ``extra`` ones after (reported
+    beside, never pooled with them)."""
     cells = _perturbation_cells(runs, regime)
-    g = cells.groupby(["condition", "severity"], sort=True)
-    return pd.DataFrame(
+    g = cells.groupby(["kind", "condition", "severity"], sort=True)
+    out = pd.DataFrame(
         {
             "ece_increase": g["ece_increase"].mean(),
             "ece_increase_sd": g["ece_increase"].std(ddof=1),
@@ -108,14 +115,27 @@ def ece_increase_by_condition(runs: pd.DataFrame, regime: str = "frozen") -> pd.
             "n_cells": g["ece_increase"].size(),
         }
     ).reset_index()
+    order = out["kind"].map({"paper": 0, "extra": 1})
+    out = out.assign(_o=order).sort_values(["_o", "condition", "severity"]).drop(columns="_o")
+    return out[["condition", "severity", "kind", *out.columns[3:]]].reset_index(drop=True)
 
 
 def discrimination_calibration_correlation(
     runs: pd.DataFrame, regime: str = "frozen"
 ) -> pd.DataFrame:
     """Across cells: Pearson and Spearman correlation of the mean AUROC drop (discrimination
-    loss) with the mean ECE increase (calibration loss) over perturbation conditions."""
-    cells = _perturbation_cells(runs, regime).groupby(CELL)[["auroc_drop", "ece_increase"]].mean()
+    loss) with the mean ECE increase (calibration loss) over the 15 paper conditions.
+
+    A cell lacking one of the 15 (or with a NaN value) is not averaged over the rest: it is
+    left out and counted in ``n_cells_incomplete``.
+    """
+    paper = _perturbation_cells(runs, regime)
+    paper = paper[paper["kind"] == "paper"]
+    g = paper.groupby(CELL)
+    cells = g[["auroc_drop", "ece_increase"]].mean()
+    whole = (g.size() == len(PAPER_CONDITIONS)) & cells.notna().all(axis=1)
+    incomplete = int((~whole).sum())
+    cells = cells[whole]
     if len(cells) < 3:
         return pd.DataFrame()
     r = sps.pearsonr(cells["auroc_drop"], cells["ece_increase"])
@@ -124,6 +144,7 @@ def discrimination_calibration_correlation(
         [
             {
                 "n_cells": len(cells),
+                "n_cells_incomplete": incomplete,
                 "pearson_r": float(r.statistic),
                 "pearson_p": float(r.pvalue),
                 "spearman_rho": float(rho.statistic),

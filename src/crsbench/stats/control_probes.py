@@ -30,7 +30,7 @@ import pandas as pd
 
 from crsbench.scoring.aggregate import score_cells
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
-from crsbench.scoring.axes import axes_from_runs, seed_means
+from crsbench.scoring.axes import axes_from_runs, has_clean_row, seed_means
 from crsbench.stats.agreement import rank1_agreement, rank_agreement
 
 #: The probe of the main protocol; every other ``probe`` value in the store is a control probe.
@@ -169,6 +169,11 @@ def _note_dropped_keys(coverage: pd.DataFrame, probe: str, dropped: int, kept: i
     coverage.at[at, "note"] = f"{before}; {text}" if before else text
 
 
+def _held(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """The (encoder, dataset, seed) keys that have a clean full-label row under the probe."""
+    return per_seed[has_clean_row(per_seed)]
+
+
 def _shared(main_ps: pd.DataFrame, ctrl_ps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     common = main_ps[_KEYS].merge(ctrl_ps[_KEYS]).drop_duplicates()
     return main_ps.merge(common, on=_KEYS), ctrl_ps.merge(common, on=_KEYS)
@@ -199,11 +204,11 @@ def control_probe_agreement(
         (encoder, dataset, seed) keys left out because only one probe has them.
     """
     anc = load_anchors(anchors)
-    main_ps = axes_from_runs(runs, regime=regime, probe=MAIN_PROBE)
+    main_ps = _held(axes_from_runs(runs, regime=regime, probe=MAIN_PROBE))
     agreement: list[dict[str, object]] = []
     coverage: list[pd.DataFrame] = []
     for probe in control_probe_names(runs, regime):
-        ctrl_ps = axes_from_runs(runs, regime=regime, probe=probe)
+        ctrl_ps = _held(axes_from_runs(runs, regime=regime, probe=probe))
         main_sh, ctrl_sh = _shared(main_ps, ctrl_ps)
         main, ctrl = probe_cells(main_sh, anc), probe_cells(ctrl_sh, anc)
         cov = axis_coverage(probe, seed_means(ctrl_ps), seed_means(main_ps))
