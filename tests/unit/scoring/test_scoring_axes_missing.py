@@ -113,6 +113,7 @@ def test_nan_seed_is_not_counted_and_the_axis_is_nan(tmp_path):
     clean = (df["encoder"] == "vit_b16") & (df["seed"] == 1) & _main(df)
     clean &= (df["fraction"] == 1.0) & (df["condition"] == "clean")
     df.loc[clean, "auroc"] = np.nan
+    df.loc[clean, "details"] = '{"undefined":{"auroc":"every label excluded"}}'
     cells = score_cells(axes_from_runs(_store(df, tmp_path))).set_index("encoder")
     assert cells.loc["vit_b16", "n_seeds"] == 2 and cells.loc["resnet50", "n_seeds"] == 3
     # the documented rule: a cell's axis is NaN when any expected seed is NaN
