@@ -26,8 +26,8 @@ from crsbench.stats import (
     regime_comparison,
     shift_welch,
 )
-from crsbench.testing import simulate_runs, write_store
 from crsbench.stats.bootstrap import axes_cube, replicate_scores, resample_counts
+from crsbench.testing import simulate_runs, write_store
 
 ROOT = Path(__file__).resolve().parents[3]
 

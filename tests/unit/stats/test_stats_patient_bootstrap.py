@@ -17,7 +17,6 @@ from crsbench.metrics import expected_calibration_error, macro_auroc
 from crsbench.stats import paired_seed_bootstrap
 from crsbench.stats.patient_bootstrap import (
     TEST_PATIENTS_X_SEEDS,
-    EvalSplit,
     patient_seed_bootstrap,
     per_seed_axes,
 )
