@@ -102,6 +102,12 @@ def test_lora_details_record_the_fit(both_regimes):
     det = json.loads(row["details"])
     assert det["lora"]["rank"] == 8 and det["lora"]["targets"]
     assert det["lr"] in (1e-3, 3e-3, 1e-2) and det["n_train"] > 0
+    # the LoRA shift rows score the same MIMIC rows as the frozen ones (the official test split)
+    shift = runs[runs["condition"] == "shift"]
+    scored = {(r, json.dumps(json.loads(d)["shift_rows"], sort_keys=True))
+              for r, d in zip(shift["regime"], shift["details"], strict=True)}  # fmt: skip
+    assert {r for r, _ in scored} == {"frozen", "lora"} and len({d for _, d in scored}) == 1
+    assert json.loads(next(iter(scored))[1])["rows"] == "official_test"
 
 
 def test_regime_comparison_on_both_regimes(both_regimes):

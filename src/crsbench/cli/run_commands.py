@@ -82,7 +82,7 @@ def status(
     out: Path | None = typer.Option(None, "--out", help="Output directory (overrides config)."),
 ) -> None:
     """Show which cells of a config are done and which remain."""
-    from crsbench.runs.status import grid_status, quarantine_status
+    from crsbench.runs.status import grid_status, grid_summary, quarantine_status
 
     try:
         cfg = _config(config, out)
@@ -92,6 +92,7 @@ def status(
         fail(str(exc))
         return
     console.print(table)
+    console.print(grid_summary(cfg), soft_wrap=True, markup=False)
     if quarantined:
         console.print("quarantined images (left out of every cell; see docs/runner.md):")
     for line in quarantined:

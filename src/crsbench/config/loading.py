@@ -64,7 +64,7 @@ def _describe(err: Mapping[str, Any]) -> str:
     if err["type"] == "missing":
         return f"{key}: required key is missing."
     if err["type"].startswith(("value_error", "assertion")) or isinstance(got, dict | list):
-        return f"{key}: {msg}."
+        return f"{key}: {msg}" + ("" if msg.endswith((".", "?", "!")) else ".")
     return f"{key}: {msg}. Got {got!r} instead."
 
 

@@ -15,6 +15,8 @@ from pydantic import (
     model_validator,
 )
 
+from crsbench.config.rules import check_excluded_cells, check_shifts
+from crsbench.config.rules import unique as _unique
 from crsbench.core.conditions import PAPER_PERTURBATIONS
 
 CONFIG_SCHEMA_VERSION = 1
@@ -58,13 +60,6 @@ def _wants_number(annotation: Any) -> bool:
     return any(_wants_number(a) for a in args if a is not bool)
 
 
-def _unique(values: list[Any], what: str) -> list[Any]:
-    dupes = sorted({str(v) for v in values if values.count(v) > 1})
-    if dupes:
-        raise ValueError(f"{what} must be unique. Got duplicates {', '.join(dupes)} instead")
-    return values
-
-
 def _seed_list(values: list[int], what: str) -> list[int]:
     if any(s < 0 for s in values):
         raise ValueError(f"each seed must be an integer >= 0. Got {values} instead")
@@ -88,11 +83,25 @@ class DatasetSpec(_Strict):
     max_images: int | None = Field(default=None, gt=0)
 
 
+#: Which rows of a shift target are evaluated: its official test split (frontal views), or
+#: every frontal image whatever its official split (see ``docs/config_and_store.md``).
+ShiftRows = Literal["official_test", "all_frontal"]
+SHIFT_ROWS: tuple[str, ...] = get_args(ShiftRows)
+
+
 class ShiftSpec(_Strict):
-    """Probes trained on ``source`` applied to ``target`` with no retraining."""
+    """Probes trained on ``source`` applied to ``target``'s evaluation ``rows``, no retraining."""
 
     source: str
     target: str
+    rows: ShiftRows = "official_test"
+
+
+class CellRef(_Strict):
+    """One (encoder, dataset) cell of the grid, named by the config's own names."""
+
+    encoder: str = Field(min_length=1)
+    dataset: str = Field(min_length=1)
 
 
 class PerturbationSpec(_Strict):
@@ -223,6 +232,8 @@ class BenchmarkConfig(_Strict):
     encoders: list[EncoderSpec] = Field(min_length=1)
     datasets: dict[str, DatasetSpec] = Field(min_length=1)
     shifts: list[ShiftSpec] = Field(default_factory=list)
+    #: Cells (encoder × probe dataset) the grid leaves out: never run, never imputed.
+    exclude_cells: list[CellRef] = Field(default_factory=list)
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2, 3, 4], min_length=1)
     fractions: list[float] = Field(default_factory=lambda: list(DEFAULT_FRACTIONS), min_length=1)
     perturbations: PerturbationSpec = Field(default_factory=PerturbationSpec)
@@ -296,16 +307,8 @@ class BenchmarkConfig(_Strict):
     @model_validator(mode="after")
     def _cross_checks(self) -> BenchmarkConfig:
         _unique([e.name for e in self.encoders], "encoder names")
-        for i, s in enumerate(self.shifts):
-            for end in ("source", "target"):
-                name = getattr(s, end)
-                if name not in self.datasets:
-                    raise ValueError(
-                        f"shifts.{i}.{end} must name a key of datasets "
-                        f"({', '.join(sorted(self.datasets))}). Got {name!r} instead"
-                    )
-            if s.source == s.target:
-                raise ValueError(f"shifts.{i}: source and target must differ. Got {s.source!r}")
+        check_shifts(self)
+        check_excluded_cells(self)
         lora = self.regimes.lora
         extra = sorted(set(lora.fractions or ()) - set(self.fractions))
         if extra:
@@ -321,6 +324,20 @@ class BenchmarkConfig(_Strict):
                 f"Got {unknown} instead"
             )
         return self
+
+    def includes_cell(self, encoder: str, dataset: str) -> bool:
+        """False for a cell listed in ``exclude_cells`` (it is never run)."""
+        return CellRef(encoder=encoder, dataset=dataset) not in self.exclude_cells
+
+    @property
+    def frozen_cells(self) -> list[tuple[str, str]]:
+        """(encoder, probe dataset) cells of the grid, config order, ``exclude_cells`` left out."""
+        return [
+            (e.name, d)
+            for e in self.encoders
+            for d in self.probe_datasets
+            if self.includes_cell(e.name, d)
+        ]
 
     @property
     def lora_fractions(self) -> list[float]:

@@ -59,6 +59,10 @@ class ReportData:
     meta: dict[str, Any] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
     cells_left_out: list[str] = field(default_factory=list)
+    #: ``encoder×dataset`` cells the config excluded (never run, never imputed).
+    cells_excluded: list[str] = field(default_factory=list)
+    #: One sentence per shift target: which rows were scored, images and patients.
+    shift_rows: list[str] = field(default_factory=list)
 
 
 def read_store_extras(store_dir: str | Path) -> tuple[dict[str, Any], pd.DataFrame | None]:
@@ -173,13 +177,15 @@ def _add_calibration(data: ReportData, wanted: tuple[str, str] | None) -> None:
             "every recalibrated row is undefined: the calibration splits are below the "
             "recalibration protocol's minimum per class (see details.undefined of the runs)"
         )
-        return
-    data.recalibration = recal
+    else:
+        data.recalibration = recal
     enc, ds = data.calibration_cell = _choose_cell(data.board, data.cells, wanted)
     rows = _clean_full(runs, recalibrator=None)
     rows = rows[(rows["encoder"] == enc) & (rows["dataset"] == ds)]
-    data.cell_ece = rows[["seed", "recalibrator", "ece", "auroc"]].sort_values(
-        ["recalibrator", "seed"]
+    data.cell_ece = (
+        rows[["seed", "recalibrator", "ece", "auroc"]]
+        .dropna(subset=["ece"])  # undefined recalibrations are named in the section's note
+        .sort_values(["recalibrator", "seed"])
     )
     if data.reliability is not None:
         rel = data.reliability
@@ -276,6 +282,7 @@ def compute_report_data(
     StoreError
         The store is missing, locked, or has no complete main-protocol cell to score.
     """
+    from crsbench.report.provenance import excluded_cells, shift_rows_sentences
     from crsbench.scoring import (
         aggregate_by_encoder,
         axes_from_runs,
@@ -305,7 +312,9 @@ def compute_report_data(
         board[col] = np.nan
     data = ReportData(runs=runs, board=board, cells=cells, anchors_version=anc.version,
                       n_replicates=n_replicates, seed=seed, meta=meta, reliability=reliability,
-                      cells_left_out=[str(w.message) for w in caught])  # fmt: skip
+                      cells_left_out=[str(w.message) for w in caught],
+                      cells_excluded=excluded_cells(meta),
+                      shift_rows=shift_rows_sentences(runs))  # fmt: skip
     scored = board[board["CRS"].notna()]
     if len(scored) >= 2:
         auc = dict(zip(scored["encoder"], scored["auroc"], strict=True))

@@ -89,6 +89,11 @@ def leaderboard(d: ReportData, w: Writer) -> Section:
     )  # fmt: skip
     s.parts.append(table_html(board, headers=BOARD_HEADERS, sortable=True, table_id="board"))
     s.parts.append(files_html([rel]))
+    if d.cells_excluded:
+        s.parts.append(note_html(
+            "Cells excluded by the config (not run, not imputed; an encoder's aggregate is the "
+            "mean over its own cells): " + ", ".join(d.cells_excluded) + "."
+        ))  # fmt: skip
     if d.cells_left_out:
         s.parts.append(note_html("; ".join(d.cells_left_out)))
     return s
@@ -171,10 +176,10 @@ def calibration(d: ReportData, w: Writer) -> Section:
         "post-hoc recalibrator; the table gives the ECE reduction over every cell with its "
         "95% interval and the (small) AUROC change.",
     )  # fmt: skip
-    if d.recalibration is None:
+    if d.calibration_cell is None:
         s.parts.append(_missing(d, "calibration"))
         return s
-    enc, ds = d.calibration_cell or ("?", "?")
+    enc, ds = d.calibration_cell
     s.parts.append(f"<h3>Chosen cell: {enc} on {ds}</h3>")
     if d.reliability is not None:
         fig = fd.reliability_figure(d.reliability, (enc, ds), w.fig_dir)
@@ -188,6 +193,9 @@ def calibration(d: ReportData, w: Writer) -> Section:
     if d.cell_ece is not None and not d.cell_ece.empty:
         fig = fd.cell_ece_figure(d.cell_ece, (enc, ds), w.fig_dir)
         s.parts.append(figure_html(fig, "ECE per recalibrator for the chosen cell"))
+    if d.recalibration is None:  # before-recalibration diagrams only, and why
+        s.parts.append(_missing(d, "calibration"))
+        return s
     s.parts.append("<h3>ECE reduction over all cells</h3>")
     s.parts.append(figure_html(fd.recalibration_summary_figure(d.recalibration, w.fig_dir),
                                "ECE reduction per recalibrator"))  # fmt: skip
@@ -241,6 +249,7 @@ def robustness(d: ReportData, w: Writer) -> Section:
                                    "Heatmaps of AUROC drop and ECE increase"))  # fmt: skip
         rels.append(w.csv(d.robustness, "robustness"))
     s.parts.append("<h3>Institutional shift</h3>")
+    s.parts.extend(f'<p class="shift-rows">{esc(sentence)}</p>' for sentence in d.shift_rows)
     if d.shift is None:
         s.parts.append(_missing(d, "shift"))
     else:
@@ -275,7 +284,7 @@ def _revisions(runs: pd.DataFrame, key: str, col: str) -> pd.DataFrame:
 
 def provenance(d: ReportData, w: Writer, facts: list[tuple[str, object]]) -> Section:
     """Section 10: config, versions, revisions and dates."""
-    from crsbench.report.html import esc, kv_html
+    from crsbench.report.html import kv_html
 
     s = Section(
         "provenance", "10. Provenance",

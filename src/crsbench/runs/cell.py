@@ -23,11 +23,16 @@ __all__ = ["CellData", "CellSettings", "ShiftData", "evaluate_cell", "score", "t
 
 @dataclass(frozen=True)
 class ShiftData:
-    """Clean features and labels of a shift target's evaluation rows."""
+    """Clean features and labels of a shift target's evaluation rows.
+
+    ``details`` go into every shift record's ``details`` (``shift_rows``: which rows, how many
+    images and patients).
+    """
 
     target: str
     X: np.ndarray
     y: np.ndarray
+    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -144,7 +149,7 @@ def _conditions(
             targets(cell.shift.y, cell.task),
             lambda: predict(cell.shift.X),
             cell.task,
-            extra,
+            {**extra, **cell.shift.details},
             t0,
             memo,
             None if mkey is None else (mkey, "shift"),

@@ -76,7 +76,12 @@ def _shift_data(
         tds.name, tids, np.full(len(tids), "shift", dtype=object), rows, reported
     )
     refuse_bad_images(tds.name, [(e["path"], e["error_class"]) for e in entries], len(tds))
-    shift = ShiftData(tds.name, np.asarray(fa.features), tds.labels[target.eval_rows][rows])
+    shift = ShiftData(
+        tds.name,
+        np.asarray(fa.features),
+        tds.labels[target.eval_rows][rows],
+        {"shift_rows": target.shift_provenance(rows)},
+    )
     return shift, entries
 
 

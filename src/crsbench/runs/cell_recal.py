@@ -54,7 +54,8 @@ def recalibrated_rows(
             }
             rows.append(_undefined_row(ident(name, False), details, str(exc), t0))
             if cell.shift is not None:
-                rows.append(_undefined_row(ident(name, True), details, str(exc), t0))
+                shift_details = {**details, **cell.shift.details}
+                rows.append(_undefined_row(ident(name, True), shift_details, str(exc), t0))
             continue
         details = {
             **extra,
@@ -81,7 +82,7 @@ def recalibrated_rows(
                 targets(cell.shift.y, cell.task),
                 lambda fit=fit: fit.predict_proba(predict(cell.shift.X)),
                 cell.task,
-                details,
+                {**details, **cell.shift.details},
                 time.perf_counter(),
                 memo,
                 (mkey, "recal", name, seed, "shift"),

@@ -12,6 +12,19 @@ from crsbench.runs.plan import plan_cells
 from crsbench.runs.records import make_run_key
 
 
+def grid_summary(cfg: BenchmarkConfig) -> str:
+    """One line: the number of frozen cells and the cells ``exclude_cells`` leaves out.
+
+    E.g. ``43 frozen cells (2 excluded by config: biovil×aptos2019, chexzero×aptos2019)``.
+    """
+    n = len(cfg.frozen_cells)
+    line = f"{n} frozen cell{'s' if n != 1 else ''}"
+    if cfg.exclude_cells:
+        names = ", ".join(f"{c.encoder}×{c.dataset}" for c in cfg.exclude_cells)
+        line += f" ({len(cfg.exclude_cells)} excluded by config: {names})"
+    return line
+
+
 def grid_status(cfg: BenchmarkConfig) -> Table:
     """A rich table: per regime and cell, records done / planned (LoRA rows when enabled)."""
     from crsbench.datasets import DATASETS
