@@ -203,11 +203,12 @@ def _add_provenance(df: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
         [*IDENTITY_COLUMNS, *METRIC_COLUMNS], sort=False)]]  # fmt: skip
 
 
-def write_store(df: pd.DataFrame, store_dir: str | Path) -> Path:
+def write_store(df: pd.DataFrame, store_dir: str | Path, config: dict | None = None) -> Path:
     """Write run rows into a new results store through the store's own writer.
 
     ``df`` is appended with :meth:`ResultsStore.append_frame` (validated, ``run_key`` filled)
-    and the ``metrics`` table is rebuilt with :meth:`ResultsStore.aggregate`.
+    and the ``metrics`` table is rebuilt with :meth:`ResultsStore.aggregate`. ``config`` (a
+    mapping) is stored as the ``meta`` table's config text.
 
     Returns
     -------
@@ -229,7 +230,7 @@ def write_store(df: pd.DataFrame, store_dir: str | Path) -> Path:
     if len(hashes) != 1:
         raise StoreError(f"simulated rows must share one config_hash. Got {sorted(hashes)}.")
     config_hash = hashes.pop()
-    config_json = json.dumps({"simulated": True, "rows": len(df)})
+    config_json = json.dumps(config if config is not None else {"simulated": True})
     with ResultsStore(store_dir, config_hash, config_json=config_json) as store:
         store.append_frame(df.drop(columns=["run_key"], errors="ignore"))
         store.aggregate()
