@@ -183,7 +183,7 @@ def test_cli_score_and_analyze_end_to_end(tmp_path):
 
 def test_bootstrap_benchmark_quick_smoke():
     out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bootstrap.py"), "--quick"],
+        [sys.executable, str(ROOT / "benchmarks" / "bootstrap.py"), "--quick", "--seed-only"],
         capture_output=True, text=True, check=True, timeout=120,
     )  # fmt: skip
     lines = out.stdout.splitlines()
