@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from crsbench.demo_leaderboard import leaderboard_and_report
-from crsbench.stats.simulate import simulate_runs, write_store
+from crsbench.testing import simulate_runs, write_store
 
 
 def test_leaderboard_and_report_on_a_store(tmp_path):
