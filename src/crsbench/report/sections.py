@@ -30,6 +30,7 @@ BOARD_HEADERS = {
     "auroc": "D: AUROC", "ece": "C: ECE", "retention": "L: retention",
     "robustness_drop": "R: drop", "robustness_drop_extra": "extras: drop (not in R)",
     "p_rank1": "P(rank 1)", "p_top3": "P(top 3)", "missing": "missing (why NaN)",
+    "pretraining_overlap": "pretraining overlap (section 10)",
 }  # fmt: skip
 #: Read under the leaderboard: the headers wrap to fit the page, the legend spells them out.
 BOARD_LEGEND = (
@@ -38,7 +39,9 @@ BOARD_LEGEND = (
     "under the 15 conditions, lower is better) · P: Pareto dominance · I: ideal proximity · "
     "W: worst axis · CRS = 0.60·P + 0.25·I + 0.15·W (means over the encoder's cells) · "
     "tier: bootstrap tier (same tier = not significantly different) · P(rank 1), P(top 3): "
-    "bootstrap probabilities. Definitions: docs/protocol.md, sections 7 and 8."
+    "bootstrap probabilities · pretraining overlap: cells and shift targets that the encoder's "
+    "pretraining data may include (section 10). Definitions: docs/protocol.md, sections 7 "
+    "and 8."
 )
 
 
@@ -297,7 +300,7 @@ def provenance(d: ReportData, w: Writer, facts: list[tuple[str, object]]) -> Sec
     from crsbench.report.html import kv_html
 
     s = Section(
-        "provenance", "10. Provenance",
+        "provenance", "12. Provenance",
         "What produced these numbers: cite the package and anchors versions with any result, "
         "and check the encoder and dataset revisions before comparing with another report.",
     )  # fmt: skip

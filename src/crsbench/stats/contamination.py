@@ -159,3 +159,34 @@ def shift_validity_without_flagged(
                  .assign(subset="without_flagged"))  # fmt: skip
     out = pd.concat([p for p in parts if not p.empty], ignore_index=True)
     return out[["subset", *[c for c in out if c != "subset"]]] if not out.empty else out
+
+
+def pretraining_overlap(
+    cells: pd.DataFrame,
+    shift: pd.DataFrame | None = None,
+    catalog: str | PretrainingCatalog | None = None,
+) -> dict[str, str]:
+    """Encoder → its flagged cells and shift targets, the leaderboard's marker column:
+    ``"chexpert (trained on); shift target mimic_cxr (trained on)"``, empty when none is.
+
+    Parameters
+    ----------
+    cells : pandas.DataFrame
+        Columns ``encoder``, ``dataset`` (the scored cells).
+    shift : pandas.DataFrame, optional
+        Columns ``encoder``, ``eval_dataset`` (the shift results,
+        :func:`crsbench.stats.shift.shift_auroc_by_encoder`).
+    catalog : catalogue source, optional
+        Default: the shipped current version.
+    """
+    cat = load_pretraining(catalog)
+    parts: dict[str, list[str]] = {str(e): [] for e in cells["encoder"].unique()}
+    pairs = [(e, d, "") for e, d in cells[["encoder", "dataset"]].drop_duplicates().to_numpy()]
+    if shift is not None and not shift.empty:
+        targets = shift[["encoder", "eval_dataset"]].drop_duplicates().to_numpy()
+        pairs += [(e, t, "shift target ") for e, t in targets]
+    for enc, ds, role in sorted(pairs, key=lambda p: (p[2] != "", str(p[1]))):
+        ov = cat.overlap(str(enc), str(ds))
+        if ov.flagged:
+            parts.setdefault(str(enc), []).append(f"{role}{ds} ({LEVEL_WORDS[ov.level]})")
+    return {e: "; ".join(v) for e, v in parts.items()}
