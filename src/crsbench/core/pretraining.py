@@ -158,7 +158,9 @@ def catalog_from_dict(data: object, source: str = "<pretraining>") -> Pretrainin
     encoders = data.get("encoders")
     if not isinstance(encoders, dict) or not encoders:
         raise ConfigError(f"{source}: key 'encoders' must be a non-empty mapping.")
-    entries = {str(n): _entry(str(n), doc, f"{source}: encoders.{n}") for n, doc in encoders.items()}
+    entries = {
+        str(n): _entry(str(n), doc, f"{source}: encoders.{n}") for n, doc in encoders.items()
+    }
     return PretrainingCatalog(
         version=_text(data.get("version"), f"{source}: version"),
         entries=entries,

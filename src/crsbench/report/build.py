@@ -11,9 +11,9 @@ import pandas as pd
 
 from crsbench.core.storefile import skipped_cells
 from crsbench.report import sections
+from crsbench.report.beyond_data import compute_beyond
 from crsbench.report.data import ReportData, compute_report_data
 from crsbench.report.html import page_html
-from crsbench.report.beyond_data import compute_beyond
 from crsbench.report.sections_control import control_probes
 from crsbench.report.sections_overlap import overlap_section
 from crsbench.report.sections_verdict import verdict_section

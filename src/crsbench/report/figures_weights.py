@@ -51,8 +51,16 @@ def _front(ax, board: pd.DataFrame, front: pd.DataFrame) -> None:
             continue
         if on[row["encoder"]]:
             cycle = (colour // len(FRONT_COLOURS)) % len(DASHES)
-            ax.plot(x, u, color=FRONT_COLOURS[colour % len(FRONT_COLOURS)], lw=2, ms=4,
-                    linestyle=DASHES[cycle], marker=MARKERS[cycle], label=row["encoder"])
+            ax.plot(
+                x,
+                u,
+                color=FRONT_COLOURS[colour % len(FRONT_COLOURS)],
+                lw=2,
+                ms=4,
+                linestyle=DASHES[cycle],
+                marker=MARKERS[cycle],
+                label=row["encoder"],
+            )
             colour += 1
         else:
             ax.plot(x, u, color=SAME, lw=1, alpha=0.6)

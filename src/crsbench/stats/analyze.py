@@ -19,8 +19,8 @@ from crsbench.scoring.aggregate import aggregate_by_encoder, encoder_means, scor
 from crsbench.scoring.anchors import load_anchors
 from crsbench.scoring.axes import axes_from_runs
 from crsbench.stats.agreement import rank_agreement, rank_moves
-from crsbench.stats.bootstrap import paired_seed_bootstrap
 from crsbench.stats.analyze_beyond import emit_beyond
+from crsbench.stats.bootstrap import paired_seed_bootstrap
 from crsbench.stats.calibration_effects import (
     discrimination_calibration_correlation,
     ece_increase_by_condition,
