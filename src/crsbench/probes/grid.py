@@ -168,7 +168,7 @@ def _fit_rows(X, Y, task, Cs, max_iter, tol, dtype):
         flags.append(f"{basis.n_constant} constant feature columns")
     if Z.shape[1] == 0:
         flags.append("all features constant (collapsed encoder): intercept-only model")
-    res = solve_logistic_path(Z, basis.eig, Y[:, fit_cols], Cs, task, max_iter, tol)
+    res = solve_logistic_path(Z, basis.eig, basis.rot, Y[:, fit_cols], Cs, task, max_iter, tol)
     coef_path = np.zeros((m, d, K))
     coef_fit = (
         np.einsum("dr,mrk->mdk", basis.rot.astype(np.float64), res.W) / basis.scale[None, :, None]
