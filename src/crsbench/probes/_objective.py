@@ -55,7 +55,7 @@ class LogisticObjective:
         self._line: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._slot = np.full(m, -1)
 
-    # --- the four calls of the batched L-BFGS -------------------------------------------
+    # --- what the batched L-BFGS calls -------------------------------------------------
     def evaluate(self, v: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Losses and gradients of problems ``idx`` at ``v`` (logits computed afresh)."""
         self.logits[:, idx] = self._product(v, idx)
