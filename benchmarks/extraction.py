@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--workers", type=int, default=None, help="decode workers (engine default)")
     ap.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"),
-                    help="engine precision (default auto: bf16 on CUDA / native-bf16 CPUs)")  # fmt: skip
+                    help="engine precision (an unchecked auto is fp32 in the engine)")  # fmt: skip
     args = ap.parse_args(argv)
 
     import torch

@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--d", type=int, default=768, help="feature dimension (default 768)")
     parser.add_argument("--classes", type=int, default=8)
     parser.add_argument("--labels", type=int, default=14)
-    protocol = LogisticSpec()  # the protocol's budget (PROTOCOL.md section 3; paper.yaml)
+    protocol = LogisticSpec()  # the protocol's budget (docs/protocol.md section 6; paper.yaml)
     parser.add_argument("--max-iter", type=int, default=protocol.max_iter)
     parser.add_argument("--tol", type=float, default=protocol.tol)
     parser.add_argument("--tasks", default="multiclass,multilabel")

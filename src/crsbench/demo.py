@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 
 def _stage(console: Console, name: str, t0: float, times: dict[str, float]) -> float:
@@ -36,12 +37,12 @@ def run_demo(
     from crsbench.config import load_packaged_config, validate_paths
     from crsbench.datasets.synthetic import write_all
     from crsbench.demo_leaderboard import leaderboard_and_report
+    from crsbench.runs.outdir import claim_output_dir
     from crsbench.runs.pipeline import run_benchmark
     from crsbench.runs.progress import RunProgress
 
     console = console or Console()
-    out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim_output_dir(out)
     times: dict[str, float] = {}
     t0 = t_start = time.perf_counter()
     console.rule("crsbench demo")
@@ -57,5 +58,7 @@ def run_demo(
     result: dict[str, Any] = {"out": out, "store": out / "results.duckdb", "times": times}
     result.update(leaderboard_and_report(out, console, times, t0))
     times["total"] = time.perf_counter() - t_start
-    console.print(f"[bold]demo finished in {times['total']:.1f} s[/]; results in {out}")
+    console.print(
+        f"[bold]demo finished in {times['total']:.1f} s[/]; results in {escape(str(out))}"
+    )
     return result

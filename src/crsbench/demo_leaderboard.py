@@ -6,7 +6,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 DEMO_REPLICATES = 2_000
@@ -23,6 +25,7 @@ def leaderboard_table(board: Any) -> Table:
         "ECE",
         "retain",
         "R drop",
+        "extras",
         "CRS",
         "tier",
         "P(1st)",
@@ -32,24 +35,33 @@ def leaderboard_table(board: Any) -> Table:
             table.add_column(col, no_wrap=True)
         else:
             table.add_column(col, justify="right", no_wrap=True)
-    for _, r in board.sort_values("rank_crs").iterrows():
-        moved = int(r["rank_auroc"]) - int(r["rank_crs"])
+    for _, r in board.sort_values("rank_crs", na_position="last").iterrows():
+        ranked = not pd.isna(r["rank_crs"]) and not pd.isna(r["rank_auroc"])
+        moved = int(r["rank_auroc"]) - int(r["rank_crs"]) if ranked else 0
         arrow = (
             "" if moved == 0 else (f" [green]▲{moved}[/]" if moved > 0 else f" [red]▼{-moved}[/]")
         )
         table.add_row(
             str(r["encoder"]),
-            str(int(r["rank_auroc"])),
-            f"{int(r['rank_crs'])}{arrow}",
-            f"{r['auroc']:.3f}",
-            f"{r['ece']:.3f}",
-            f"{r['retention']:.3f}",
-            f"{r['robustness_drop']:.3f}",
-            f"{r['CRS']:.3f}",
-            "" if r["tier"] != r["tier"] else str(int(r["tier"])),
-            "" if r["p_rank1"] != r["p_rank1"] else f"{r['p_rank1']:.2f}",
+            _num(r["rank_auroc"], "d"),
+            _num(r["rank_crs"], "d") + arrow,
+            _num(r["auroc"]),
+            _num(r["ece"]),
+            _num(r["retention"]),
+            _num(r["robustness_drop"]),
+            _num(r.get("robustness_drop_extra", float("nan"))),
+            _num(r["CRS"]),
+            "" if pd.isna(r["tier"]) else str(int(r["tier"])),
+            "" if pd.isna(r["p_rank1"]) else f"{r['p_rank1']:.2f}",
         )
     return table
+
+
+def _num(value: Any, spec: str = ".3f") -> str:
+    """``value`` formatted with ``spec``; a missing value (NaN, <NA>) as '—'."""
+    if pd.isna(value):
+        return "—"
+    return format(int(value) if spec == "d" else float(value), spec)
 
 
 def leaderboard_and_report(
@@ -76,7 +88,7 @@ def leaderboard_and_report(
         result["report"] = build_report(out, out / "report", n_replicates=DEMO_REPLICATES)
         now = time.perf_counter()
         times["report"] = now - t0
-        console.print(f"[green]✓[/] report ({now - t0:.1f} s): {result['report']}")
+        console.print(f"[green]✓[/] report ({now - t0:.1f} s): {escape(str(result['report']))}")
     wide = console if console.width >= 110 else Console(width=110)  # a pipe gets 80 columns
     wide.print(leaderboard_table(board))
     console.print(

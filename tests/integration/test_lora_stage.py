@@ -102,6 +102,12 @@ def test_lora_details_record_the_fit(both_regimes):
     det = json.loads(row["details"])
     assert det["lora"]["rank"] == 8 and det["lora"]["targets"]
     assert det["lr"] in (1e-3, 3e-3, 1e-2) and det["n_train"] > 0
+    # the LoRA shift rows score the same MIMIC rows as the frozen ones (the official test split)
+    shift = runs[runs["condition"] == "shift"]
+    scored = {(r, json.dumps(json.loads(d)["shift_rows"], sort_keys=True))
+              for r, d in zip(shift["regime"], shift["details"], strict=True)}  # fmt: skip
+    assert {r for r, _ in scored} == {"frozen", "lora"} and len({d for _, d in scored}) == 1
+    assert json.loads(next(iter(scored))[1])["rows"] == "official_test"
 
 
 def test_regime_comparison_on_both_regimes(both_regimes):
@@ -123,8 +129,11 @@ def test_regime_comparison_on_both_regimes(both_regimes):
         lead = [auc[regime][list(ENCODERS)].idxmax() for regime in ("frozen", "lora")]
         same = lead[0] == lead[1]
         assert r["leader_changed"] == (not same)
+    # this small grid lacks the protocol's fractions and conditions: no CRS in either regime,
+    # and the 'all' row says why instead of ranking CRS values that are not the protocol's
     crs = table[table["scope"] == "all"]
-    assert len(crs) == 1 and np.isfinite(crs["kendall_tau"].iloc[0])
+    assert len(crs) == 1 and crs["n"].iloc[0] == 0 and np.isnan(crs["kendall_tau"].iloc[0])
+    assert "L: fractions 0.01, 0.05, 0.1 missing" in crs["note"].iloc[0]
 
 
 def test_crsbench_analyze_writes_the_regime_table(both_regimes, tmp_path):

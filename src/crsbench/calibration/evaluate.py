@@ -8,7 +8,8 @@ import numpy as np
 from scipy.special import expit, softmax
 
 from crsbench.calibration.base import CalibratorBase, to_logits
-from crsbench.calibration.registry import CALIBRATORS
+from crsbench.calibration.protocol import RecalProtocol
+from crsbench.calibration.selection import fit_recalibrator
 from crsbench.core.types import check_task
 from crsbench.metrics import (
     brier_score,
@@ -26,38 +27,50 @@ def evaluate_recalibration(
     p_test: np.ndarray,
     y_test: np.ndarray,
     task: str,
-    **params: Any,
-) -> dict[str, float]:
-    """Recalibrate with ``method`` fitted on the calibration split; score test before/after.
+    seed: int = 0,
+    protocol: RecalProtocol | None = None,
+) -> dict[str, Any]:
+    """Recalibrate on the calibration split; score the test split before and after.
 
     Parameters
     ----------
     method : str or calibrator
-        A name in :data:`CALIBRATORS` ("temperature", "vector", "isotonic", "dirichlet") or an
-        unfitted calibrator instance.
+        A name ("temperature", "vector", "isotonic", "dirichlet"): fitted by
+        :func:`crsbench.calibration.fit_recalibrator` (regularisation chosen by CV, identity
+        map kept unless it loses, too-small splits refused). An unfitted calibrator instance:
+        fitted as it is, without CV or size check.
     p_calib, y_calib : calibration-split probabilities (or logits) and targets.
     p_test, y_test : test-split probabilities (or logits) and targets.
     task : {"multiclass", "multilabel"}
-    **params : passed to the calibrator's constructor when ``method`` is a name.
+    seed : int, default 0
+        Seed of the CV folds (named methods only).
+    protocol : RecalProtocol, optional
+        Default: the packaged ``recal_v1.yaml`` (named methods only).
 
     Returns
     -------
     dict
         ``ece_before``, ``ece_after``, ``ece_reduction`` (absolute), ``ece_relative_reduction``,
         ``auroc_before``, ``auroc_after``, ``auroc_delta``, ``nll_before``, ``nll_after``,
-        ``brier_before``, ``brier_after``.
+        ``brier_before``, ``brier_after``; for a named method also ``recal`` (the record of
+        :meth:`RecalibrationFit.record`: choice, parameters, CV losses).
+
+    Raises
+    ------
+    CalibrationSplitTooSmall
+        For a named method, if some class of the calibration split is below the minimum.
     """
     check_task(task)
+    out: dict[str, Any] = {}
     if isinstance(method, str):
-        cal = CALIBRATORS.get(method)(task=task, **params)
+        cal: Any = fit_recalibrator(method, p_calib, y_calib, task, seed, protocol)
+        out["recal"] = cal.record()
     else:
-        cal = method
-    cal.fit(p_calib, y_calib)
+        cal = method.fit(p_calib, y_calib)
     S = check_features(p_test, "p_test").astype(np.float64)
     Z = to_logits(S, task, getattr(cal, "input", "auto"))
     before = softmax(Z, axis=1) if task == "multiclass" else expit(Z)
     after = cal.predict_proba(S)
-    out: dict[str, float] = {}
     for tag, P in (("before", before), ("after", after)):
         out[f"ece_{tag}"] = expected_calibration_error(y_test, P, task)
         out[f"auroc_{tag}"] = float(macro_auroc(y_test, P, task))

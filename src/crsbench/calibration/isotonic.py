@@ -15,7 +15,10 @@ class IsotonicCalibration(CalibratorBase):
     Multi-class: one map per class on p_k against 1[y = k]; the mapped rows are renormalised
     to sum to one (a row mapped to all zeros falls back to the uniform distribution).
     Multi-label: one map per label on its labelled rows; no renormalisation. A column without
-    both classes on the calibration rows keeps the identity map.
+    both classes on the calibration rows keeps the identity map. Between the fitted steps the
+    map interpolates linearly (outside them it is constant), and its values are bounded to
+    [1/(n+2), 1 − 1/(n+2)] for a column fitted on n rows (the Laplace rule): a finite sample
+    never yields a probability of exactly 0 or 1, whose log-loss would be infinite.
 
     Parameters
     ----------
@@ -46,7 +49,10 @@ class IsotonicCalibration(CalibratorBase):
             if t.size == 0 or t.min() == t.max():
                 self.maps_.append(None)
                 continue
-            iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip", increasing=True)
+            bound = 1.0 / (t.size + 2.0)
+            iso = IsotonicRegression(
+                y_min=bound, y_max=1.0 - bound, out_of_bounds="clip", increasing=True
+            )
             self.maps_.append(iso.fit(p, t))
 
     def _predict(self, Z):

@@ -109,7 +109,7 @@ class VectorScaling(CalibratorBase):
                 fun,
                 np.r_[np.ones(K), np.zeros(K)],
                 jac=True,
-                method="L-BFGS-B",
+                method="BFGS",
                 options={"maxiter": 1000, "gtol": 1e-9},
             )
             self.scale_, self.bias_ = res.x[:K], res.x[K:]
@@ -134,8 +134,8 @@ class VectorScaling(CalibratorBase):
                 fun,
                 np.array([1.0, 0.0]),
                 jac=True,
-                method="L-BFGS-B",
-                options={"maxiter": 1000, "gtol": 1e-10},
+                method="BFGS",
+                options={"maxiter": 1000, "gtol": 1e-9},
             )
             self.scale_[j], self.bias_[j] = res.x
 

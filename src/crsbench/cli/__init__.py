@@ -14,6 +14,7 @@ from crsbench.cli import (  # noqa: F401  (importing registers the commands)
     encoder_commands,
     report_command,
     run_commands,
+    store_commands,
     synth_command,
 )
 from crsbench.cli.app import app

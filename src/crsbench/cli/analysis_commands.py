@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from crsbench.cli.app import app, console, fail
 
@@ -49,16 +50,29 @@ def score(
     version = board["anchors_version"].iloc[0]
     table = Table(title=f"CRS-Bench leaderboard (rule={rule}, anchors {version})")
     shown = {"rank_crs": "#", "encoder": "encoder", "auroc": "D auroc", "ece": "C ece",
-             "retention": "L ret", "robustness_drop": "R drop", "P": "P", "I": "I", "W": "W",
+             "retention": "L ret", "robustness_drop": "R drop",
+             "robustness_drop_extra": "extras drop", "P": "P", "I": "I", "W": "W",
              "CRS": "CRS", "rank_auroc": "#auroc", "tier": "tier", "p_rank1": "P(1)"}  # fmt: skip
     for col, header in shown.items():
         table.add_column(header, justify="left" if col == "encoder" else "right", no_wrap=True)
     for row in board[list(shown)].itertuples(index=False):
-        table.add_row(*(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row))
+        table.add_row(*(_shown(v) for v in row))
     wide = console if console.is_terminal else Console(width=160)
     wide.print(table)
+    for enc, note in zip(board["encoder"], board["missing"], strict=True):
+        if note:
+            console.print(f"[yellow]{enc}[/]: CRS or an axis is NaN: {note}", markup=True)
     paths = write_tables(board, out or store / "scores")
-    console.print("wrote " + ", ".join(str(p) for p in paths))
+    console.print("wrote " + ", ".join(escape(str(p)) for p in paths))
+
+
+def _shown(value: object) -> str:
+    """A leaderboard value as printed: floats to 3 decimals, missing values as '—'."""
+    import pandas as pd
+
+    if value is pd.NA or (isinstance(value, float) and value != value):
+        return "—"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 @app.command("analyze")
@@ -71,7 +85,7 @@ def analyze(
     seed: int = typer.Option(0, "--seed", help="Seed of every resampling."),
     anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
 ) -> None:
-    """Run every analysis of PROTOCOL.md section 6 the store has data for (CSV + summary.json)."""
+    """Run every analysis of docs/protocol.md section 10 the store has data for (CSV + summary.json)."""
     from crsbench.core.errors import CrsbenchError
     from crsbench.stats import run_analyses
 
@@ -85,6 +99,10 @@ def analyze(
         fail(str(exc))
     for name in summary["analyses"]:
         console.print(f"[green]done[/] {name}")
+    for probe in summary["analyses"].get("control_probe_agreement", {}).values():
+        console.print(probe["sentence"])
     for name, why in summary["skipped"].items():
-        console.print(f"[yellow]skipped[/] {name}: {why}")
-    console.print(f"wrote {target}/summary.json (anchors {summary['anchors_version']})")
+        console.print(f"[yellow]skipped[/] {name}: {escape(str(why))}")
+    console.print(
+        f"wrote {escape(str(target))}/summary.json (anchors {summary['anchors_version']})"
+    )

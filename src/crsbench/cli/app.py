@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 app = typer.Typer(
     name="crsbench",
@@ -17,8 +18,12 @@ err_console = Console(stderr=True)
 
 
 def fail(message: str, code: int = 2) -> None:
-    """Print ``message`` in red on stderr and exit with ``code``."""
-    err_console.print(f"[bold red]error:[/] {message}")
+    """Print ``message`` in red on stderr and exit with ``code``.
+
+    The message is printed literally: user data in it (a label cell ``[red]7``, a folder
+    named ``[/]``) is never read as rich markup.
+    """
+    err_console.print(f"[bold red]error:[/] {escape(message)}")
     raise typer.Exit(code)
 
 

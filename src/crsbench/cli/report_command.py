@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from crsbench.cli.app import app, console, fail
 
@@ -39,4 +40,4 @@ def report(
                              calibration_cell=chosen)  # fmt: skip
     except CrsbenchError as exc:
         fail(str(exc))
-    console.print(f"wrote {index}")
+    console.print(f"wrote {escape(str(index))}")

@@ -31,7 +31,12 @@ def run(
     out: Path | None = typer.Option(None, "--out", help="Output directory (overrides config)."),
     executor: str = typer.Option("local", help="local or ray."),
     address: str | None = typer.Option(None, help="Ray cluster address (with --executor ray)."),
-    force_new: bool = typer.Option(False, help="Move aside a store of another config."),
+    force_new: bool = typer.Option(
+        False, help="Move a store of another config (and its scores, analysis, report) aside."
+    ),
+    force: bool = typer.Option(
+        False, help="Write into a non-empty folder crsbench did not create (never overwrites)."
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars."),
 ) -> None:
     """Plan the grid, extract through the cache, fit probes, record runs (resumable)."""
@@ -48,6 +53,7 @@ def run(
                 address=address,
                 progress=progress,
                 force_new=force_new,
+                force=force,
                 on_event=bar,
             )
     except CrsbenchError as exc:
@@ -76,12 +82,18 @@ def status(
     out: Path | None = typer.Option(None, "--out", help="Output directory (overrides config)."),
 ) -> None:
     """Show which cells of a config are done and which remain."""
-    from crsbench.runs.status import grid_status
+    from crsbench.runs.status import grid_status, grid_summary, quarantine_status
 
     try:
         cfg = _config(config, out)
         table = grid_status(cfg)
+        quarantined = quarantine_status(cfg)
     except CrsbenchError as exc:
         fail(str(exc))
         return
     console.print(table)
+    console.print(grid_summary(cfg), soft_wrap=True, markup=False)
+    if quarantined:
+        console.print("quarantined images (left out of every cell; see docs/runner.md):")
+    for line in quarantined:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from crsbench.cli.app import app, console, fail
 
@@ -48,4 +49,4 @@ def synth(
         fail(str(exc))
         return
     for name, root in roots.items():
-        console.print(f"{name}: {root}")
+        console.print(f"{name}: {escape(str(root))}")

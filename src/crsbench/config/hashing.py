@@ -49,6 +49,12 @@ def canonical_content(cfg: BenchmarkConfig) -> dict[str, Any]:
     content["perturbations"]["names"] = sorted(content["perturbations"]["names"])
     content["perturbations"]["severities"] = sorted(content["perturbations"]["severities"])
     content["probes"]["logistic"]["c_grid"] = sorted(content["probes"]["logistic"]["c_grid"])
+    if content["exclude_cells"]:
+        content["exclude_cells"] = sorted(
+            content["exclude_cells"], key=lambda c: (c["encoder"], c["dataset"])
+        )
+    else:  # no exclusion: the hash of a config written before the key existed is kept
+        del content["exclude_cells"]
     lora = content["regimes"]["lora"]
     lora["seeds"] = sorted(lora["seeds"])
     for key in ("fractions", "encoders", "lr_factors"):

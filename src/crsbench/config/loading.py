@@ -64,7 +64,7 @@ def _describe(err: Mapping[str, Any]) -> str:
     if err["type"] == "missing":
         return f"{key}: required key is missing."
     if err["type"].startswith(("value_error", "assertion")) or isinstance(got, dict | list):
-        return f"{key}: {msg}."
+        return f"{key}: {msg}" + ("" if msg.endswith((".", "?", "!")) else ".")
     return f"{key}: {msg}. Got {got!r} instead."
 
 
@@ -176,9 +176,33 @@ def parse_config(
     return cfg.model_copy(update=update)
 
 
+class _DuplicateKey(yaml.YAMLError):
+    """A mapping key written twice (YAML would silently keep the last value)."""
+
+    def __init__(self, key: Any, line: int, first: int) -> None:
+        super().__init__(f"key {key!r} at line {line} is written twice (first at line {first})")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key written twice in one mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            if isinstance(key, list | dict):
+                continue  # unhashable keys: SafeLoader itself reports them
+            if key in seen:
+                raise _DuplicateKey(key, key_node.start_mark.line + 1, seen[key] + 1)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
 def _read_yaml(text: str, source: str) -> Any:
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+    except _DuplicateKey as exc:
+        raise ConfigError(f"invalid config {source}: {exc}; remove one of them.") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -186,6 +210,19 @@ def _read_yaml(text: str, source: str) -> Any:
     if data is None:
         raise ConfigError(f"invalid config {source}: the file is empty.")
     return data
+
+
+def _read_text(path: Path) -> str:
+    """The file as UTF-8 text; a file that is not UTF-8 is named with the offending byte."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"invalid config {path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at line {line}); "
+            "save the file as UTF-8."
+        ) from None
 
 
 def load_config(path: Path | str, *, output_dir: Path | str | None = None) -> BenchmarkConfig:
@@ -197,9 +234,11 @@ def load_config(path: Path | str, *, output_dir: Path | str | None = None) -> Be
         If the file is missing, not YAML, or fails validation.
     """
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"config file {p} is a directory; give the path of a YAML file.")
     if not p.is_file():
         raise ConfigError(f"config file {p} does not exist.")
-    data = _read_yaml(p.read_text(encoding="utf-8"), str(p))
+    data = _read_yaml(_read_text(p), str(p))
     return parse_config(data, base_dir=p.parent, source=str(p), output_dir=output_dir)
 
 

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from crsbench.config.rules import check_excluded_cells, check_shifts
+from crsbench.config.rules import unique as _unique
+from crsbench.core.conditions import PAPER_PERTURBATIONS
 
 CONFIG_SCHEMA_VERSION = 1
-PAPER_PERTURBATIONS: tuple[str, ...] = ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
 RECALIBRATORS: tuple[str, ...] = ("temperature", "vector", "isotonic", "dirichlet")
 LAYER_DEPTHS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
 DEFAULT_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25, 1.0)
@@ -28,12 +38,26 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """Refuse ``true``/``false`` where a number is expected (pydantic would read 1 / 0)."""
+        field = cls.model_fields.get(info.field_name or "")
+        values = value if isinstance(value, list) else [value]
+        if field is not None and _wants_number(field.annotation):
+            if any(isinstance(v, bool) for v in values):
+                raise ValueError(f"a boolean is not a number. Got {value!r} instead")
+        return value
 
-def _unique(values: list[Any], what: str) -> list[Any]:
-    dupes = sorted({str(v) for v in values if values.count(v) > 1})
-    if dupes:
-        raise ValueError(f"{what} must be unique. Got duplicates {', '.join(dupes)} instead")
-    return values
+
+def _wants_number(annotation: Any) -> bool:
+    """Whether a field's type holds int or float values (``int``, ``list[float]``, ``int | None``)."""
+    args = get_args(annotation)
+    if not args:
+        return annotation in (int, float)
+    if get_origin(annotation) is dict:
+        return False
+    return any(_wants_number(a) for a in args if a is not bool)
 
 
 def _seed_list(values: list[int], what: str) -> list[int]:
@@ -59,11 +83,25 @@ class DatasetSpec(_Strict):
     max_images: int | None = Field(default=None, gt=0)
 
 
+#: Which rows of a shift target are evaluated: its official test split (frontal views), or
+#: every frontal image whatever its official split (see ``docs/config_and_store.md``).
+ShiftRows = Literal["official_test", "all_frontal"]
+SHIFT_ROWS: tuple[str, ...] = get_args(ShiftRows)
+
+
 class ShiftSpec(_Strict):
-    """Probes trained on ``source`` applied to ``target`` with no retraining."""
+    """Probes trained on ``source`` applied to ``target``'s evaluation ``rows``, no retraining."""
 
     source: str
     target: str
+    rows: ShiftRows = "official_test"
+
+
+class CellRef(_Strict):
+    """One (encoder, dataset) cell of the grid, named by the config's own names."""
+
+    encoder: str = Field(min_length=1)
+    dataset: str = Field(min_length=1)
 
 
 class PerturbationSpec(_Strict):
@@ -178,6 +216,15 @@ class RegimesSpec(_Strict):
     lora: LoraSpec = Field(default_factory=LoraSpec)
 
 
+class PrecisionCheckSpec(_Strict):
+    """Overrides of the bf16 check's protocol constants (``null``: the constant, see
+    ``crsbench.features.precision``); a change re-runs the check and enters the hash."""
+
+    min_cosine: float | None = Field(default=None, gt=0.0, le=1.0)
+    max_auroc_delta: float | None = Field(default=None, ge=0.0, le=1.0)
+    n_images: int | None = Field(default=None, ge=8)
+
+
 class BenchmarkConfig(_Strict):
     """A whole benchmark grid. See ``docs/config_and_store.md`` for every key."""
 
@@ -185,6 +232,8 @@ class BenchmarkConfig(_Strict):
     encoders: list[EncoderSpec] = Field(min_length=1)
     datasets: dict[str, DatasetSpec] = Field(min_length=1)
     shifts: list[ShiftSpec] = Field(default_factory=list)
+    #: Cells (encoder × probe dataset) the grid leaves out: never run, never imputed.
+    exclude_cells: list[CellRef] = Field(default_factory=list)
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2, 3, 4], min_length=1)
     fractions: list[float] = Field(default_factory=lambda: list(DEFAULT_FRACTIONS), min_length=1)
     perturbations: PerturbationSpec = Field(default_factory=PerturbationSpec)
@@ -201,10 +250,12 @@ class BenchmarkConfig(_Strict):
     batch_size: int = Field(default=64, gt=0)
     num_workers: int = Field(default=0, ge=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    #: Forward-pass arithmetic of the feature extraction: ``auto`` = bf16 autocast on CUDA,
-    #: fp32 on CPU; ``bf16`` on a CPU with AVX512-BF16/AMX is ~3x faster but moves the
-    #: features (see crsbench.features.engine.resolve_precision). Changes the features.
+    #: Forward-pass arithmetic of the feature extraction: ``auto`` = bf16 autocast on CUDA
+    #: where the encoder passes the bf16 check (crsbench.features.precision_check), else
+    #: fp32; ``fp32``; ``bf16`` forced (checked and recorded all the same). The resolved
+    #: precision enters every feature cache key and every run's provenance.
     precision: Literal["auto", "fp32", "bf16"] = "auto"
+    precision_check: PrecisionCheckSpec = Field(default_factory=PrecisionCheckSpec)
 
     @field_validator("encoders", mode="before")
     @classmethod
@@ -256,16 +307,8 @@ class BenchmarkConfig(_Strict):
     @model_validator(mode="after")
     def _cross_checks(self) -> BenchmarkConfig:
         _unique([e.name for e in self.encoders], "encoder names")
-        for i, s in enumerate(self.shifts):
-            for end in ("source", "target"):
-                name = getattr(s, end)
-                if name not in self.datasets:
-                    raise ValueError(
-                        f"shifts.{i}.{end} must name a key of datasets "
-                        f"({', '.join(sorted(self.datasets))}). Got {name!r} instead"
-                    )
-            if s.source == s.target:
-                raise ValueError(f"shifts.{i}: source and target must differ. Got {s.source!r}")
+        check_shifts(self)
+        check_excluded_cells(self)
         lora = self.regimes.lora
         extra = sorted(set(lora.fractions or ()) - set(self.fractions))
         if extra:
@@ -281,6 +324,20 @@ class BenchmarkConfig(_Strict):
                 f"Got {unknown} instead"
             )
         return self
+
+    def includes_cell(self, encoder: str, dataset: str) -> bool:
+        """False for a cell listed in ``exclude_cells`` (it is never run)."""
+        return CellRef(encoder=encoder, dataset=dataset) not in self.exclude_cells
+
+    @property
+    def frozen_cells(self) -> list[tuple[str, str]]:
+        """(encoder, probe dataset) cells of the grid, config order, ``exclude_cells`` left out."""
+        return [
+            (e.name, d)
+            for e in self.encoders
+            for d in self.probe_datasets
+            if self.includes_cell(e.name, d)
+        ]
 
     @property
     def lora_fractions(self) -> list[float]:

@@ -29,7 +29,7 @@ def stable_seed(*parts: object) -> int:
 
 
 def perturbation_seed(image_id: str, perturbation: str, severity: int) -> int:
-    """Seed of one (image, perturbation, severity) stream, exactly as PROTOCOL.md section 3."""
+    """Seed of one (image, perturbation, severity) stream, exactly as docs/protocol.md section 5."""
     return stable_seed(image_id, perturbation, severity)
 
 

@@ -23,6 +23,8 @@ from crsbench.core.errors import ConfigError, DataError
 from crsbench.core.registry import Registry
 from crsbench.core.types import Task, check_task
 
+from .containment import require_inside_root
+
 Modality = Literal["dermoscopy", "fundus", "chest_xray", "other"]
 MODALITIES: tuple[str, ...] = ("dermoscopy", "fundus", "chest_xray", "other")
 FORMAT_VERSION = 1
@@ -202,7 +204,10 @@ class DatasetAdapter:
             raise DataError(
                 f"dataset root must be an existing directory. Got {str(root_path)!r} instead."
             )
-        return self._load(root_path.resolve(), resolved)
+        data = self._load(root_path.resolve(), resolved)
+        if not resolved.get("allow_outside_root", False):
+            require_inside_root(data.paths, data.image_ids, root_path.resolve(), data.name)
+        return data
 
     def _load(self, root: Path, options: dict[str, Any]) -> Dataset:  # pragma: no cover
         raise NotImplementedError

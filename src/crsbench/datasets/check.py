@@ -3,7 +3,8 @@
 The labels are loaded with the adapter (any malformed label file is reported, not raised),
 then every image is probed: existence, size > 0, image magic / header and end-of-image
 marker; ``decode=True`` adds a full decode. ``report.ok`` is False on anything that would
-make results wrong.
+make results wrong; unreadable images follow the rule of ``crsbench run``
+(:mod:`crsbench.datasets.bad_images`): within the budget they are warnings, above it an error.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from crsbench.core.errors import DataError
 
+from .bad_images import MAX_BAD_FRACTION, bad_image_budget, too_many_bad
 from .base import Dataset, load
 from .files import FileProblem, probe_images
 
@@ -49,8 +51,10 @@ class CheckReport:
 
     @property
     def ok(self) -> bool:
-        """True when there is no error, no bad file, no duplicate id and no group leak."""
-        return not (self.errors or self.file_problems or self.duplicate_ids or self.leaked_groups)
+        """True when there is no error, no duplicate id and no more bad files than
+        :mod:`crsbench.datasets.bad_images` lets ``crsbench run`` quarantine."""
+        too_many = too_many_bad(len(self.file_problems), self.n_images)
+        return not (self.errors or too_many or self.duplicate_ids)
 
     @property
     def problem_counts(self) -> dict[str, int]:
@@ -99,8 +103,11 @@ class CheckReport:
         from rich.text import Text
 
         status = "[bold green]OK[/]" if self.ok else "[bold red]FAILED[/]"
-        parts: list[Any] = [Text.from_markup(f"dataset [bold]{self.name}[/] at {self.root}: ")]
-        parts[0].append_text(Text.from_markup(status))
+        head = Text("dataset ")
+        head.append(str(self.name), style="bold")
+        head.append(f" at {self.root}: ")
+        head.append_text(Text.from_markup(status))
+        parts: list[Any] = [head]
         if self.n_images:
             splits = ", ".join(f"{k}={v}" for k, v in self.split_counts.items())
             parts.append(
@@ -114,7 +121,7 @@ class CheckReport:
                 table.add_column(column, justify="left" if column == "label" else "right")
             for label in self.label_names:
                 table.add_row(
-                    label,
+                    Text(str(label)),
                     str(self.n_positive[label]),
                     str(self.n_masked[label]),
                     f"{self.prevalence[label]:.4f}",
@@ -134,6 +141,36 @@ class CheckReport:
         return Group(*parts)
 
 
+def _check_official_groups(report: CheckReport, data: Dataset, splits: np.ndarray) -> None:
+    """Patients in two official splits: an error exactly when ``crsbench run`` refuses them.
+
+    The split policy decides (``crsbench.splits``): a patient whose official rows map to two
+    of our splits is refused by ``run`` and is an error here; one whose rows the policy can
+    keep together (e.g. CheXpert train + valid: the whole patient goes to test) is a warning.
+    Patients are named by the sha256 prefix of their id, as every split message does.
+    """
+    from crsbench.splits import hash_group, make_splits
+
+    pairs = np.unique(np.stack([data.groups.astype(str), splits], axis=1), axis=0)
+    ids, n_splits = np.unique(pairs[:, 0], return_counts=True)
+    leaking = ids[n_splits > 1]
+    report.leaked_groups = len(leaking)
+    try:
+        make_splits(data, seed=0)
+    except DataError as exc:
+        if "official split" in str(exc):  # leakage in the source: run refuses the data
+            report.errors.append(str(exc))
+            return
+        report.warnings.append(f"`crsbench run` with the default split fractions: {exc}")
+    if len(leaking):
+        shown = ", ".join(hash_group(g) for g in leaking[:5])
+        report.warnings.append(
+            f"{len(leaking)} group(s) (patients) appear in more than one official split "
+            f"(first sha256[:12] of their ids: {shown}); the split policy keeps each of them "
+            "in one split, so `crsbench run` accepts the data."
+        )
+
+
 def _summarise(report: CheckReport, data: Dataset) -> None:
     report.n_images = len(data)
     report.task = data.task
@@ -146,14 +183,7 @@ def _summarise(report: CheckReport, data: Dataset) -> None:
         splits = data.metadata["official_split"].to_numpy(dtype=str)
         names, counts = np.unique(splits, return_counts=True)
         report.split_counts = {str(k): int(v) for k, v in zip(names, counts, strict=True)}
-        pairs = np.unique(np.stack([data.groups, splits], axis=1), axis=0)
-        _, n_splits = np.unique(pairs[:, 0], return_counts=True)
-        report.leaked_groups = int((n_splits > 1).sum())
-        if report.leaked_groups:
-            report.errors.append(
-                f"{report.leaked_groups} group(s) (patients) appear in more than one official "
-                "split; the official splits must be group-disjoint."
-            )
+        _check_official_groups(report, data, splits)
     else:
         report.split_counts = {"all": len(data)}
     labels = data.labels
@@ -200,4 +230,24 @@ def check(
         return report
     _summarise(report, data)
     report.file_problems = probe_images(data.paths, decode=decode, workers=workers)
+    _judge_bad_files(report)
     return report
+
+
+def _judge_bad_files(report: CheckReport) -> None:
+    """Apply the bad-image rule of ``crsbench run`` to the files found bad (listed below)."""
+    n_bad = len(report.file_problems)
+    if not n_bad:
+        return
+    budget = bad_image_budget(report.n_images)
+    share = f"{MAX_BAD_FRACTION:.0%} of {report.n_images} images = {budget}"
+    if too_many_bad(n_bad, report.n_images):
+        report.errors.append(
+            f"{n_bad} unreadable image(s), more than `crsbench run` quarantines ({share}): "
+            "a run on this dataset fails. Fix or remove the files listed above."
+        )
+    else:
+        report.warnings.append(
+            f"{n_bad} unreadable image(s), within what `crsbench run` quarantines ({share}): "
+            "a run leaves them out of every split, names them and counts them per split."
+        )

@@ -29,6 +29,8 @@ from .csvio import (
 )
 from .files import require_files
 
+#: The ``Frontal/Lateral`` value (and ``metadata["view"]``) of a frontal image.
+FRONTAL_VIEW = "Frontal"
 CHEXPERT_LABELS: tuple[str, ...] = (
     "No Finding",
     "Enlarged Cardiomediastinum",
@@ -96,7 +98,7 @@ def _read_split(
     raise_bad_rows(
         path,
         "Frontal/Lateral",
-        ~view.isin(["Frontal", "Lateral"]).to_numpy(),
+        ~view.isin([FRONTAL_VIEW, "Lateral"]).to_numpy(),
         frame["Frontal/Lateral"],
         "'Frontal' or 'Lateral'",
     )
@@ -125,7 +127,7 @@ def _read_split(
     out[list(CHEXPERT_LABELS)] = labels
     n_read = len(out)
     if options["frontal_only"]:
-        out = out[out["view"] == "Frontal"]
+        out = out[out["view"] == FRONTAL_VIEW]
     return out, n_read
 
 

@@ -122,7 +122,7 @@ def probe_image(path: str, decode: bool = False) -> tuple[str, str] | None:
             if decode:
                 image.load()
     except UnidentifiedImageError:
-        return "not_an_image", f"not an image file (starts with {head[:8]!r})"
+        return "not_an_image", "not an image file (no image header Pillow can read)"
     except Image.DecompressionBombError as exc:
         return "decompression_bomb", str(exc)
     except (OSError, SyntaxError, ValueError) as exc:

@@ -83,10 +83,18 @@ class Folder(DatasetAdapter):
         "id_column": None,
         "missing": "error",
         "modality": "other",
+        # Image paths that leave the root ('..', absolute, symlinks out) are refused unless
+        # this is true: for a CSV that points at images you keep elsewhere and trust.
+        "allow_outside_root": False,
     }
 
     def _load(self, root: Path, options: dict[str, Any]) -> Dataset:
         check_choice("missing", options["missing"], ("error", "mask"))
+        if not isinstance(options["allow_outside_root"], bool):
+            raise ConfigError(
+                "allow_outside_root must be true or false. "
+                f"Got {options['allow_outside_root']!r} instead."
+            )
         check_choice("modality", options["modality"], MODALITIES)
         csv_path = Path(str(options["csv"])).expanduser()
         csv_path = csv_path if csv_path.is_absolute() else root / csv_path

@@ -28,6 +28,8 @@ METADATA = "ISIC_2019_Training_Metadata.csv"
 IMAGE_DIR = "ISIC_2019_Training_Input"
 CLASSES: tuple[str, ...] = ("MEL", "NV", "BCC", "AK", "BKL", "DF", "VASC", "SCC")
 SUFFIX = "_downsampled"
+#: ``X`` and ``X_downsampled`` name one image: two rows for it are a duplicate.
+ALIAS_RULE = "image (one image: a name and the same name + '_downsampled')"
 ONE_HOT_CELLS = {"1.0": 1.0, "1": 1.0, "0.0": 0.0, "0": 0.0}
 
 
@@ -55,7 +57,7 @@ def _read_metadata(path: Path, ids: pd.Series) -> tuple[pd.DataFrame, int]:
     meta = meta.assign(image=meta["image"].str.strip())
     meta = meta.set_index(meta["image"].str.removesuffix(SUFFIX))
     keys = ids.str.removesuffix(SUFFIX)
-    raise_duplicates(path, "image (ignoring the _downsampled suffix)", meta.index.to_series())
+    raise_duplicates(path, ALIAS_RULE, meta.index.to_series())
     aligned = meta.reindex(keys.to_numpy())
     matched = keys.isin(meta.index).to_numpy()
     out = pd.DataFrame(index=pd.RangeIndex(len(ids)))
@@ -91,6 +93,7 @@ class Isic2019(DatasetAdapter):
         ids = frame["image"].str.strip()
         raise_bad_rows(gt_path, "image", (ids == "").to_numpy(), ids, "non-empty")
         raise_duplicates(gt_path, "column 'image'", ids)
+        raise_duplicates(gt_path, ALIAS_RULE, ids.str.removesuffix(SUFFIX))
         cells = parse_cells(frame, [*CLASSES, "UNK"], ONE_HOT_CELLS, gt_path)
         unk = cells[:, -1] == 1.0
         raise_bad_rows(gt_path, "UNK", unk, frame["UNK"], "0 (UNK has no images)")

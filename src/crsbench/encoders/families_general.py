@@ -1,4 +1,4 @@
-"""The six general-domain families of the CRS-Bench panel (PROTOCOL.md §1)."""
+"""The six general-domain families of the CRS-Bench panel (docs/protocol.md §1)."""
 
 from __future__ import annotations
 

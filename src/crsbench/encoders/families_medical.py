@@ -1,4 +1,4 @@
-"""The nine medical families: broad medical (4) and specialists (5) of PROTOCOL.md §1."""
+"""The nine medical families: broad medical (4) and specialists (5) of docs/protocol.md §1."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ import numpy as np
 import crsbench
 from crsbench.core.errors import CacheError, ConfigError, DataError, EncoderError
 from crsbench.core.types import Condition
+from crsbench.datasets.bad_images import MAX_BAD_FRACTION
 from crsbench.encoders.fold import FOLD_POLICY, encoder_pairs
 from crsbench.features.cache import FEATURE_FORMAT_VERSION, FeatureCache, make_key, sha256_text
 from crsbench.features.decode import DECODE_POLICY
@@ -23,6 +24,7 @@ from crsbench.features.loader import (
     file_fingerprint,
     resolve_perturb,
 )
+from crsbench.features.precision import resolve_precision
 from crsbench.features.results import ExtractionResult, FeatureArray, as_condition
 from crsbench.features.runner import PendingWork, run_pending
 
@@ -63,46 +65,6 @@ def use_channels_last(encoder: Any, on_cuda: bool) -> bool:
     return n_conv > 1  # a ViT's single patch-embedding conv does not count
 
 
-PRECISIONS = ("auto", "fp32", "bf16")
-
-
-def cpu_has_native_bf16() -> bool:
-    """Whether this CPU executes bf16 arithmetic natively (AVX512-BF16 or AMX-BF16 on x86,
-    read from ``/proc/cpuinfo``); without it bf16 is emulated and slower than fp32."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-            flags = set(f.read().split())
-    except OSError:
-        return False
-    return bool(flags & {"avx512_bf16", "amx_bf16"})
-
-
-def resolve_precision(precision: str, on_cuda: bool) -> str:
-    """``"fp32"`` or ``"bf16"``: ``auto`` is bf16 autocast on CUDA (the protocol's GPU
-    setting) and fp32 on CPU.
-
-    bf16 on CPU is opt-in: about 2.9x faster for EfficientNet-Lite0 at 224 on a CPU with
-    AVX512-BF16, but it moves the features (clean: row cosine to fp32 >= 0.9988; under the
-    strongest perturbations down to 0.947 here), so it is never chosen silently. On a CPU
-    without native bf16 (:func:`cpu_has_native_bf16`) it is emulated and slower; a warning
-    says so.
-    """
-    if precision not in PRECISIONS:
-        raise ConfigError(f"precision must be one of {PRECISIONS}. Got {precision!r} instead.")
-    if precision == "auto":
-        return "bf16" if on_cuda else "fp32"
-    if precision == "bf16" and not on_cuda and not cpu_has_native_bf16():
-        import warnings
-
-        warnings.warn(
-            "precision='bf16' on a CPU without native bf16 (AVX512-BF16/AMX): emulated, "
-            "expect it to be slower than fp32",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-    return precision
-
-
 def _working_size(encoder: Any, image_size: int | None) -> int:
     if image_size is not None:
         return int(image_size)
@@ -128,7 +90,7 @@ def extract(
     image_size: int | None = None,
     progress: bool = True,
     shard_size: int = 512,
-    max_bad_fraction: float = 0.01,
+    max_bad_fraction: float = MAX_BAD_FRACTION,
     dtype: str = "float32",
     perturb_fn: PerturbFn | None = None,
     perturbed_depths: Sequence[float] | None = None,
@@ -180,8 +142,9 @@ def extract(
         them). All taps still come from the one forward pass; this only limits what is stored.
     precision : {"auto", "fp32", "bf16"}
         Arithmetic of the forward pass: ``bf16`` is autocast to bfloat16 (weights and
-        features stay float32); ``auto`` (:func:`resolve_precision`) takes bf16 on CUDA and
-        fp32 on CPU. It enters the cache key.
+        features stay float32). ``auto`` here, unresolved by a check, is fp32
+        (:func:`crsbench.features.precision.resolve_precision`); a run resolves it first with
+        :func:`crsbench.features.precision_check.decide_precision`. It enters the cache key.
     fold_batchnorm : bool
         Fold eval-mode batch norms into the convolutions that feed them for the duration of
         the run (:func:`crsbench.encoders.fold.batchnorm_folded`: checked on a probe input,

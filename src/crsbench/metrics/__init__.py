@@ -1,4 +1,4 @@
-"""Metrics as pure functions on arrays (PROTOCOL.md section 4). Never imports torch or PIL.
+"""Metrics as pure functions on arrays (docs/protocol.md section 7). Never imports torch or PIL.
 
 Every metric is registered in :data:`METRICS` with its ``higher_is_better`` direction.
 """

@@ -1,6 +1,6 @@
 """Probability-quality metrics: ECE (15 equal-width bins), Brier score, negative log-likelihood.
 
-Conventions (PROTOCOL.md section 4):
+Conventions (docs/protocol.md section 7):
 
 * ECE = Σ_b (n_b / N) · |acc_b − conf_b| over equal-width bins on [0, 1]; a value v falls in bin
   ``searchsorted(edges, v, side="right") - 1`` clipped to the last bin (1.0 goes to the last bin).

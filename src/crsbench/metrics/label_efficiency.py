@@ -1,4 +1,4 @@
-"""Label-efficiency axis L: retention and AULC (PROTOCOL.md section 4).
+"""Label-efficiency axis L: retention and AULC (docs/protocol.md section 7).
 
 * ``retention`` = mean over f ∈ {1, 5, 10, 25 %} of AUROC_f / AUROC_100.
 * ``aulc`` = area under AUROC against log10(fraction) by the trapezoid rule over the fractions

@@ -1,4 +1,4 @@
-"""Operating-point metric: sensitivity at a fixed specificity (PROTOCOL.md section 8)."""
+"""Operating-point metric: sensitivity at a fixed specificity (docs/protocol.md section 13)."""
 
 from __future__ import annotations
 

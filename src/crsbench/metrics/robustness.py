@@ -1,9 +1,11 @@
-"""Robustness axis R (PROTOCOL.md section 4).
+"""Robustness axis R (docs/protocol.md section 7).
 
-drop_c = AUROC_clean − AUROC_c for each perturbation condition c (and, for CheXpert, the
+drop_c = AUROC_clean − AUROC_c for each of the 15 paper conditions c (and, for CheXpert, the
 institutional-shift drop AUROC_CheXpert − AUROC_MIMIC as one more condition);
 R_drop = 0.5 · mean(drop) + 0.5 · max(drop). Lower is better. Drops may be negative (a
-perturbation that helps) and are kept signed.
+perturbation that helps) and are kept signed. Which conditions enter is decided by the
+caller (:mod:`crsbench.scoring.seed_axes`, from :mod:`crsbench.core.conditions`); the extras
+are scored with the same formula beside R, never inside it.
 """
 
 from __future__ import annotations

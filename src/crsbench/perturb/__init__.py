@@ -7,17 +7,14 @@ for photographs). Severity values: ``severities_v1.yaml``; see ``docs/perturbati
 
 from __future__ import annotations
 
-from crsbench.perturb.api import (
+from crsbench.core.conditions import (
     EXTRA_CONDITIONS,
     EXTRA_PERTURBATIONS,
     PAPER_CONDITIONS,
     PAPER_PERTURBATIONS,
     SEVERITIES,
-    apply,
-    apply_batch,
-    conditions,
-    describe,
 )
+from crsbench.perturb.api import apply, apply_batch, conditions, describe
 from crsbench.perturb.registry import MODALITIES, PERTURBATIONS, PerturbationSpec
 from crsbench.perturb.severities import (
     DEFAULT_TABLE_PATH,

@@ -7,21 +7,16 @@ from typing import Any
 
 import numpy as np
 
+from crsbench.core.conditions import (
+    EXTRA_CONDITIONS,
+    EXTRA_PERTURBATIONS,
+    PAPER_CONDITIONS,
+    PAPER_PERTURBATIONS,
+)
 from crsbench.core.errors import ConfigError, DataError
 from crsbench.core.seeding import perturbation_seed
 from crsbench.perturb.registry import MODALITIES, PERTURBATIONS, PerturbationSpec
 from crsbench.perturb.severities import SeverityTable, as_table
-
-PAPER_PERTURBATIONS: tuple[str, ...] = ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
-EXTRA_PERTURBATIONS: tuple[str, ...] = ("poisson_gaussian", "sensor_noise")
-SEVERITIES: tuple[int, ...] = (1, 2, 3)
-
-PAPER_CONDITIONS: tuple[tuple[str, int], ...] = tuple(
-    (name, s) for name in PAPER_PERTURBATIONS for s in SEVERITIES
-)
-EXTRA_CONDITIONS: tuple[tuple[str, int], ...] = tuple(
-    (name, s) for name in EXTRA_PERTURBATIONS for s in SEVERITIES
-)
 
 TableLike = SeverityTable | Mapping[str, Any] | None
 
@@ -116,7 +111,7 @@ def apply(
         0 (identity: a copy) or a severity defined in the table (1-3 in v1).
     image_id : str
         Seeds the random stream with
-        ``perturbation_seed(image_id, name, severity)`` (PROTOCOL.md section 3).
+        ``perturbation_seed(image_id, name, severity)`` (docs/protocol.md section 5).
     table : SeverityTable or mapping, optional
         Override of the packaged ``severities_v1.yaml``.
 

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from crsbench.core.conditions import PAPER_PERTURBATIONS
+from crsbench.core.errors import ConfigError
 from crsbench.core.registry import Registry
 
 MODALITIES: tuple[str, ...] = ("dermoscopy", "fundus", "chest_xray", "other")
@@ -59,7 +61,17 @@ def register_perturbation(
     stochastic: bool,
     description: str = "",
 ) -> Callable[[OpFn], OpFn]:
-    """Decorator: register ``fn`` as perturbation ``name`` with its metadata."""
+    """Decorator: register ``fn`` as perturbation ``name`` with its metadata.
+
+    ``kind`` must agree with :data:`crsbench.core.conditions.PAPER_PERTURBATIONS` (the one
+    home of which perturbations are the paper's): ``"paper"`` exactly for those five.
+    """
+    expected = "paper" if name in PAPER_PERTURBATIONS else "extra"
+    if kind != expected:
+        raise ConfigError(
+            f"perturbation {name!r} must be registered with kind={expected!r} "
+            f"(the paper's perturbations are {PAPER_PERTURBATIONS}). Got kind={kind!r} instead."
+        )
 
     def decorator(fn: OpFn) -> OpFn:
         PERTURBATIONS.add(

@@ -3,7 +3,7 @@
 ``torch`` is imported lazily, inside the functions. Blur, contrast and field-of-view crop
 run natively on the tensor's device in float32 and match the numpy reference within one grey
 level (tested). Everything else (JPEG, and the noise perturbations, whose random streams are
-defined by numpy's PCG64 seeded per image, PROTOCOL.md section 3) falls back to
+defined by numpy's PCG64 seeded per image, docs/protocol.md section 5) falls back to
 :func:`crsbench.perturb.apply_batch` on the CPU so that the bytes are exactly the reference
 ones, and the result is moved back to the input's device.
 """

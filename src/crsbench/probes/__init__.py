@@ -1,4 +1,4 @@
-"""Probes on cached features (PROTOCOL.md section 2). Never imports torch or PIL.
+"""Probes on cached features (docs/protocol.md section 6). Never imports torch or PIL.
 
 * :class:`LogisticProbe`: L2 logistic regression (softmax / one sigmoid per label).
 * :func:`fit_probe_grid`: the batched engine, every C × every label subset of one cell.

@@ -12,6 +12,7 @@ import pandas as pd
 from crsbench.report import sections
 from crsbench.report.data import ReportData, compute_report_data
 from crsbench.report.html import page_html
+from crsbench.report.sections_control import control_probes
 
 
 def _distinct(runs: pd.DataFrame, col: str) -> str:
@@ -114,6 +115,7 @@ def build_report(
         sections.label_efficiency(data, writer),
         sections.robustness(data, writer),
         sections.layer_depth(data, writer),
+        control_probes(data, writer),
         sections.provenance(data, writer, _provenance_facts(data, store, now)),
     ]
     leader = data.board["encoder"].iloc[0]

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import CrsbenchError, DataError, StoreError
+from crsbench.core.storefile import STORE_FILE, read_tables
 
 #: Columns of the optional ``reliability`` table (one row per reliability-diagram bin).
 RELIABILITY_COLUMNS: tuple[str, ...] = (
@@ -25,7 +26,8 @@ RELIABILITY_COLUMNS: tuple[str, ...] = (
 #: Leaderboard columns shown and written, in order.
 BOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "rank_auroc", "encoder", "n_cells", "auroc", "ece", "retention",
-    "robustness_drop", "P", "I", "W", "CRS", "tier", "p_rank1", "p_top3",
+    "robustness_drop", "robustness_drop_extra", "P", "I", "W", "CRS", "tier", "p_rank1",
+    "p_top3", "missing",
 )  # fmt: skip
 
 
@@ -52,9 +54,15 @@ class ReportData:
     shift: pd.DataFrame | None = None
     shift_test: pd.DataFrame | None = None
     depth_curves: pd.DataFrame | None = None
+    control_agreement: pd.DataFrame | None = None
+    control_coverage: pd.DataFrame | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
     cells_left_out: list[str] = field(default_factory=list)
+    #: ``encoder×dataset`` cells the config excluded (never run, never imputed).
+    cells_excluded: list[str] = field(default_factory=list)
+    #: One sentence per shift target: which rows were scored, images and patients.
+    shift_rows: list[str] = field(default_factory=list)
 
 
 def read_store_extras(store_dir: str | Path) -> tuple[dict[str, Any], pd.DataFrame | None]:
@@ -65,31 +73,20 @@ def read_store_extras(store_dir: str | Path) -> tuple[dict[str, Any], pd.DataFra
     StoreError
         The ``reliability`` table exists but lacks one of :data:`RELIABILITY_COLUMNS`.
     """
-    import duckdb
-
-    path = Path(store_dir) / "results.duckdb"
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables")
-                  .fetchall()}  # fmt: skip
-        meta: dict[str, Any] = {}
-        if "meta" in tables:
-            cur = con.execute("SELECT * FROM meta LIMIT 1")
-            row = cur.fetchone()
-            if row is not None:
-                meta = dict(zip([d[0] for d in cur.description], row, strict=True))
-        reliability = None
-        if "reliability" in tables:
-            reliability = con.execute("SELECT * FROM reliability").df()
-            absent = [c for c in RELIABILITY_COLUMNS if c not in reliability.columns]
-            if absent:
-                raise StoreError(
-                    f"results store {path}: table 'reliability' must have columns "
-                    f"{list(RELIABILITY_COLUMNS)}. Got {list(reliability.columns)} instead "
-                    f"(missing {absent})."
-                )
-    finally:
-        con.close()
+    path = Path(store_dir) / STORE_FILE
+    found = read_tables(path, ("meta", "reliability"))
+    meta: dict[str, Any] = {}
+    if "meta" in found and len(found["meta"]):
+        meta = found["meta"].iloc[0].to_dict()
+    reliability = found.get("reliability")
+    if reliability is not None:
+        absent = [c for c in RELIABILITY_COLUMNS if c not in reliability.columns]
+        if absent:
+            raise StoreError(
+                f"results store {path}: table 'reliability' must have columns "
+                f"{list(RELIABILITY_COLUMNS)}. Got {list(reliability.columns)} instead "
+                f"(missing {absent})."
+            )
     return meta, reliability
 
 
@@ -151,20 +148,19 @@ def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, anchors: Any) -> No
     from crsbench.stats import paired_seed_bootstrap
 
     board = data.board
-    if data.n_replicates <= 0 or len(board) < 2:
+    if data.n_replicates <= 0 or board["CRS"].notna().sum() < 2:
         data.missing["uncertainty"] = (
             "the bootstrap needs at least two scored encoders and --replicates ≥ 1"
         )
         return
-    complete = per_seed.merge(data.cells[["encoder", "dataset"]], on=["encoder", "dataset"])
-    if complete["seed"].nunique() < 2:
+    if per_seed["seed"].nunique() < 2:
         data.missing["uncertainty"] = "the paired-seed bootstrap needs at least two seeds"
         return
-    boot = paired_seed_bootstrap(complete, anchors, n_replicates=data.n_replicates, seed=data.seed)
+    boot = paired_seed_bootstrap(per_seed, anchors, n_replicates=data.n_replicates, seed=data.seed)
     info = boot.ranks.set_index("encoder")
     for col in ("tier", "p_rank1", "p_top3"):
         board[col] = board["encoder"].map(info[col])
-    data.bootstrap = boot.ranks
+    data.bootstrap = boot.ranks[boot.ranks["CRS"].notna()].reset_index(drop=True)
     data.leader_gap = _leader_gap(boot.ranks, boot.pairwise)
 
 
@@ -176,12 +172,20 @@ def _add_calibration(data: ReportData, wanted: tuple[str, str] | None) -> None:
     if recal.empty:
         data.missing["calibration"] = "the store has no recalibrated rows (recalibrator ≠ none)"
         return
-    data.recalibration = recal
+    if recal["n_cells"].sum() == 0:
+        data.missing["calibration"] = (
+            "every recalibrated row is undefined: the calibration splits are below the "
+            "recalibration protocol's minimum per class (see details.undefined of the runs)"
+        )
+    else:
+        data.recalibration = recal
     enc, ds = data.calibration_cell = _choose_cell(data.board, data.cells, wanted)
     rows = _clean_full(runs, recalibrator=None)
     rows = rows[(rows["encoder"] == enc) & (rows["dataset"] == ds)]
-    data.cell_ece = rows[["seed", "recalibrator", "ece", "auroc"]].sort_values(
-        ["recalibrator", "seed"]
+    data.cell_ece = (
+        rows[["seed", "recalibrator", "ece", "auroc"]]
+        .dropna(subset=["ece"])  # undefined recalibrations are named in the section's note
+        .sort_values(["recalibrator", "seed"])
     )
     if data.reliability is not None:
         rel = data.reliability
@@ -238,6 +242,18 @@ def _add_robustness(data: ReportData) -> None:
         data.missing["shift_test"] = str(exc)
 
 
+def _add_control_probes(data: ReportData, anchors: Any) -> None:
+    from crsbench.stats.control_probes import control_probe_agreement
+
+    agreement, coverage = control_probe_agreement(data.runs, anchors)
+    if agreement.empty:
+        data.missing["control_probes"] = (
+            "the store has no control-probe rows (probe other than logistic)"
+        )
+        return
+    data.control_agreement, data.control_coverage = agreement, coverage
+
+
 def compute_report_data(
     store_dir: str | Path,
     *,
@@ -266,6 +282,7 @@ def compute_report_data(
     StoreError
         The store is missing, locked, or has no complete main-protocol cell to score.
     """
+    from crsbench.report.provenance import excluded_cells, shift_rows_sentences
     from crsbench.scoring import (
         aggregate_by_encoder,
         axes_from_runs,
@@ -282,20 +299,26 @@ def compute_report_data(
         warnings.simplefilter("always", UserWarning)
         per_seed = axes_from_runs(runs)
         cells = score_cells(per_seed, anc)
-    if cells.empty:
+    if cells.empty or not cells["CRS"].notna().any():
+        why = [f"{e}/{d}: {m}" for e, d, m in
+               zip(cells["encoder"], cells["dataset"], cells["missing"], strict=True)][:3]  # fmt: skip
         raise StoreError(
-            f"results store {Path(store_dir) / 'results.duckdb'} must hold at least one complete "
-            "main-protocol cell (frozen, logistic, layer 1.0, all four axes). Got none."
+            f"results store {Path(store_dir) / STORE_FILE} must hold at least one complete "
+            "main-protocol cell (frozen, logistic, layer 1.0, all four axes). Got none"
+            + (" (" + "; ".join(why) + ")." if why else ".")
         )
     board = aggregate_by_encoder(cells)
     for col in ("tier", "p_rank1", "p_top3"):
         board[col] = np.nan
     data = ReportData(runs=runs, board=board, cells=cells, anchors_version=anc.version,
                       n_replicates=n_replicates, seed=seed, meta=meta, reliability=reliability,
-                      cells_left_out=[str(w.message) for w in caught])  # fmt: skip
-    if len(board) >= 2:
-        auc = dict(zip(board["encoder"], board["auroc"], strict=True))
-        crs = dict(zip(board["encoder"], board["CRS"], strict=True))
+                      cells_left_out=[str(w.message) for w in caught],
+                      cells_excluded=excluded_cells(meta),
+                      shift_rows=shift_rows_sentences(runs))  # fmt: skip
+    scored = board[board["CRS"].notna()]
+    if len(scored) >= 2:
+        auc = dict(zip(scored["encoder"], scored["auroc"], strict=True))
+        crs = dict(zip(scored["encoder"], scored["CRS"], strict=True))
         data.agreement = rank_agreement(auc, crs)
         data.rank_moves = rank_moves(auc, crs, names=("auroc", "crs"))
     else:
@@ -313,4 +336,5 @@ def compute_report_data(
         data.depth_curves = _curves(depth, "layer")
     else:
         data.missing["layer_depth"] = "no layer-depth sweep rows in the store (one layer only)"
+    _add_control_probes(data, anc)
     return data

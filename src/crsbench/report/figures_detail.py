@@ -203,7 +203,8 @@ def shift_figure(shift: pd.DataFrame, fig_dir: Path) -> Figure:
 def recalibration_summary_figure(recal: pd.DataFrame, fig_dir: Path) -> Figure:
     """Across cells: mean ECE reduction per recalibrator with its 95 % bootstrap interval."""
     plt = pyplot()
-    r = recal.sort_values("mean_abs_reduction", ascending=False).reset_index(drop=True)
+    r = recal[np.isfinite(recal["mean_abs_reduction"])]
+    r = r.sort_values("mean_abs_reduction", ascending=False).reset_index(drop=True)
     y = np.arange(len(r))
     fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(r) + 1.3))
     err = np.vstack([r["mean_abs_reduction"] - r["abs_reduction_ci_low"],

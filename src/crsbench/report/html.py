@@ -24,6 +24,8 @@ def esc(value: object) -> str:
 
 def fmt(value: object, digits: int = 3) -> str:
     """Floats to ``digits`` decimals, integral floats and ints as integers, NaN as an em dash."""
+    if value is pd.NA or value is None:
+        return "—"
     if isinstance(value, bool | np.bool_):
         return "yes" if value else "no"
     if isinstance(value, int | np.integer):
@@ -57,7 +59,7 @@ def table_html(
         cells = []
         for c, v in zip(df.columns, rec, strict=True):
             if numeric[c]:
-                raw = "" if isinstance(v, float) and not np.isfinite(v) else f"{v}"
+                raw = "" if fmt(v, digits) == "—" else f"{v}"
                 cells.append(f'<td class="num" data-value="{esc(raw)}">{esc(fmt(v, digits))}</td>')
             else:
                 cells.append(f"<td>{esc(fmt(v, digits))}</td>")

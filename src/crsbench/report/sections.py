@@ -1,4 +1,4 @@
-"""The nine sections of the report, each from :class:`ReportData` to HTML plus files.
+"""The sections of the report, each from :class:`ReportData` to HTML plus files.
 
 Every section writes its tables as CSV under ``tables/`` and its figures as PNG and SVG under
 ``figures/``; when the store lacks the data, the section shows a note saying so.
@@ -16,17 +16,20 @@ from crsbench.report import figures_rank as fr
 from crsbench.report.data import BOARD_COLUMNS, ReportData
 from crsbench.report.html import (
     Section,
+    esc,
     figure_html,
     files_html,
     note_html,
     stats_html,
     table_html,
 )
+from crsbench.report.quarantine import quarantine_lines
 
 BOARD_HEADERS = {
     "rank_crs": "CRS rank", "rank_auroc": "AUROC rank", "n_cells": "cells",
     "auroc": "D: AUROC", "ece": "C: ECE", "retention": "L: retention",
-    "robustness_drop": "R: drop", "p_rank1": "P(rank 1)", "p_top3": "P(top 3)",
+    "robustness_drop": "R: drop", "robustness_drop_extra": "extras: drop (not in R)",
+    "p_rank1": "P(rank 1)", "p_top3": "P(top 3)", "missing": "missing (why NaN)",
 }  # fmt: skip
 
 
@@ -86,6 +89,11 @@ def leaderboard(d: ReportData, w: Writer) -> Section:
     )  # fmt: skip
     s.parts.append(table_html(board, headers=BOARD_HEADERS, sortable=True, table_id="board"))
     s.parts.append(files_html([rel]))
+    if d.cells_excluded:
+        s.parts.append(note_html(
+            "Cells excluded by the config (not run, not imputed; an encoder's aggregate is the "
+            "mean over its own cells): " + ", ".join(d.cells_excluded) + "."
+        ))  # fmt: skip
     if d.cells_left_out:
         s.parts.append(note_html("; ".join(d.cells_left_out)))
     return s
@@ -94,14 +102,15 @@ def leaderboard(d: ReportData, w: Writer) -> Section:
 def profiles(d: ReportData, w: Writer) -> Section:
     """Section 2: one utility radar per encoder."""
     cols = ["encoder", "rank_crs", *(c for c, _ in fr.PROFILE_AXES), "CRS"]
-    rel = w.csv(d.board[cols], "profiles")
+    scored = d.board[d.board["CRS"].notna()]  # unscored encoders: see the leaderboard's notes
+    rel = w.csv(scored[cols], "profiles")
     s = Section(
         "profiles", "2. Four-axis profiles",
         "Each shape is one encoder on the fixed-anchor utility scale (outer ring = best "
         "bound), so shapes compare directly: a large, even shape is reliable on every axis, a "
         "dent marks the axis that would fail first.",
     )  # fmt: skip
-    s.parts.append(figure_html(fr.profiles_figure(d.board, w.fig_dir), "Radar chart per encoder"))
+    s.parts.append(figure_html(fr.profiles_figure(scored, w.fig_dir), "Radar chart per encoder"))
     s.parts.append(files_html([rel]))
     return s
 
@@ -167,10 +176,10 @@ def calibration(d: ReportData, w: Writer) -> Section:
         "post-hoc recalibrator; the table gives the ECE reduction over every cell with its "
         "95% interval and the (small) AUROC change.",
     )  # fmt: skip
-    if d.recalibration is None:
+    if d.calibration_cell is None:
         s.parts.append(_missing(d, "calibration"))
         return s
-    enc, ds = d.calibration_cell or ("?", "?")
+    enc, ds = d.calibration_cell
     s.parts.append(f"<h3>Chosen cell: {enc} on {ds}</h3>")
     if d.reliability is not None:
         fig = fd.reliability_figure(d.reliability, (enc, ds), w.fig_dir)
@@ -184,6 +193,9 @@ def calibration(d: ReportData, w: Writer) -> Section:
     if d.cell_ece is not None and not d.cell_ece.empty:
         fig = fd.cell_ece_figure(d.cell_ece, (enc, ds), w.fig_dir)
         s.parts.append(figure_html(fig, "ECE per recalibrator for the chosen cell"))
+    if d.recalibration is None:  # before-recalibration diagrams only, and why
+        s.parts.append(_missing(d, "calibration"))
+        return s
     s.parts.append("<h3>ECE reduction over all cells</h3>")
     s.parts.append(figure_html(fd.recalibration_summary_figure(d.recalibration, w.fig_dir),
                                "ECE reduction per recalibrator"))  # fmt: skip
@@ -204,6 +216,19 @@ def label_efficiency(d: ReportData, w: Writer) -> Section:
                           fd.label_efficiency_figure, "AUROC vs label fraction")  # fmt: skip
 
 
+def _extras_line(d: ReportData) -> str:
+    """R's conditions and, beside them, the extras' own drop (never pooled into R)."""
+    board = d.board
+    extra = board["robustness_drop_extra"] if "robustness_drop_extra" in board else None
+    line = ("R holds the 15 paper conditions (5 perturbations × 3 severities) and the "
+            "institutional shift where one is evaluated; rows marked (extra) are reported "
+            "beside R, never inside it.")  # fmt: skip
+    if extra is not None and extra.notna().any():
+        line += (f" Mean R drop {board['robustness_drop'].mean():.3f}; mean drop over the "
+                 f"extras alone {extra.mean():.3f} (R's formula, column 'extras: drop').")  # fmt: skip
+    return f'<p class="extras">{esc(line)}</p>'
+
+
 def robustness(d: ReportData, w: Writer) -> Section:
     """Section 7: perturbation heatmaps and the institutional-shift bars."""
     s = Section(
@@ -216,10 +241,15 @@ def robustness(d: ReportData, w: Writer) -> Section:
     if d.robustness is None:
         s.parts.append(_missing(d, "robustness"))
     else:
-        s.parts.append(figure_html(fd.robustness_figure(d.robustness, w.fig_dir),
+        s.parts.append(_extras_line(d))
+        rob = d.robustness.copy()
+        extra = rob["kind"] == "extra"
+        rob.loc[extra, "condition"] = rob.loc[extra, "condition"] + " (extra)"
+        s.parts.append(figure_html(fd.robustness_figure(rob, w.fig_dir),
                                    "Heatmaps of AUROC drop and ECE increase"))  # fmt: skip
         rels.append(w.csv(d.robustness, "robustness"))
     s.parts.append("<h3>Institutional shift</h3>")
+    s.parts.extend(f'<p class="shift-rows">{esc(sentence)}</p>' for sentence in d.shift_rows)
     if d.shift is None:
         s.parts.append(_missing(d, "shift"))
     else:
@@ -253,11 +283,11 @@ def _revisions(runs: pd.DataFrame, key: str, col: str) -> pd.DataFrame:
 
 
 def provenance(d: ReportData, w: Writer, facts: list[tuple[str, object]]) -> Section:
-    """Section 9: config, versions, revisions and dates."""
-    from crsbench.report.html import esc, kv_html
+    """Section 10: config, versions, revisions and dates."""
+    from crsbench.report.html import kv_html
 
     s = Section(
-        "provenance", "9. Provenance",
+        "provenance", "10. Provenance",
         "What produced these numbers: cite the package and anchors versions with any result, "
         "and check the encoder and dataset revisions before comparing with another report.",
     )  # fmt: skip
@@ -267,6 +297,10 @@ def provenance(d: ReportData, w: Writer, facts: list[tuple[str, object]]) -> Sec
     ds = _revisions(d.runs, data_col, "dataset_revision").rename(columns={data_col: "dataset"})
     s.parts.append("<h3>Encoder revisions</h3>" + table_html(enc))
     s.parts.append("<h3>Dataset revisions</h3>" + table_html(ds))
+    lines = quarantine_lines(d.runs)
+    if lines:
+        items = "".join(f"<li>{esc(line)}</li>" for line in lines)
+        s.parts.append("<h3>Quarantined images</h3><ul>" + items + "</ul>")
     config = d.meta.get("config_json")
     if config:
         s.parts.append(f"<details><summary>Resolved config</summary><pre>{esc(config)}</pre>"

@@ -2,7 +2,7 @@
 
 This is the probe task of the runner: it never touches pixels, torch or the store, so the
 local and the Ray executors run exactly the same function. Every row it returns is one run
-record's identity and metric values (PROTOCOL.md section 7); provenance is added by the
+record's identity and metric values (docs/protocol.md section 12); provenance is added by the
 caller.
 """
 
@@ -23,11 +23,16 @@ __all__ = ["CellData", "CellSettings", "ShiftData", "evaluate_cell", "score", "t
 
 @dataclass(frozen=True)
 class ShiftData:
-    """Clean features and labels of a shift target's evaluation rows."""
+    """Clean features and labels of a shift target's evaluation rows.
+
+    ``details`` go into every shift record's ``details`` (``shift_rows``: which rows, how many
+    images and patients).
+    """
 
     target: str
     X: np.ndarray
     y: np.ndarray
+    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,11 @@ class CellData:
         Depth-1.0 features of the test rows (in ``test`` order) under each condition.
     subsets : mapping (fraction, seed) → index array into ``train``
         Nested label subsamples.
+    n_quarantined : mapping split → int
+        Undecodable images left out per split (``shift``: the target's rows); every run
+        row of the cell carries it in ``details["n_quarantined"]``.
+    quarantined : tuple of dict
+        Those images (``dataset``, ``split``, ``image_id``, ``path``, ``error_class``, ``message``).
     """
 
     encoder: str
@@ -57,6 +67,8 @@ class CellData:
     perturbed: Mapping[tuple[str, int], np.ndarray]
     subsets: Mapping[tuple[float, int], np.ndarray]
     shift: ShiftData | None = None
+    n_quarantined: Mapping[str, int] = field(default_factory=dict)
+    quarantined: tuple[Mapping[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -137,7 +149,7 @@ def _conditions(
             targets(cell.shift.y, cell.task),
             lambda: predict(cell.shift.X),
             cell.task,
-            extra,
+            {**extra, **cell.shift.details},
             t0,
             memo,
             None if mkey is None else (mkey, "shift"),
@@ -217,50 +229,15 @@ def _recalibrated(
     """Rows of the full-label logistic probe after each post-hoc recalibrator."""
     if not s.recalibrators:
         return
-    from crsbench.calibration import CALIBRATORS
+    from crsbench.runs.cell_recal import recalibrated_rows
 
-    X = cell.features[1.0]
-    extra = {**extra, "n_calib": len(cell.calib)}
-    for name in s.recalibrators:
-        t0 = time.perf_counter()
-        keys = [(mkey, "recal", name, "clean"), (mkey, "recal", name, "shift")]
-        cal: list[Any] = []
+    def ident(name: str, shift: bool) -> dict[str, Any]:
+        if not shift:
+            return _row(cell, seed, "logistic", 1.0, 1.0, recalibrator=name)
+        target = cell.shift.target if cell.shift is not None else None
+        return _row(cell, seed, "logistic", 1.0, 1.0, "shift", 0, name, eval_dataset=target)
 
-        def fitted(name: str = name, cal: list[Any] = cal) -> Any:
-            if not cal:
-                c = CALIBRATORS.get(name)(task=cell.task)
-                c.fit(predict(X[cell.calib]), y[cell.calib])
-                cal.append(c)
-            return cal[0]
-
-        emit(
-            rows,
-            _row(cell, seed, "logistic", 1.0, 1.0, recalibrator=name),
-            y[cell.test],
-            lambda f=fitted: f().predict_proba(predict(X[cell.test])),
-            cell.task,
-            extra,
-            t0,
-            memo,
-            keys[0],
-            bins=True,
-        )
-        if cell.shift is not None:
-            t1 = time.perf_counter()
-            ident = _row(
-                cell, seed, "logistic", 1.0, 1.0, "shift", 0, name, eval_dataset=cell.shift.target
-            )
-            emit(
-                rows,
-                ident,
-                targets(cell.shift.y, cell.task),
-                lambda f=fitted: f().predict_proba(predict(cell.shift.X)),
-                cell.task,
-                extra,
-                t1,
-                memo,
-                keys[1],
-            )
+    recalibrated_rows(cell, s.recalibrators, ident, seed, predict, y, rows, extra, memo, mkey)
 
 
 def _layers(
@@ -387,4 +364,8 @@ def evaluate_cell(cell: CellData, settings: CellSettings) -> list[dict[str, Any]
     _logistic(cell, settings, y, rows, memo)
     _layers(cell, settings, y, rows, memo)
     _controls(cell, settings, y, rows, memo)
+    if cell.n_quarantined:
+        counts = dict(cell.n_quarantined)
+        for row in rows:
+            row["details"] = {**row.get("details", {}), "n_quarantined": counts}
     return rows

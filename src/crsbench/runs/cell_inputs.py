@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from crsbench.core.errors import DataError
+from crsbench.datasets.bad_images import refuse_bad_images
 from crsbench.runs.cell import CellData, ShiftData
 from crsbench.runs.plan import CellPlan
 from crsbench.runs.prepare import PreparedDataset
@@ -19,19 +20,98 @@ def _present(fa_ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return np.isin(wanted, fa_ids)
 
 
+def quarantine_entries(
+    dataset: str,
+    image_ids: np.ndarray,
+    split_of_row: np.ndarray,
+    keep: np.ndarray,
+    reported: list[dict[str, str]],
+) -> list[dict[str, str]]:
+    """One entry per row without features: dataset, split, image id, path and reason.
+
+    ``reported`` are the extraction's quarantine records (by image id); a row missing from
+    the features but not reported (which should not happen) is named with reason
+    ``no_features``.
+    """
+    by_id = {q["image_id"]: q for q in reported}
+    out = []
+    for row in np.flatnonzero(~keep).tolist():
+        image_id = str(image_ids[row])
+        q = by_id.get(image_id, {"path": "", "error_class": "no_features", "message": ""})
+        out.append(
+            {
+                "dataset": dataset,
+                "split": str(split_of_row[row]),
+                "image_id": image_id,
+                "path": q["path"],
+                "error_class": q["error_class"],
+                "message": q["message"],
+            }
+        )
+    return out
+
+
+def _split_of_rows(n: int, splits: Any) -> np.ndarray:
+    """The split name of every dataset row (``""`` for a row in no split)."""
+    from crsbench.splits import SPLIT_NAMES
+
+    out = np.full(n, "", dtype=object)
+    for name in SPLIT_NAMES:
+        out[np.asarray(getattr(splits, name))] = name
+    return out
+
+
+def _count_by_split(entries: list[dict[str, str]], names: tuple[str, ...]) -> dict[str, int]:
+    return {name: sum(e["split"] == name for e in entries) for name in names}
+
+
+def _shift_data(
+    target: PreparedDataset, fa: Any, reported: list[dict[str, str]]
+) -> tuple[ShiftData, list[dict[str, str]]]:
+    """The shift target's evaluation rows that decoded, and the quarantined others."""
+    tds = target.dataset
+    tids = np.asarray(tds.image_ids)[target.eval_rows]
+    rows = _present(fa.ids, tids)
+    entries = quarantine_entries(
+        tds.name, tids, np.full(len(tids), "shift", dtype=object), rows, reported
+    )
+    refuse_bad_images(tds.name, [(e["path"], e["error_class"]) for e in entries], len(tds))
+    shift = ShiftData(
+        tds.name,
+        np.asarray(fa.features),
+        tds.labels[target.eval_rows][rows],
+        {"shift_rows": target.shift_provenance(rows)},
+    )
+    return shift, entries
+
+
 def cell_data(
     plan: CellPlan,
     prep: PreparedDataset,
     feats: dict,
     target: PreparedDataset | None,
 ) -> CellData:
+    """The arrays of one cell, quarantined images left out of every split.
+
+    Rows without features (images that could not be decoded) are dropped from their split
+    and the label subsamples are renumbered (:func:`crsbench.splits.drop_rows`), never
+    re-drawn. More bad images than :mod:`crsbench.datasets.bad_images` allows is refused.
+    """
+    from crsbench.splits import SPLIT_NAMES, drop_rows
+
     ds, sp = prep.dataset, prep.splits
     clean = feats["clean"]
-    keep = _present(clean[1.0].ids, np.asarray(ds.image_ids))
+    ids = np.asarray(ds.image_ids)
+    keep = _present(clean[1.0].ids, ids)
+    entries = quarantine_entries(
+        plan.dataset, ids, _split_of_rows(len(ids), sp), keep, feats.get("quarantined", [])
+    )
+    refuse_bad_images(plan.dataset, [(e["path"], e["error_class"]) for e in entries], len(ids))
+    counts = _count_by_split(entries, SPLIT_NAMES)
     test = sp.test[keep[sp.test]]
     perturbed = {}
     for cond, fa in feats["perturbed"].items():
-        if not np.array_equal(np.asarray(fa.ids), np.asarray(ds.image_ids)[test]):
+        if not np.array_equal(np.asarray(fa.ids), ids[test]):
             raise DataError(
                 f"{plan.dataset}: perturbed features of {cond} are not aligned with "
                 "the clean test rows (an image decoded once but not the other time)"
@@ -39,28 +119,28 @@ def cell_data(
         perturbed[cond] = np.asarray(fa.features)
     shift = None
     if target is not None:
-        fa = feats["shift"]
-        tids = np.asarray(target.dataset.image_ids)[target.eval_rows]
-        rows = _present(fa.ids, tids)
-        shift = ShiftData(
-            target.dataset.name,
-            np.asarray(fa.features),
-            target.dataset.labels[target.eval_rows][rows],
+        shift, shift_entries = _shift_data(
+            target, feats["shift"], feats.get("shift_quarantined", [])
         )
+        entries += shift_entries
+        counts["shift"] = len(shift_entries)
+    train_kept = keep[sp.train]
     return CellData(
         encoder=plan.encoder,
         dataset=plan.dataset,
         task=ds.task,
         n_outputs=len(ds.label_names),
         labels=ds.labels,
-        train=sp.train[keep[sp.train]],
+        train=sp.train[train_kept],
         val=sp.val[keep[sp.val]],
         calib=sp.calib[keep[sp.calib]],
         test=test,
         features={d: _expand(fa, keep) for d, fa in clean.items()},
         perturbed=perturbed,
-        subsets=prep.subsets,
+        subsets=prep.subsets if train_kept.all() else drop_rows(prep.subsets, train_kept),
         shift=shift,
+        n_quarantined=counts,
+        quarantined=tuple(entries),
     )
 
 

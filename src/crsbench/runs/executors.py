@@ -7,8 +7,8 @@ the driver commits each outcome to the store in one transaction as it arrives.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from crsbench.config import BenchmarkConfig
@@ -20,13 +20,17 @@ from crsbench.runs.prepare import PreparedDataset
 
 @dataclass(frozen=True)
 class CellOutcome:
-    """The run rows of one cell and how long its two stages took."""
+    """The run rows of one cell, how long its two stages took, the precision decision of
+    its features (:class:`~crsbench.features.precision.PrecisionDecision` as a dict) and its
+    quarantined images (see :attr:`crsbench.runs.cell.CellData.quarantined`)."""
 
     plan: CellPlan
     rows: list[dict[str, Any]]
     encoder_revision: str
     extract_s: float
     evaluate_s: float
+    precision: dict[str, Any] = field(default_factory=dict)
+    quarantined: tuple[Mapping[str, str], ...] = ()
 
 
 def run_one_cell(
@@ -48,7 +52,10 @@ def run_one_cell(
     data = cell_data(plan, prep, feats, target)
     t1 = time.perf_counter()
     rows = evaluate_cell(data, settings)
-    return CellOutcome(plan, rows, enc_rev, t1 - t0, time.perf_counter() - t1)
+    t2 = time.perf_counter()
+    return CellOutcome(
+        plan, rows, enc_rev, t1 - t0, t2 - t1, feats.get("precision", {}), data.quarantined
+    )
 
 
 class Executor(Protocol):

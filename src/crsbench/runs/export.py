@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -57,3 +58,17 @@ def export_query(con: Any, query: str, dest: Path | str, fmt: str) -> Path:
             raise
         raise StoreError(f"could not export to {final}: {exc}") from exc
     return final
+
+
+def write_json_atomic(dest: Path, value: Any) -> Path:
+    """Write ``value`` as JSON to ``dest`` atomically (temporary file, fsync, rename)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")
+        _fsync_path(tmp)
+        os.replace(tmp, dest)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"could not export to {dest}: {exc}") from exc
+    return dest

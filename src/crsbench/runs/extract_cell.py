@@ -39,10 +39,42 @@ def get_encoder(cfg: BenchmarkConfig, name: str) -> Any:
     return _ENCODERS[key]
 
 
-def encoder_revision(encoder: Any) -> str:
-    """Provenance string of an encoder: source revision and weights hash."""
+def encoder_revision(encoder: Any, precision: str | None = None) -> str:
+    """Provenance string of an encoder: source revision, weights hash and, for extracted
+    features, the resolved precision (``fp32``/``bf16``) they were computed in."""
     rev = getattr(encoder.card, "revision", None) or "unpinned"
-    return f"{rev}|weights-sha256:{encoder.weights_hash}"
+    out = f"{rev}|weights-sha256:{encoder.weights_hash}"
+    return out if precision is None else f"{out}|precision:{precision}"
+
+
+def probe_batch(plan: CellPlan, prep: Any, n_images: int) -> Any:
+    """The bf16 check's labelled batch: the first ``n_images`` rows of the training split
+    followed by the validation split, under the cell's conditions (None without labels)."""
+    from crsbench.features.precision_check import ProbeBatch
+
+    ds, sp = prep.dataset, prep.splits
+    if sp is None:
+        return None
+    rows = np.concatenate([np.asarray(sp.train), np.asarray(sp.val)])[:n_images]
+    return ProbeBatch(
+        image_ids=[str(i) for i in ds.image_ids[rows]],
+        paths=[str(p) for p in ds.paths[rows]],
+        labels=np.asarray(ds.labels)[rows],
+        task=ds.task,
+        n_outputs=len(ds.label_names),
+        dataset_revision=ds.revision,
+        conditions=(("clean", 0), *plan.conditions),
+    )
+
+
+def resolve_cell_precision(cfg: BenchmarkConfig, plan: CellPlan, prep: Any, enc: Any, cache: Any):
+    """The :class:`~crsbench.features.precision.PrecisionDecision` of this cell's encoder."""
+    from crsbench.features.precision import PrecisionCheck
+    from crsbench.features.precision_check import decide_precision
+
+    check = PrecisionCheck.from_overrides(cfg.precision_check.model_dump())
+    batch = None if cfg.precision == "fp32" else probe_batch(plan, prep, check.n_images)
+    return decide_precision(cfg.precision, enc, batch, cache, check)
 
 
 def _in_dataset_order(parts: list[Any], image_ids: np.ndarray) -> Any:
@@ -64,6 +96,33 @@ def _in_dataset_order(parts: list[Any], image_ids: np.ndarray) -> Any:
     return FeatureArray(feats, ids[order], first.condition, first.depth, key, status)
 
 
+def _bad_share(n_dataset: int, n_rows: int) -> float:
+    """``max_bad_fraction`` of one extraction over ``n_rows`` of a dataset of ``n_dataset``
+    images: it refuses as soon as these rows alone hold more bad images than the whole
+    dataset may (:mod:`crsbench.datasets.bad_images`); the dataset-wide count is checked
+    when the cell's rows are assembled."""
+    from crsbench.datasets.bad_images import MAX_BAD_FRACTION
+
+    return MAX_BAD_FRACTION * n_dataset / max(1, n_rows)
+
+
+def _quarantined(results: list[Any]) -> list[dict[str, str]]:
+    """Every image the extractions could not decode (once per image id): id, path, reason."""
+    seen: dict[str, dict[str, str]] = {}
+    for res in results:
+        for q in res.quarantined:
+            seen.setdefault(
+                str(q["image_id"]),
+                {
+                    "image_id": str(q["image_id"]),
+                    "path": str(q["path"]),
+                    "error_class": str(q["error_class"]),
+                    "message": str(q.get("message", "")),
+                },
+            )
+    return list(seen.values())
+
+
 def extract_cell_features(
     cfg: BenchmarkConfig, plan: CellPlan, prep: Any, target: Any | None, *, progress: bool = True
 ) -> tuple[dict[str, Any], str]:
@@ -77,20 +136,24 @@ def extract_cell_features(
     -------
     (features, encoder_revision)
         ``features`` has keys ``clean`` (depth → FeatureArray over every row that decoded, in
-        dataset order), ``perturbed`` ((name, severity) → FeatureArray over the test rows)
-        and, for a shift source, ``shift``.
+        dataset order), ``perturbed`` ((name, severity) → FeatureArray over the test rows),
+        ``quarantined`` (one dict per image that could not be decoded: ``image_id``,
+        ``path``, ``error_class``, ``message``) and, for a shift source, ``shift`` and
+        ``shift_quarantined``; ``precision`` is the precision decision's record
+        (:class:`~crsbench.features.precision.PrecisionDecision`), for the runs' details.
     """
     from crsbench.features import FeatureCache, extract
 
     enc = get_encoder(cfg, plan.encoder)
     cache = FeatureCache(cfg.resolved_cache_dir)
+    decision = resolve_cell_precision(cfg, plan, prep, enc, cache)
     common = {
         "cache": cache,
         "batch_size": cfg.batch_size,
         "num_workers": cfg.num_workers,
         "progress": progress,
         "depths": tuple(cfg.layers),
-        "precision": cfg.precision,
+        "precision": decision.precision,
     }
     ds = prep.dataset
     test = np.asarray(prep.splits.test)
@@ -112,13 +175,19 @@ def extract_cell_features(
                 dataset_revision=ds.revision,
                 conditions=conds,
                 perturbed_depths=(1.0,),
+                max_bad_fraction=_bad_share(len(ds.image_ids), len(rows)),
                 **common,
             )
         )
     clean = {
         d: _in_dataset_order([r[("clean", d)] for r in results], ds.image_ids) for d in cfg.layers
     }
-    feats: dict[str, Any] = {"clean": clean, "perturbed": {}}
+    feats: dict[str, Any] = {
+        "clean": clean,
+        "perturbed": {},
+        "precision": decision.as_dict(),
+        "quarantined": _quarantined(results),
+    }
     if plan.conditions:
         feats["perturbed"] = {c: results[0][(c, 1.0)] for c in plan.conditions}
     if target is not None:
@@ -129,7 +198,9 @@ def extract_cell_features(
             tds.paths[rows],
             dataset_revision=tds.revision,
             conditions=(("clean", 0),),
+            max_bad_fraction=_bad_share(len(tds.image_ids), len(rows)),
             **{**common, "depths": (1.0,)},
         )
         feats["shift"] = res_s[("clean", 1.0)]
-    return feats, encoder_revision(enc)
+        feats["shift_quarantined"] = _quarantined([res_s])
+    return feats, encoder_revision(enc, decision.precision)

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.core.errors import StoreError
+from crsbench.core.storefile import LOCK_FILE
 
-LOCK_NAME = ".lock"
+LOCK_NAME = LOCK_FILE
 #: Filesystem types on which SQLite/DuckDB file locking is not reliable.
 NETWORK_FS_TYPES: frozenset[str] = frozenset(
     {"nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "fuse.sshfs", "afs", "9p", "ncpfs"}

@@ -73,7 +73,8 @@ def lora_plan(
 ) -> dict[tuple[str, str], dict[int, list[dict[str, Any]]]]:
     """Identities of the LoRA regime: ``(encoder, dataset) -> {seed: identities}``.
 
-    Empty unless ``regimes.lora.enabled``. Encoders whose card says they have no learnable
+    Empty unless ``regimes.lora.enabled``. Cells of ``exclude_cells`` are left out, as in the
+    frozen regime. Encoders whose card says they have no learnable
     weights (``trainable=False``: the pixel baseline) are left out; ``modalities`` maps each
     probe dataset to its modality (it selects the perturbation conditions).
     """
@@ -88,6 +89,8 @@ def lora_plan(
         if not get_card(spec.name).trainable:
             continue
         for name in cfg.probe_datasets:
+            if not cfg.includes_cell(spec.name, name):
+                continue
             conds = cell_conditions(cfg, modalities[name])
             target = shift_of.get(name)
             out[(spec.name, name)] = {
@@ -148,7 +151,8 @@ class _Cell:
             tds, rows = target.dataset, np.asarray(target.eval_rows)
             srows = ImageRows(tds.paths[rows], tds.image_ids[rows], size)
             ok = self._ok(srows, np.arange(len(rows)))
-            self.shift = (tds.name, srows, ok, targets(tds.labels[rows][ok], ds.task))
+            scored = {"shift_rows": target.shift_provenance(np.isin(np.arange(len(rows)), ok))}
+            self.shift = (tds.name, srows, ok, targets(tds.labels[rows][ok], ds.task), scored)
 
     @staticmethod
     def _ok(images: Any, rows: Any) -> np.ndarray:
@@ -213,10 +217,10 @@ def _seed_rows(
             emit((1.0, name, sev, "none"), y_test, prob, time.perf_counter(), det)
         shift_prob = None
         if cell.shift is not None:
-            _, srows, ok, y_shift = cell.shift
+            _, srows, ok, y_shift, scored = cell.shift
             t1 = time.perf_counter()
             shift_prob = predict_proba(adapted, srows, ok, bs)
-            emit((1.0, "shift", 0, "none"), y_shift, shift_prob, t1, det)
+            emit((1.0, "shift", 0, "none"), y_shift, shift_prob, t1, {**det, **scored})
         calib_prob = predict_proba(adapted, cell.clean, cell.calib, bs)
         for rec in cfg.recalibrators:
             t1 = time.perf_counter()
@@ -225,7 +229,8 @@ def _seed_rows(
             rdet = {**det, "n_calib": int(len(cell.calib))}
             emit((1.0, "clean", 0, rec), y_test, c.predict_proba(probs[0]), t1, rdet)
             if shift_prob is not None:
-                emit((1.0, "shift", 0, rec), cell.shift[3], c.predict_proba(shift_prob), t1, rdet)
+                emit((1.0, "shift", 0, rec), y_shift, c.predict_proba(shift_prob), t1,
+                     {**rdet, **scored})  # fmt: skip
     return rows
 
 
@@ -238,7 +243,10 @@ def _adapted_encoder(cfg: BenchmarkConfig, spec: Any) -> tuple[Any, str]:
     enc = build(spec.name, device=resolve_device(cfg.device), weights_path=spec.weights_path,
                 allow_remote_code=spec.allow_remote_code)  # fmt: skip
     enc = enc.set_input_size(spec.input_size)
-    revision = encoder_revision(enc)  # of the base weights, as in the frozen rows
+    # the base weights, and the arithmetic fine-tuning uses (bf16 autocast on CUDA, fp32 on
+    # CPU: crsbench.adapt), in the frozen rows' form so mixed precisions are never averaged
+    precision = "bf16" if str(enc.device).startswith("cuda") else "fp32"
+    revision = encoder_revision(enc, precision)
     lora = cfg.regimes.lora
     wrap_with_lora(enc, rank=lora.rank, alpha=lora.alpha, dropout=lora.dropout)
     return enc, revision
@@ -293,6 +301,8 @@ def run_lora_stage(
             log.warning("lora regime: skipping encoder %r: it has no learnable weights", spec.name)
             continue
         for name in cfg.probe_datasets:
+            if (spec.name, name) not in planned:  # a cell of exclude_cells
+                continue
             prep = prepared[name]
             target = shift_of.get(name)
             plan = planned[(spec.name, name)]

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
 from crsbench.runs.cell import CellSettings
+from crsbench.runs.outdir import claim_output_dir
 from crsbench.runs.plan import control_fractions, plan_cells
 from crsbench.runs.prepare import prepare_datasets
 from crsbench.runs.records import RunRecord, make_run_key
@@ -82,21 +83,27 @@ def to_records(
     dataset_revision: str,
     anchors_version: str,
     package_version: str,
+    precision: Mapping[str, Any] | None = None,
 ) -> list[RunRecord]:
-    """Run rows of :func:`evaluate_cell` → validated :class:`RunRecord` objects."""
+    """Run rows of :func:`evaluate_cell` → validated :class:`RunRecord` objects.
+
+    ``precision``, the cell's precision decision, goes into every record's
+    ``details["precision"]``."""
     out = []
     for row in rows:
         row = dict(row)
         details = dict(row.pop("details", {}))
         wall = float(row.pop("wall_time_s", 0.0))
-        undefined = {}
+        undefined = dict(details.get("undefined") or {})
         for m in ("auroc", "ece", "brier", "nll", "sens_at_spec90", "sens_at_spec95"):
             v = _clean_metric(row.get(m))
-            if v is None and row.get(m) is not None:
+            if v is None and row.get(m) is not None and m not in undefined:
                 undefined[m] = "not defined on this evaluation set (see excluded / warnings)"
             row[m] = v
         if undefined:
             details["undefined"] = undefined
+        if precision:
+            details["precision"] = dict(precision)
         out.append(
             RunRecord(
                 **row,
@@ -112,6 +119,24 @@ def to_records(
     return out
 
 
+def _report_quarantine(
+    store: ResultsStore,
+    entries: Sequence[Mapping[str, str]],
+    announced: set[tuple[str, str]],
+    emit: ProgressFn,
+) -> None:
+    """Keep a cell's quarantined images in the store and announce each image once per run
+    (event ``quarantine``: dataset, split, image_id, path, error_class, message)."""
+    from crsbench.runs.quarantine import record_quarantine
+
+    record_quarantine(store, entries)
+    for entry in entries:
+        key = (entry["dataset"], entry["image_id"])
+        if key not in announced:
+            announced.add(key)
+            emit("quarantine", dict(entry))
+
+
 def run_benchmark(
     cfg: BenchmarkConfig,
     *,
@@ -119,6 +144,7 @@ def run_benchmark(
     address: str | None = None,
     progress: bool = True,
     force_new: bool = False,
+    force: bool = False,
     on_event: ProgressFn | None = None,
 ) -> RunSummary:
     """Run the whole grid of ``cfg`` into ``cfg.output_dir / results.duckdb`` (resumable).
@@ -132,7 +158,11 @@ def run_benchmark(
     progress : bool
         Show rich progress bars.
     force_new : bool
-        Move aside a store written by another config instead of refusing.
+        Move aside a store written by another config (with its derived folders) instead of
+        refusing; the ``moved`` event names what moved.
+    force : bool
+        Accept a non-empty output directory that crsbench did not write (nothing in it is
+        ever overwritten; see :func:`crsbench.runs.outdir.claim_output_dir`).
     """
     from crsbench import __version__
     from crsbench.runs.executors import make_executor
@@ -141,8 +171,8 @@ def run_benchmark(
     stages: dict[str, float] = {}
     emit = on_event or (lambda *_: None)
     h = config_hash(cfg)
-    out = Path(cfg.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    roots = [d.root for d in cfg.datasets.values()]
+    out = claim_output_dir(cfg.output_dir, dataset_roots=roots, force=force)
     cfg_json = cfg.model_dump_json()
     t0 = time.perf_counter()
     prepared = prepare_datasets(cfg)
@@ -152,6 +182,8 @@ def run_benchmark(
     settings = cell_settings(cfg)
     written = done_before = 0
     with ResultsStore(out, h, config_json=cfg_json, force_new=force_new) as store:
+        if store.moved_aside:
+            emit("moved", {"moved": [(str(a), str(b)) for a, b in store.moved_aside]})
         done = store.done_keys()
         todo = []
         for c in cells:
@@ -177,6 +209,7 @@ def run_benchmark(
         )
         ex = make_executor(executor, address=address)
         t_extract = t_eval = 0.0
+        announced: set[tuple[str, str]] = set()
         try:
             for out_cell in ex.run_cells(cfg, todo, prepared, settings, progress=progress):
                 c = out_cell.plan
@@ -187,7 +220,9 @@ def run_benchmark(
                     dataset_revision=prepared[c.dataset].dataset.revision,
                     anchors_version=cfg.anchors,
                     package_version=__version__,
+                    precision=out_cell.precision,
                 )
+                _report_quarantine(store, out_cell.quarantined, announced, emit)
                 written += store.append(records)
                 t_extract += out_cell.extract_s
                 t_eval += out_cell.evaluate_s

@@ -150,7 +150,7 @@ def control_fractions(cfg: BenchmarkConfig) -> tuple[float, ...]:
 
 
 def plan_cells(cfg: BenchmarkConfig, modalities: dict[str, str]) -> list[CellPlan]:
-    """Every cell of the grid with its planned record identities.
+    """Every cell of the grid with its planned record identities (``exclude_cells`` left out).
 
     Parameters
     ----------
@@ -159,10 +159,9 @@ def plan_cells(cfg: BenchmarkConfig, modalities: dict[str, str]) -> list[CellPla
     """
     shift_of = {s.source: s.target for s in cfg.shifts}
     cells = []
-    for enc in cfg.encoders:
-        for ds in cfg.probe_datasets:
-            conds = cell_conditions(cfg, modalities[ds])
-            target = shift_of.get(ds)
-            ids = tuple(cell_identities(cfg, enc.name, ds, conds, target, control_fractions(cfg)))
-            cells.append(CellPlan(enc.name, ds, target, conds, ids))
+    for enc, ds in cfg.frozen_cells:
+        conds = cell_conditions(cfg, modalities[ds])
+        target = shift_of.get(ds)
+        ids = tuple(cell_identities(cfg, enc, ds, conds, target, control_fractions(cfg)))
+        cells.append(CellPlan(enc, ds, target, conds, ids))
     return cells

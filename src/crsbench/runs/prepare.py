@@ -15,14 +15,27 @@ from crsbench.core.seeding import stable_seed
 class PreparedDataset:
     """A loaded dataset with its fixed splits and the nested label subsamples.
 
-    ``eval_rows`` are the rows a shift target is evaluated on: all of them, since no probe is
-    ever trained on a shift target (its ``splits`` is ``None``).
+    ``eval_rows`` are the rows it is evaluated on: the test split of a probe dataset; for a
+    shift target (``splits`` is ``None``: no probe is ever trained on it) the rows its shift's
+    ``rows`` key selects (:func:`crsbench.datasets.eval_rows.shift_eval_rows`), named by
+    ``eval_rows_choice``, under the ``max_images`` cap.
     """
 
     dataset: Any
     splits: Any
     subsets: dict[tuple[float, int], np.ndarray]
     eval_rows: np.ndarray
+    eval_rows_choice: str | None = None
+
+    def shift_provenance(self, scored: np.ndarray) -> dict[str, Any]:
+        """A shift record's ``details["shift_rows"]``: the choice, images and patients scored.
+
+        ``scored`` is a boolean mask over ``eval_rows`` (False: an image that did not decode).
+        """
+        from crsbench.datasets.eval_rows import rows_provenance
+
+        rows = np.asarray(self.eval_rows)[np.asarray(scored, dtype=bool)]
+        return rows_provenance(self.dataset, str(self.eval_rows_choice), rows)
 
 
 def cap_rows(image_ids: np.ndarray, groups: np.ndarray, max_images: int | None) -> np.ndarray:
@@ -60,21 +73,53 @@ def subset_dataset(ds: Any, rows: np.ndarray, cap: int | None) -> Any:
     )
 
 
+def refuse_missing_files(name: str, paths: np.ndarray) -> None:
+    """Fail early when more images are missing than the bad-image budget allows; fewer are
+    left to the extraction, which quarantines and names them."""
+    from crsbench.datasets.bad_images import refuse_bad_images
+    from crsbench.datasets.files import exists_mask
+
+    paths = np.asarray(paths)
+    missing = paths[~exists_mask(paths)]
+    refuse_bad_images(name, [(str(p), "missing") for p in missing], len(paths))
+
+
+def prepare_shift_target(ds: Any, rows: str, max_images: int | None) -> PreparedDataset:
+    """A shift target: the rows ``rows`` selects, then capped (whole patients) to ``max_images``.
+
+    The cap applies to the evaluation rows, so a capped target keeps its official test split
+    instead of a sliver of it.
+    """
+    from crsbench.datasets.eval_rows import shift_eval_rows
+
+    chosen = shift_eval_rows(ds, rows)
+    kept = cap_rows(np.asarray(ds.image_ids)[chosen], np.asarray(ds.groups)[chosen], max_images)
+    return PreparedDataset(ds, None, {}, chosen[kept], eval_rows_choice=rows)
+
+
 def prepare_datasets(cfg: BenchmarkConfig) -> dict[str, PreparedDataset]:
     """Load, cap, split and subsample every dataset of ``cfg`` (shift targets included)."""
     from crsbench.datasets import load
     from crsbench.splits import label_subsamples, make_splits
 
     out: dict[str, PreparedDataset] = {}
+    rows_of = {s.target: s.rows for s in cfg.shifts}
     for name, spec in cfg.datasets.items():
-        ds = load(name, spec.root, **dict(spec.options))
+        # Missing files follow the bad-image rule (quarantined up to the budget, see
+        # crsbench.datasets.bad_images), so the adapter's all-or-nothing check is replaced.
+        ds = load(name, spec.root, **{**dict(spec.options), "check_files": False})
+        check_files = spec.options.get("check_files", True)
+        if name in cfg.shift_targets:
+            # Nothing is ever trained on a shift target: only its evaluation rows matter.
+            out[name] = prepare_shift_target(ds, rows_of[name], spec.max_images)
+            if check_files:
+                refuse_missing_files(name, np.asarray(ds.paths)[out[name].eval_rows])
+            continue
         rows = cap_rows(np.asarray(ds.image_ids), np.asarray(ds.groups), spec.max_images)
         if len(rows) < len(ds):
             ds = subset_dataset(ds, rows, spec.max_images)
-        if name in cfg.shift_targets:
-            # Nothing is ever trained on a shift target: every row is an evaluation row.
-            out[name] = PreparedDataset(ds, None, {}, np.arange(len(ds)))
-            continue
+        if check_files:
+            refuse_missing_files(name, np.asarray(ds.paths))
         splits = make_splits(ds, seed=cfg.split_seed)
         subsets = label_subsamples(
             ds.labels[splits.train],

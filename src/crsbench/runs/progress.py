@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
@@ -31,8 +32,13 @@ class RunProgress:
         self.progress.__exit__(*exc)
 
     def __call__(self, event: str, info: dict[str, Any]) -> None:
-        """Handle one pipeline event (``plan`` or ``cell``)."""
-        if event == "plan":
+        """Handle one pipeline event (``moved``, ``plan``, ``cell`` or ``quarantine``)."""
+        if event == "quarantine":
+            self.console.print(quarantine_line(info), markup=False, highlight=False, soft_wrap=True)
+        elif event == "moved":
+            for source, target in info["moved"]:
+                self.console.print(f"moved {escape(source)} -> {escape(target)} (another config)")
+        elif event == "plan":
             todo = info["cells"] - info["done"]
             self.console.print(
                 f"plan: {info['cells']} cells ({info['done']} already done, {todo} to run), "
@@ -52,4 +58,13 @@ class RunProgress:
             )
             self.progress.update(self.task, advance=1, last=last)
             if not self.console.is_terminal:  # a log file gets one line per cell
-                self.console.print(f"cell done: {last}")
+                self.console.print(f"cell done: {escape(str(last))}")
+
+
+def quarantine_line(entry: dict[str, Any]) -> str:
+    """One console line naming a quarantined image, its split and why (user text as is)."""
+    reason = entry["error_class"] + (f": {entry['message']}" if entry.get("message") else "")
+    return (
+        f"quarantined {entry['dataset']} {entry['split']} image {entry['image_id']}: "
+        f"{entry['path']} ({reason}); the cells run without it"
+    )

@@ -207,7 +207,9 @@ def probe_task(
     t1 = time.perf_counter()
     rows = (evaluate_fn or evaluate_cell)(data, settings)
     t_read, t_eval = t1 - t0, time.perf_counter() - t1
-    return CellOutcome(plan, rows, extracted.encoder_revision, extracted.seconds + t_read, t_eval)
+    precision = extracted.features.get("precision", {})
+    return CellOutcome(plan, rows, extracted.encoder_revision, extracted.seconds + t_read, t_eval,
+                       precision, data.quarantined)  # fmt: skip
 
 
 class RayExecutor:

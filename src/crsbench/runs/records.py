@@ -16,8 +16,10 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
 
+from crsbench.core.conditions import UNPERTURBED_CONDITIONS
 from crsbench.core.errors import StoreError
 from crsbench.core.schema import IDENTITY_COLUMNS
+from crsbench.splits.policy import SPLIT_NAMES
 
 #: Version of the ``runs`` / ``metrics`` / ``meta`` table layout.
 SCHEMA_VERSION = 1
@@ -47,8 +49,8 @@ RUN_COLUMNS: tuple[str, ...] = IDENTITY_COLUMNS + METRIC_COLUMNS + PROVENANCE_CO
 #: Provenance that differs between two honest computations of the same run.
 VOLATILE_COLUMNS: tuple[str, ...] = ("wall_time_s", "created_at")
 REGIMES: tuple[str, ...] = ("frozen", "lora")
-#: Conditions evaluated on unperturbed images; they carry severity 0.
-UNPERTURBED_CONDITIONS: tuple[str, ...] = ("clean", "shift")
+#: Keys of ``details["n_quarantined"]``: the splits and the shift target's rows.
+QUARANTINE_KEYS: tuple[str, ...] = (*SPLIT_NAMES, "shift")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _INT_COLUMNS = ("seed", "severity")
 _FLOAT_COLUMNS = ("layer", "fraction")
@@ -267,6 +269,7 @@ def record_problems(row: Mapping[str, Any]) -> list[str]:
     if not isinstance(details, Mapping):
         out.append(f"details must be a mapping. Got {type(details).__name__} instead")
         details = {}
+    out += quarantine_problems(details)
     undefined = details.get("undefined") or {}
     for m in METRIC_COLUMNS:
         v = row.get(m)
@@ -292,4 +295,26 @@ def record_problems(row: Mapping[str, Any]) -> list[str]:
     sv = row.get("schema_version")
     if sv != SCHEMA_VERSION:
         out.append(f"schema_version must be {SCHEMA_VERSION}. Got {sv!r} instead")
+    return out
+
+
+def quarantine_problems(details: Mapping[str, Any]) -> list[str]:
+    """How ``details["n_quarantined"]`` breaks the schema, if present (empty when valid).
+
+    It maps split names (:data:`QUARANTINE_KEYS`) to the number of images of that split the
+    cell left out (integers >= 0).
+    """
+    counts = details.get("n_quarantined")
+    if counts is None:
+        return []
+    if not isinstance(counts, Mapping):
+        return [f"details['n_quarantined'] must be a mapping. Got {counts!r} instead"]
+    out = []
+    for key, n in counts.items():
+        if key not in QUARANTINE_KEYS:
+            out.append(
+                f"details['n_quarantined'] keys must be among {QUARANTINE_KEYS}. Got {key!r}"
+            )
+        elif isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            out.append(f"details['n_quarantined'][{key!r}] must be an int >= 0. Got {n!r}")
     return out

@@ -8,9 +8,10 @@ import duckdb
 import pyarrow as pa
 
 from crsbench.core.errors import StoreError
+from crsbench.core.storefile import STORE_FILE
 from crsbench.runs.records import IDENTITY_COLUMNS, METRIC_COLUMNS, RUN_COLUMNS, VOLATILE_COLUMNS
 
-DB_NAME = "results.duckdb"
+DB_NAME = STORE_FILE
 GROUP_COLUMNS: tuple[str, ...] = tuple(c for c in IDENTITY_COLUMNS if c != "seed")
 PAYLOAD_COLUMNS: tuple[str, ...] = tuple(c for c in RUN_COLUMNS if c not in VOLATILE_COLUMNS)
 _SQL_TYPES = {

@@ -12,6 +12,19 @@ from crsbench.runs.plan import plan_cells
 from crsbench.runs.records import make_run_key
 
 
+def grid_summary(cfg: BenchmarkConfig) -> str:
+    """One line: the number of frozen cells and the cells ``exclude_cells`` leaves out.
+
+    E.g. ``43 frozen cells (2 excluded by config: biovil×aptos2019, chexzero×aptos2019)``.
+    """
+    n = len(cfg.frozen_cells)
+    line = f"{n} frozen cell{'s' if n != 1 else ''}"
+    if cfg.exclude_cells:
+        names = ", ".join(f"{c.encoder}×{c.dataset}" for c in cfg.exclude_cells)
+        line += f" ({len(cfg.exclude_cells)} excluded by config: {names})"
+    return line
+
+
 def grid_status(cfg: BenchmarkConfig) -> Table:
     """A rich table: per regime and cell, records done / planned (LoRA rows when enabled)."""
     from crsbench.datasets import DATASETS
@@ -37,3 +50,35 @@ def grid_status(cfg: BenchmarkConfig) -> Table:
         state = "done" if n == len(keys) else ("partial" if n else "todo")
         table.add_row(regime, enc, ds, str(n), str(len(keys)), state)
     return table
+
+
+#: Quarantined files listed per dataset by ``crsbench status`` (the rest are counted).
+SHOWN_PER_DATASET = 20
+
+
+def quarantine_status(cfg: BenchmarkConfig) -> list[str]:
+    """Lines naming the images the store's runs left out (empty when there are none).
+
+    Per dataset: a count per split, then each file with its split and reason (the first
+    :data:`SHOWN_PER_DATASET`; the store's ``quarantine`` table holds them all). Plain text,
+    to be printed without markup and unwrapped so that paths stay whole.
+    """
+    from crsbench.runs.quarantine import quarantine_frame
+    from crsbench.runs.store import DB_NAME, ResultsStore
+
+    out = Path(cfg.output_dir)
+    if not (out / DB_NAME).exists():
+        return []
+    with ResultsStore(out, config_hash(cfg), mode="r") as store:
+        frame = quarantine_frame(store.con)
+    lines = []
+    for dataset, rows in frame.groupby("dataset", sort=True):
+        counts = rows["split"].value_counts().sort_index()
+        summary = ", ".join(f"{split} {n}" for split, n in counts.items())
+        lines.append(f"{dataset}: {len(rows)} image(s) quarantined ({summary})")
+        for r in rows.head(SHOWN_PER_DATASET).itertuples():
+            reason = r.error_class + (f": {r.message[:160]}" if r.message else "")
+            lines.append(f"  {r.split} {r.image_id}: {r.path} ({reason})")
+        if len(rows) > SHOWN_PER_DATASET:
+            lines.append(f"  ... and {len(rows) - SHOWN_PER_DATASET} more")
+    return lines

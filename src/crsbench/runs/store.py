@@ -11,7 +11,6 @@ batches it committed.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,7 +21,8 @@ import pandas as pd
 import pyarrow as pa
 
 from crsbench.core.errors import StoreError
-from crsbench.runs.export import export_query
+from crsbench.core.storefile import damaged_store, locked_store
+from crsbench.runs.export import export_query, write_json_atomic
 from crsbench.runs.lock import StoreLock, check_local_filesystem
 from crsbench.runs.records import (
     IDENTITY_COLUMNS,
@@ -59,8 +59,9 @@ class ResultsStore:
     config_json : str, optional
         Resolved config text stored in ``meta`` when the store is created.
     force_new : bool
-        When the store belongs to another config, move it aside
-        (``results.<hash12>.<utc>.duckdb``) and start a new one instead of refusing.
+        When the store belongs to another config, move it and its derived folders
+        (``export``, ``scores``, ``analysis``, ``report``, ``last_run.json``) to
+        ``superseded/config-<hash12>-<utc>/`` and start a new one instead of refusing.
     allow_network_fs : bool
         Warn instead of refusing when ``out_dir`` is on NFS/SMB.
 
@@ -88,6 +89,8 @@ class ResultsStore:
         self.mode = mode
         self.config_hash = config_hash
         self._lock: StoreLock | None = None
+        #: ``(from, to)`` paths moved to ``superseded/`` by ``force_new`` (empty otherwise).
+        self.moved_aside: list[tuple[Path, Path]] = []
         self._con: duckdb.DuckDBPyConnection | None = None
         if mode == "r":
             if not self.path.is_file():
@@ -95,6 +98,9 @@ class ResultsStore:
             self._con = self._connect(read_only=True)
             try:
                 self._check_meta(force_new=False)
+            except duckdb.Error as exc:
+                self.close()
+                raise damaged_store(self.path, exc) from None
             except BaseException:
                 self.close()
                 raise
@@ -114,6 +120,9 @@ class ResultsStore:
                 self._move_aside()
                 self._con = self._connect(read_only=False)
                 self._create(config_json)
+        except duckdb.Error as exc:
+            self.close()
+            raise damaged_store(self.path, exc) from None
         except BaseException:
             self.close()
             raise
@@ -124,7 +133,9 @@ class ResultsStore:
         try:
             return duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.Error as exc:
-            raise StoreError(f"cannot open results store {self.path}: {exc}") from exc
+            if "lock" in str(exc).lower():
+                raise locked_store(self.path) from None
+            raise damaged_store(self.path, exc) from None
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -162,6 +173,9 @@ class ResultsStore:
         """Validate ``meta``; return True when the store must be moved aside (force_new)."""
         if not self._has_table("meta"):
             raise StoreError(f"{self.path} is not a crsbench results store (no meta table).")
+        for table in ("runs", "metrics"):  # read every page once: a damaged file fails here
+            if self._has_table(table):
+                self.con.execute(f"SELECT * FROM {table}").fetchnumpy()
         meta = self.meta
         if meta["schema_version"] > SCHEMA_VERSION:
             raise StoreError(
@@ -178,12 +192,11 @@ class ResultsStore:
         return False
 
     def _move_aside(self) -> None:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-        old = self.path.with_name(f"results.{self.meta_hash_prefix()}.{stamp}.duckdb")
-        os.replace(self.path, old)
-        wal = self.path.with_name(DB_NAME + ".wal")
-        if wal.exists():
-            os.replace(wal, old.with_name(old.name + ".wal"))
+        """Move the other config's store and its derived folders to ``superseded/``."""
+        from crsbench.runs.outdir import move_run_aside
+
+        label = f"config-{self.meta_hash_prefix()}"
+        self.moved_aside = move_run_aside(self.out_dir, label)
 
     def meta_hash_prefix(self) -> str:
         """First 12 characters of the config hash recorded in the file on disk."""
@@ -377,10 +390,13 @@ class ResultsStore:
     def export(
         self, fmt: Literal["parquet", "csv"] = "parquet", dest: Path | str | None = None
     ) -> dict[str, Path]:
-        """Write ``runs`` and ``metrics`` to ``dest/runs.<fmt>`` and ``dest/metrics.<fmt>``
-        atomically (temporary file + rename); ``dest`` defaults to ``out_dir``."""
+        """Write ``runs`` and ``metrics`` to ``dest/runs.<fmt>`` and ``dest/metrics.<fmt>``, and
+        the ``meta`` row to ``dest/meta.json``, atomically (temporary file + rename); ``dest``
+        defaults to ``out_dir``. ``crsbench store repair`` rebuilds a store from these."""
         folder = Path(dest) if dest is not None else self.out_dir
+        meta = {k: (str(v) if isinstance(v, datetime) else v) for k, v in self.meta.items()}
         return {
+            "meta": write_json_atomic(folder / "meta.json", meta),
             "runs": export_query(
                 self.con, "SELECT * FROM runs ORDER BY run_key", folder / f"runs.{fmt}", fmt
             ),

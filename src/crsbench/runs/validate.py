@@ -23,6 +23,7 @@ from crsbench.runs.records import (
     UNPERTURBED_CONDITIONS,
     details_json,
     keys_for_columns,
+    quarantine_problems,
 )
 
 _STRING_IDENTITY = (
@@ -119,14 +120,20 @@ def validate_frame(frame: pd.DataFrame, config_hash: str) -> pd.DataFrame:
         pd.to_datetime(df["created_at"], errors="coerce").isna(), "created_at must be a timestamp"
     )
     canonical_details: dict[object, str] = {}
+    bad_counts: dict[object, bool] = {}
     for text in df["details"].dropna().unique():
         try:
             parsed = json.loads(text)
             canonical_details[text] = details_json(parsed) if isinstance(parsed, dict) else ""
+            bad_counts[text] = isinstance(parsed, dict) and bool(quarantine_problems(parsed))
         except (ValueError, TypeError, StoreError):
             canonical_details[text] = ""
     bad_details = df["details"].map(canonical_details).fillna("") == ""
     check(bad_details.to_numpy(), "details must be a JSON object without NaN/Inf")
+    check(
+        df["details"].map(bad_counts).eq(True).to_numpy(),
+        "details['n_quarantined'] must map split names to ints >= 0",
+    )
     check(
         pd.to_numeric(df["schema_version"], errors="coerce") != SCHEMA_VERSION,
         f"schema_version must be {SCHEMA_VERSION}",

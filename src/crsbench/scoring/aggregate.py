@@ -1,6 +1,8 @@
 """Per-cell scores from per-seed axes, and aggregates per encoder and per domain.
 
-A cell that does not exist (or lacks an axis) is left out of every aggregate, never imputed.
+A cell that does not exist is not a row. A cell that exists but lacks an axis keeps its row
+with a NaN CRS and the reason in ``missing``; every aggregate over it is NaN, never imputed
+and never a mean of the cells that happen to be complete.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from crsbench.scoring import notes as nt
 from crsbench.scoring.anchors import AXES, Anchors
 from crsbench.scoring.axes import axes_from_runs, seed_means
 from crsbench.scoring.crs import SCORE_COLUMNS, crs_table
@@ -17,6 +20,8 @@ from crsbench.scoring.crs import SCORE_COLUMNS, crs_table
 #: Dataset → clinical domain, for per-domain reporting.
 DOMAINS = {"isic2019": "dermatology", "aptos2019": "ophthalmology", "chexpert": "radiology",
            "mimic_cxr": "radiology"}  # fmt: skip
+#: Robustness beside R: the extras alone, and R's conditions with the extras.
+EXTRA_COLUMNS: tuple[str, ...] = ("robustness_drop_extra", "robustness_drop_with_extra")
 
 
 def score_cells(
@@ -27,18 +32,35 @@ def score_cells(
 ) -> pd.DataFrame:
     """Seed means per (encoder, dataset), then the CRS of each complete cell.
 
-    Cells with a missing axis are dropped with a :class:`UserWarning` naming them.
+    Every cell of ``per_seed`` stays in the table. A cell with a NaN axis gets NaN utilities,
+    components and CRS, its ``missing`` column says why, and a :class:`UserWarning` names it;
+    it is never imputed, and under the cohort rule it is not part of the cohort.
     """
     cells = seed_means(per_seed)
     complete = cells[list(AXES)].notna().all(axis=1)
     if not complete.all():
-        dropped = cells.loc[~complete, ["encoder", "dataset"]].itertuples(index=False)
+        left = cells.loc[~complete]
         warnings.warn(
-            "cells left out (an axis has no data): " + ", ".join(f"{e}/{d}" for e, d in dropped),
+            "cells not scored (an axis is NaN): "
+            + "; ".join(f"{e}/{d} [{m}]" for e, d, m in
+                        zip(left["encoder"], left["dataset"], left["missing"], strict=True)),
             UserWarning,
             stacklevel=2,
-        )
-    return crs_table(cells[complete], anchors, rule=rule, weights=weights)
+        )  # fmt: skip
+    scored = crs_table(cells[complete], anchors, rule=rule, weights=weights)
+    out = pd.concat([scored, cells[~complete]], ignore_index=True) if complete.any() else cells
+    for col in SCORE_COLUMNS:
+        if col not in out:
+            out[col] = np.nan
+    for meta in ("rule", "anchors_version"):
+        out[meta] = scored[meta].iloc[0] if len(scored) else _meta(anchors, rule)[meta]
+    return out.sort_values(["encoder", "dataset"]).reset_index(drop=True)
+
+
+def _meta(anchors: str | Anchors | None, rule: str) -> dict[str, str]:
+    from crsbench.scoring.anchors import load_anchors
+
+    return {"rule": rule, "anchors_version": load_anchors(anchors).version}
 
 
 def score_runs(
@@ -55,19 +77,36 @@ def score_runs(
 
 
 def aggregate_by_encoder(cells: pd.DataFrame) -> pd.DataFrame:
-    """Per encoder: mean over its available cells of every axis, utility, component and the
-    CRS (PROTOCOL.md 5.4), ``n_cells``, and the rule / anchors version of the scores."""
-    cols = [c for c in (*AXES, "aulc", *SCORE_COLUMNS) if c in cells]
+    """Per encoder: mean over its cells of every axis, utility, component and the CRS
+    (docs/protocol.md §8.4), ``n_cells``, ``n_cells_scored``, ``missing`` and the
+    rule / anchors version of the scores.
+
+    Every cell of ``cells`` is one the encoder is expected to have (cells excluded from the
+    grid are simply not rows). A NaN cell makes the encoder's mean NaN, never a mean of the
+    cells that happen to be scored; ``missing`` names each such cell and why, and the ranks of
+    an encoder without a CRS (or AUROC) are missing (``<NA>``).
+    """
+    cols = [c for c in (*AXES, "aulc", *EXTRA_COLUMNS, *SCORE_COLUMNS) if c in cells]
     g = cells.groupby("encoder", sort=True)
-    out = g[cols].mean()
+    out = g[cols].mean(skipna=False)
     out.insert(0, "n_cells", g.size())
+    out.insert(1, "n_cells_scored", g["CRS"].count() if "CRS" in cells else 0)
     for meta in ("rule", "anchors_version"):
         if meta in cells:
             out[meta] = g[meta].first()
+    out["missing"] = g.apply(_encoder_note, include_groups=False) if "missing" in cells else ""
     out = out.reset_index()
-    out["rank_crs"] = out["CRS"].rank(ascending=False, method="min").astype(int)
-    out["rank_auroc"] = out["auroc"].rank(ascending=False, method="min").astype(int)
-    return out.sort_values(["CRS", "encoder"], ascending=[False, True]).reset_index(drop=True)
+    out["rank_crs"] = out["CRS"].rank(ascending=False, method="min").astype("Int64")
+    out["rank_auroc"] = out["auroc"].rank(ascending=False, method="min").astype("Int64")
+    return out.sort_values(["CRS", "encoder"], ascending=[False, True], na_position="last"
+                           ).reset_index(drop=True)  # fmt: skip
+
+
+def _encoder_note(grp: pd.DataFrame) -> str:
+    """``"chexpert: R: condition jpeg/3 missing (seed 2)"`` for each cell with a note."""
+    parts = [f"{ds}: {note}" for ds, note in zip(grp["dataset"], grp["missing"], strict=True)
+             if isinstance(note, str) and note]  # fmt: skip
+    return nt.SEP.join(parts)
 
 
 def per_domain(cells: pd.DataFrame, values: tuple[str, ...] = ("CRS", "auroc")) -> pd.DataFrame:
@@ -78,6 +117,7 @@ def per_domain(cells: pd.DataFrame, values: tuple[str, ...] = ("CRS", "auroc")) 
 
 
 def encoder_means(cells: pd.DataFrame, column: str) -> dict[str, float]:
-    """Encoder → mean of ``column`` over its cells (NaN cells ignored)."""
-    s = cells.groupby("encoder")[column].mean()
+    """Encoder → mean of ``column`` over its cells; an encoder with a NaN cell is left out
+    (never a mean of its available cells)."""
+    s = cells.groupby("encoder")[column].mean(skipna=False)
     return {k: float(v) for k, v in s.items() if np.isfinite(v)}

@@ -1,12 +1,19 @@
 """From run records to the four axes: per (encoder, dataset, seed), then seed means.
 
-The *main protocol* rows (PROTOCOL.md section 4) are ``probe='logistic'``, ``layer=1.0``,
+The *main protocol* rows (docs/protocol.md section 7) are ``probe='logistic'``, ``layer=1.0``,
 ``recalibrator='none'`` in one regime (``'frozen'`` by default). From those:
 
 - D (``auroc``) and C (``ece``): ``fraction=1.0``, ``condition='clean'``, ``eval_dataset=dataset``;
 - L (``retention``, and ``aulc``): clean rows over the label fractions;
-- R (``robustness_drop``): ``fraction=1.0`` rows of every perturbation condition, plus the
-  ``condition='shift'`` rows (another ``eval_dataset``) as further conditions.
+- R (``robustness_drop``): ``fraction=1.0`` rows of exactly the 15 paper conditions
+  (:data:`crsbench.core.conditions.PAPER_CONDITIONS`), plus the paper's shift rows
+  (``condition='shift'``, CheXpert → MIMIC-CXR: ``PAPER_SHIFTS``) as one more condition.
+  Extra conditions (the modality noises) and any other shift target are reported beside R:
+  ``robustness_drop_extra`` (R's formula over the extras alone) and
+  ``robustness_drop_with_extra`` (over R's conditions and the extras).
+
+A value whose inputs are missing is NaN and the ``missing`` column says why; nothing is
+averaged over whatever happens to be present (see :mod:`crsbench.scoring.seed_axes`).
 """
 
 from __future__ import annotations
@@ -16,10 +23,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crsbench.core.conditions import (
+    CLEAN,
+    PAPER_SHIFTS,
+    SHIFT,
+    UNPERTURBED_CONDITIONS,
+    condition_roles,
+)
 from crsbench.core.errors import DataError, StoreError
 from crsbench.core.schema import IDENTITY_COLUMNS
+from crsbench.core.storefile import STORE_FILE, read_tables
+from crsbench.metrics.label_efficiency import DEFAULT_FRACTIONS
+from crsbench.scoring import notes as nt
+from crsbench.scoring.anchors import AXES
+from crsbench.scoring.seed_axes import NO_CLEAN, NO_ROWS, Expected, SeedRows, seed_axes
 
-STORE_FILE = "results.duckdb"
 REQUIRED_COLUMNS: tuple[str, ...] = (*IDENTITY_COLUMNS, "auroc", "ece")
 AXIS_TABLE_COLUMNS: tuple[str, ...] = (
     "auroc",
@@ -28,8 +46,10 @@ AXIS_TABLE_COLUMNS: tuple[str, ...] = (
     "aulc",
     "robustness_drop",
     "shift_auroc",
+    "robustness_drop_extra",
+    "robustness_drop_with_extra",
 )
-NON_PERTURBATION = ("clean", "shift")
+COUNT_COLUMNS: tuple[str, ...] = ("n_conditions", "n_extra_conditions")
 
 
 def load_runs(store_dir: str | Path, table: str = "runs") -> pd.DataFrame:
@@ -40,29 +60,11 @@ def load_runs(store_dir: str | Path, table: str = "runs") -> pd.DataFrame:
     StoreError
         The store file or table is missing, locked or unreadable.
     """
-    import duckdb
-
     path = Path(store_dir) / STORE_FILE
-    if not path.is_file():
-        raise StoreError(
-            f"results store {path} must exist. It does not: run `crsbench run` first, "
-            "or pass the directory that holds results.duckdb."
-        )
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        raise StoreError(f"results store {path} cannot be opened read-only: {exc}") from exc
-    try:
-        tables = {
-            r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
-        }
-        if table not in tables:
-            raise StoreError(
-                f"results store {path} must have a table '{table}'. Got {sorted(tables)}."
-            )
-        df = con.execute(f'SELECT * FROM "{table}"').df()
-    finally:
-        con.close()
+    found = read_tables(path, (table,))
+    if table not in found:
+        raise StoreError(f"results store {path} must have a table '{table}'. It has none.")
+    df = found[table]
     if table == "runs":
         check_runs(df, str(path))
     return df
@@ -90,8 +92,59 @@ def main_protocol(
     return runs.loc[keep]
 
 
-def _pivot_mean(df: pd.DataFrame, keys: list[str], column: str) -> pd.Series:
-    return df.groupby(keys, sort=True)[column].mean()
+def _frac(f: float) -> float:
+    """Normalise a label fraction so that 0.1 and 0.1000000000000001 key alike."""
+    return float(f"{float(f):.12g}")
+
+
+def _check_unique(m: pd.DataFrame) -> None:
+    ident = ["encoder", "dataset", "eval_dataset", "seed", "fraction", "condition", "severity"]
+    dup = m.duplicated(ident, keep=False)
+    if dup.any():
+        first = m.loc[dup, ident].iloc[0].to_dict()
+        raise DataError(
+            f"runs must hold one main-protocol row per identity. Got {int(dup.sum())} rows "
+            f"sharing identities, e.g. {first}."
+        )
+
+
+def _expectations(m: pd.DataFrame, include_shift: bool, fractions: tuple[float, ...]) -> dict:
+    """Per dataset: what its cells must hold (shift targets and extras the store evaluates)."""
+    full = m[np.isclose(m["fraction"].astype(float), 1.0)]
+    roles = condition_roles(full["condition"], full["severity"])
+    out = {}
+    for ds in sorted(m["dataset"].unique()):
+        mine = (full["dataset"] == ds).to_numpy()
+        shift = full[mine & (roles == SHIFT) & (full["eval_dataset"] != ds).to_numpy()]
+        extra = full[mine & (roles == "extra") & (full["eval_dataset"] == ds).to_numpy()]
+        targets = sorted(shift["eval_dataset"].unique()) if include_shift else []
+        in_r = tuple(t for t in targets if (ds, t) in PAPER_SHIFTS)
+        beside = tuple(t for t in targets if (ds, t) not in PAPER_SHIFTS)
+        pairs = sorted({(str(c), int(v)) for c, v in zip(extra["condition"], extra["severity"],
+                                                          strict=True)})  # fmt: skip
+        out[ds] = Expected(fractions, in_r, tuple(pairs), beside)
+    return out
+
+
+def _seed_rows(m: pd.DataFrame) -> dict[tuple, SeedRows]:
+    """One :class:`SeedRows` per (encoder, dataset, seed) that has any main-protocol row."""
+    clean: dict[tuple, dict] = {}
+    pert: dict[tuple, dict] = {}
+    shift: dict[tuple, dict] = {}
+    cols = ["encoder", "dataset", "eval_dataset", "seed", "fraction", "condition", "severity",
+            "auroc", "ece"]  # fmt: skip
+    for enc, ds, ev, seed, f, cond, sev, auc, ece in m[cols].itertuples(index=False):
+        key = (enc, ds, seed)
+        if cond == CLEAN and ev == ds:
+            clean.setdefault(key, {})[_frac(f)] = (float(auc), float(ece))
+        elif not np.isclose(float(f), 1.0):
+            continue
+        elif cond == SHIFT and ev != ds:
+            shift.setdefault(key, {})[ev] = float(auc)
+        elif cond not in UNPERTURBED_CONDITIONS and ev == ds:
+            pert.setdefault(key, {})[(str(cond), int(sev))] = float(auc)
+    keys = set(clean) | set(pert) | set(shift)
+    return {k: SeedRows(clean.get(k, {}), pert.get(k, {}), shift.get(k, {})) for k in keys}
 
 
 def axes_from_runs(
@@ -100,8 +153,9 @@ def axes_from_runs(
     include_shift: bool = True,
     probe: str = "logistic",
     layer: float = 1.0,
+    fractions: tuple[float, ...] = DEFAULT_FRACTIONS,
 ) -> pd.DataFrame:
-    """The four axes per (encoder, dataset, seed) from run records.
+    """The four axes per (encoder, dataset, seed) from run records, with what is missing.
 
     Parameters
     ----------
@@ -112,75 +166,79 @@ def axes_from_runs(
     include_shift : bool
         Count the shift rows as robustness conditions (``False`` gives the "CRS without the
         shift target" of the external-validity analysis).
+    fractions : tuple of float
+        The retention fractions (the protocol's 1, 5, 10, 25 %).
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``encoder, dataset, seed, auroc, ece, retention, aulc, robustness_drop,
-        shift_auroc, n_conditions``; a cell with no clean full-label row is absent, an axis
-        without data is NaN.
-    """
-    from crsbench.metrics import aulc, retention, robustness_drop
+        One row per cell and seed of the regime (every seed any cell has, so an absent seed
+        is a row of NaN): ``encoder, dataset, seed``, the columns of
+        :data:`AXIS_TABLE_COLUMNS`, ``n_conditions``, ``n_extra_conditions`` and ``missing``
+        (why a value is NaN; ``""`` when nothing is). R holds exactly the 15 paper conditions
+        plus the shift targets; the extras are in ``robustness_drop_extra`` and
+        ``robustness_drop_with_extra`` only.
 
+    Raises
+    ------
+    DataError
+        Two main-protocol rows share an identity.
+    """
     m = main_protocol(runs, regime=regime, probe=probe, layer=layer)
     keys = ["encoder", "dataset", "seed"]
-    own = m[m["eval_dataset"] == m["dataset"]]
-    full = np.isclose(own["fraction"].astype(float), 1.0)
-    clean_full = own[full & (own["condition"] == "clean")]
-    if clean_full.empty:
-        return pd.DataFrame(columns=[*keys, *AXIS_TABLE_COLUMNS, "n_conditions"])
-    base = clean_full.groupby(keys, sort=True)[["auroc", "ece"]].mean()
-
-    clean = own[own["condition"] == "clean"]
-    curves = clean.groupby([*keys, "fraction"], sort=True)["auroc"].mean().unstack("fraction")
-    pert = own[full & ~own["condition"].isin(NON_PERTURBATION)]
-    pert_lists = pert.groupby(keys, sort=True)["auroc"].apply(list)
-    shift = m[
-        np.isclose(m["fraction"].astype(float), 1.0)
-        & (m["condition"] == "shift")
-        & (m["eval_dataset"] != m["dataset"])
-    ]
-    shift_lists = shift.groupby(keys, sort=True)["auroc"].apply(list)
-
+    columns = [*keys, *AXIS_TABLE_COLUMNS, *COUNT_COLUMNS, "missing"]
+    if m.empty:
+        return pd.DataFrame(columns=columns)
+    _check_unique(m)
+    expected = _expectations(m, include_shift, tuple(_frac(f) for f in fractions))
+    by_seed = _seed_rows(m)
+    cells = sorted({(e, d) for e, d, _s in by_seed})
+    seeds = sorted({s for _e, _d, s in by_seed})
+    empty = SeedRows({}, {}, {})
     rows = []
-    for key, (d_auc, c_ece) in base.iterrows():
-        curve = {}
-        if key in curves.index:
-            curve = {float(f): float(v) for f, v in curves.loc[key].items() if np.isfinite(v)}
-        low = [f for f in curve if f < 1.0]
-        ret = retention(curve, fractions=tuple(sorted(low))) if low and 1.0 in curve else np.nan
-        auc_l = aulc(curve) if low and 1.0 in curve else np.nan
-        perturbed = list(pert_lists.get(key, []))
-        shifts = list(shift_lists.get(key, [])) if include_shift else []
-        if perturbed or shifts:
-            conds = perturbed + shifts[1:]
-            first_shift = shifts[0] if shifts else None
-            if conds:
-                r_drop = robustness_drop(d_auc, conds, shift_auroc=first_shift)
-            else:
-                r_drop = robustness_drop(d_auc, [first_shift])
-        else:
-            r_drop = np.nan
-        all_shift = list(shift_lists.get(key, []))
-        rows.append(
-            (
-                *key,
-                float(d_auc),
-                float(c_ece),
-                float(ret),
-                float(auc_l),
-                float(r_drop),
-                float(np.mean(all_shift)) if all_shift else np.nan,
-                len(perturbed) + len(shifts),
-            )
-        )
-    return pd.DataFrame(rows, columns=[*keys, *AXIS_TABLE_COLUMNS, "n_conditions"])
+    for enc, ds in cells:
+        for seed in seeds:
+            values, note = seed_axes(by_seed.get((enc, ds, seed), empty), expected[ds])
+            rows.append({"encoder": enc, "dataset": ds, "seed": seed, **values, "missing": note})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def has_clean_row(per_seed: pd.DataFrame) -> pd.Series:
+    """Whether each row of :func:`axes_from_runs` stands on a clean full-label row (``False``
+    for a seed the grid expects but the store does not hold)."""
+    notes = per_seed["missing"].fillna("").astype(str).map(nt.split)
+    return ~notes.map(lambda parts: NO_ROWS in parts or NO_CLEAN in parts).astype(bool)
 
 
 def seed_means(axes: pd.DataFrame) -> pd.DataFrame:
-    """Mean of each axis over seeds, per (encoder, dataset), with ``n_seeds``."""
-    cols = [c for c in AXIS_TABLE_COLUMNS if c in axes.columns]
-    grouped = axes.groupby(["encoder", "dataset"], sort=True)
-    out = grouped[cols].mean()
-    out["n_seeds"] = grouped["seed"].nunique()
-    return out.reset_index()
+    """Mean of each axis over the seeds of each (encoder, dataset), with ``n_seeds``.
+
+    The seeds expected of every cell are all the seeds of ``axes``. An axis is NaN when any
+    expected seed is NaN or absent (never a mean of the seeds that happen to be there);
+    ``n_seeds`` counts the seeds whose four axes are finite; ``missing`` names every gap
+    with its seeds.
+    """
+    cols = [c for c in (*AXIS_TABLE_COLUMNS, *COUNT_COLUMNS) if c in axes.columns]
+    seeds = sorted(axes["seed"].unique())
+    rows = []
+    for (enc, ds), grp in axes.groupby(["encoder", "dataset"], sort=True):
+        present = set(grp["seed"])
+        values = grp[cols].astype(float).mean(skipna=False)
+        every_seed = present == set(seeds) and len(grp) == len(seeds)
+        row = {"encoder": enc, "dataset": ds}
+        row |= {c: float(values[c]) if every_seed else np.nan for c in cols}
+        complete = grp[list(AXES)].notna().all(axis=1)
+        row["n_seeds"] = int(grp.loc[complete, "seed"].nunique())
+        pairs = [(s, _seed_note(r)) for s, r in zip(grp["seed"], grp.itertuples(), strict=True)]
+        pairs += [(s, "no row") for s in seeds if s not in present]
+        row["missing"] = nt.by_seed(pairs)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["encoder", "dataset", *cols, "n_seeds", "missing"])
+
+
+def _seed_note(row: object) -> str:
+    """A per-seed row's note; a NaN axis without one is named generically."""
+    note = getattr(row, "missing", "")
+    if isinstance(note, str) and note:
+        return note
+    return nt.join(f"{a} NaN" for a in AXES if not np.isfinite(float(getattr(row, a))))

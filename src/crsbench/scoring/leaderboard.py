@@ -13,8 +13,10 @@ from crsbench.scoring.anchors import Anchors
 from crsbench.scoring.axes import axes_from_runs
 
 LEADERBOARD_COLUMNS: tuple[str, ...] = (
-    "rank_crs", "encoder", "n_cells", "auroc", "ece", "retention", "robustness_drop",
+    "rank_crs", "encoder", "n_cells", "n_cells_scored", "auroc", "ece", "retention",
+    "robustness_drop", "robustness_drop_extra", "robustness_drop_with_extra",
     "P", "I", "W", "CRS", "rank_auroc", "tier", "p_rank1", "p_top3", "rule", "anchors_version",
+    "missing",
 )  # fmt: skip
 
 
@@ -30,6 +32,8 @@ def build_leaderboard(
 
     ``tier`` and the probabilities come from :func:`crsbench.stats.paired_seed_bootstrap`
     with ``n_replicates`` replicates (``0`` skips the bootstrap: tier and probabilities NaN).
+    An encoder with a cell that cannot be scored keeps its row, with NaN CRS, no rank, no
+    tier, and the reason in ``missing``; the extras' robustness is beside R, never inside.
     """
     from crsbench.stats.bootstrap import paired_seed_bootstrap
 
@@ -40,8 +44,7 @@ def build_leaderboard(
     board["p_rank1"] = np.nan
     board["p_top3"] = np.nan
     if n_replicates > 0 and len(board) > 1:
-        complete = per_seed.merge(cells[["encoder", "dataset"]], on=["encoder", "dataset"])
-        boot = paired_seed_bootstrap(complete, anchors, rule, n_replicates=n_replicates, seed=seed)
+        boot = paired_seed_bootstrap(per_seed, anchors, rule, n_replicates=n_replicates, seed=seed)
         info = boot.ranks.set_index("encoder")
         board["tier"] = board["encoder"].map(info["tier"])
         board["p_rank1"] = board["encoder"].map(info["p_rank1"])
@@ -50,6 +53,8 @@ def build_leaderboard(
 
 
 def _fmt(value: object) -> str:
+    if value is pd.NA:
+        return ""
     if isinstance(value, float | np.floating):
         return "" if not np.isfinite(value) else f"{value:.3f}"
     return str(value)

@@ -21,6 +21,7 @@ from crsbench.splits.subsample import (
     DEFAULT_FRACTIONS,
     DEFAULT_SEEDS,
     check_nested,
+    drop_rows,
     label_subsamples,
     subsample_size,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "assign_groups",
     "check_group_disjoint",
     "check_nested",
+    "drop_rows",
     "group_table",
     "hash_group",
     "label_subsamples",

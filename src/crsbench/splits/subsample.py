@@ -225,6 +225,53 @@ def label_subsamples(
     return out
 
 
+def drop_rows(
+    subsamples: Mapping[tuple[float, int], np.ndarray], kept: np.ndarray
+) -> dict[tuple[float, int], np.ndarray]:
+    """The subsamples of the full training split after some of its rows were removed.
+
+    The subsamples stay defined on the full split (so every encoder shares them); removing a
+    row (a quarantined image) only drops it and renumbers the others, it never re-draws:
+    each returned subsample holds exactly the kept rows of the original one.
+
+    Parameters
+    ----------
+    subsamples : mapping
+        ``{(fraction, seed): indices into the full training split}`` (:func:`label_subsamples`).
+    kept : ndarray of bool, shape (n_train,)
+        Which rows of the full training split remain.
+
+    Returns
+    -------
+    dict
+        ``{(fraction, seed): sorted int64 indices into the kept rows}`` (``train[kept]``).
+
+    Raises
+    ------
+    DataError
+        ``kept`` is shorter than an index needs, or a subsample loses every row.
+    """
+    kept = np.asarray(kept, dtype=bool)
+    new_position = np.cumsum(kept) - 1
+    out: dict[tuple[float, int], np.ndarray] = {}
+    for key, rows in subsamples.items():
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(rows) and (rows.min() < 0 or rows.max() >= len(kept)):
+            raise DataError(
+                f"subsample {key} indices must be in [0, {len(kept)}) (the training split). "
+                f"Got range [{rows.min()}, {rows.max()}] instead."
+            )
+        remapped = np.sort(new_position[rows[kept[rows]]]).astype(np.int64)
+        if len(rows) and not len(remapped):
+            raise DataError(
+                f"subsample {key} must keep at least one row. Got none: all its "
+                f"{len(rows)} row(s) are quarantined images."
+            )
+        remapped.setflags(write=False)
+        out[key] = remapped
+    return out
+
+
 def check_nested(
     subsamples: Mapping[tuple[float, int], np.ndarray],
     train_labels: np.ndarray | None = None,

@@ -1,4 +1,4 @@
-"""Statistics of PROTOCOL.md section 6; every function returns a tidy table (or a mapping).
+"""Statistics of docs/protocol.md section 10; every function returns a tidy table (or a mapping).
 
 Public API
 ----------
@@ -9,6 +9,7 @@ Public API
   :func:`discrimination_calibration_correlation`.
 - :func:`shift_welch`, :func:`label_efficiency_correlations`, :func:`layer_depth`,
   :func:`shift_validity`, :func:`leave_one_dataset_out`, :func:`regime_comparison`.
+- :func:`control_probe_agreement`: encoder rankings under the MLP / kNN probes vs the logistic.
 - :func:`run_analyses`: all of them, as ``crsbench analyze`` runs them.
 - :func:`simulate_runs`, :func:`write_store`: a synthetic store for tests and demos.
 """
@@ -23,6 +24,7 @@ from crsbench.stats.calibration_effects import (
     ece_increase_by_condition,
     recalibration_effect,
 )
+from crsbench.stats.control_probes import control_probe_agreement
 from crsbench.stats.insertion import insertion_experiment, insertion_summary
 from crsbench.stats.label_efficiency import label_efficiency_cells, label_efficiency_correlations
 from crsbench.stats.layers import layer_depth
@@ -34,6 +36,7 @@ from crsbench.stats.validity import leave_one_dataset_out, shift_validity
 __all__ = [
     "BootstrapResult",
     "agreement_table",
+    "control_probe_agreement",
     "default_groups",
     "discrimination_calibration_correlation",
     "ece_increase_by_condition",

@@ -100,3 +100,25 @@ def agreement_table(
     """:func:`rank_agreement` as a one-row tidy table (with a ``comparison`` label)."""
     row = {"comparison": label, **rank_agreement(scores_a, scores_b, top_k=top_k)}
     return pd.DataFrame([row])
+
+
+def rank1_agreement(scores_a: Mapping[str, float], scores_b: Mapping[str, float]) -> dict:
+    """Whether two rankings put the same encoder first (higher score = better rank).
+
+    Only encoders present (and finite) in both are compared, as in :func:`rank_agreement`.
+    Encoders tied for the top score share rank 1 and are joined with ``" = "``; the rank-1
+    encoders agree when both top sets are the same.
+
+    Returns
+    -------
+    dict
+        ``rank1_a``, ``rank1_b`` (names) and ``rank1_agrees`` (bool).
+    """
+    names, a, b = _aligned(scores_a, scores_b)
+    top_a = [n for n, v in zip(names, a, strict=True) if v == a.max()]
+    top_b = [n for n, v in zip(names, b, strict=True) if v == b.max()]
+    return {
+        "rank1_a": " = ".join(top_a),
+        "rank1_b": " = ".join(top_b),
+        "rank1_agrees": top_a == top_b,
+    }

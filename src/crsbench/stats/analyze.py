@@ -1,4 +1,4 @@
-"""Run every analysis of PROTOCOL.md section 6 that a store has data for.
+"""Run every analysis of docs/protocol.md section 10 that a store has data for.
 
 Each analysis writes one CSV; ``summary.json`` gathers the headline figures, the anchors
 version, and a note for every analysis that was skipped (and why).
@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crsbench.core.errors import DataError
 from crsbench.scoring.aggregate import aggregate_by_encoder, encoder_means, score_cells
 from crsbench.scoring.anchors import load_anchors
 from crsbench.scoring.axes import axes_from_runs
@@ -24,6 +25,7 @@ from crsbench.stats.calibration_effects import (
     ece_increase_by_condition,
     recalibration_effect,
 )
+from crsbench.stats.control_probes import agreement_headline, control_probe_agreement
 from crsbench.stats.insertion import insertion_experiment, insertion_summary
 from crsbench.stats.label_efficiency import (
     label_efficiency_cells,
@@ -85,7 +87,8 @@ def run_analyses(
         The summary (also written as ``summary.json``).
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if runs.empty:
+        raise DataError("the store has no run records: run `crsbench run` first.")
     anc = load_anchors(anchors)
     summary: dict = {"anchors_version": anc.version, "analyses": {}, "skipped": {}}
     with warnings.catch_warnings(record=True) as caught:
@@ -93,7 +96,16 @@ def run_analyses(
         per_seed = axes_from_runs(runs)
         cells = score_cells(per_seed, anc)
     summary["cells_left_out"] = [str(w.message) for w in caught]
+    summary["cells_not_scored"] = {f"{e}/{d}": m for e, d, m, c in zip(
+        cells["encoder"], cells["dataset"], cells["missing"], cells["CRS"], strict=True)
+        if not np.isfinite(c)}  # fmt: skip
     board = aggregate_by_encoder(cells)
+    if board.empty:
+        raise DataError(
+            "the store has no complete main-protocol cell (frozen, logistic, last layer, every "
+            "fraction and condition): nothing to analyse. `crsbench status` shows what is left."
+        )
+    out.mkdir(parents=True, exist_ok=True)
 
     def emit(
         name: str,
@@ -124,8 +136,7 @@ def run_analyses(
     emit("agreement_auroc_vs_crs", agreement)
 
     def bootstrap() -> tuple[pd.DataFrame, dict]:
-        complete = per_seed.merge(cells[["encoder", "dataset"]], on=["encoder", "dataset"])
-        res = paired_seed_bootstrap(complete, anc, n_replicates=n_replicates, seed=seed)
+        res = paired_seed_bootstrap(per_seed, anc, n_replicates=n_replicates, seed=seed)
         res.pairwise.to_csv(out / "bootstrap_pairwise.csv", index=False)
         top = res.ranks.iloc[:3]
         return res.ranks, {
@@ -168,5 +179,17 @@ def run_analyses(
         "no 'lora' regime rows in the store (frozen vs adapted needs both)",
     )
     emit("layer_depth", lambda: layer_depth(runs), "no layer-depth sweep rows in the store")
+
+    def control_probes() -> tuple[pd.DataFrame, dict]:
+        table, coverage = control_probe_agreement(runs, anc)
+        if not coverage.empty:
+            coverage.to_csv(out / "control_probe_coverage.csv", index=False)
+        return table, agreement_headline(table, coverage)
+
+    emit(
+        "control_probe_agreement",
+        control_probes,
+        "no control-probe rows in the store (probe other than logistic)",
+    )
     (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2), encoding="utf-8")
     return summary

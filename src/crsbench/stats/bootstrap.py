@@ -9,6 +9,7 @@ aggregate CRS per encoder, and ranks the encoders. Replicates are processed in c
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,12 +23,16 @@ from crsbench.scoring.dominance import DominanceCounter
 
 @dataclass(frozen=True)
 class AxesCube:
-    """Per-seed axes as a dense array ``values[c, e, s, axis]`` (NaN where absent)."""
+    """Per-seed axes as a dense array ``values[c, e, s, axis]`` (NaN where absent).
+
+    ``exists[c, e]`` marks the cells with a row in the per-seed table (the grid's cells).
+    """
 
     values: np.ndarray
     datasets: list[str]
     encoders: list[str]
     seeds: list
+    exists: np.ndarray
 
 
 def axes_cube(per_seed: pd.DataFrame) -> AxesCube:
@@ -43,7 +48,9 @@ def axes_cube(per_seed: pd.DataFrame) -> AxesCube:
     ei = pd.Index(encoders).get_indexer(per_seed["encoder"])
     si = pd.Index(seeds).get_indexer(per_seed["seed"])
     cube[ci, ei, si] = per_seed[list(AXES)].to_numpy(dtype=float)
-    return AxesCube(cube, datasets, encoders, seeds)
+    exists = np.zeros((len(datasets), len(encoders)), dtype=bool)
+    exists[ci, ei] = True
+    return AxesCube(cube, datasets, encoders, seeds, exists)
 
 
 def resample_counts(n_replicates: int, n_seeds: int, rng: np.random.Generator) -> np.ndarray:
@@ -62,14 +69,18 @@ def replicate_scores(
     rule: str = "fixed",
     counters: list[DominanceCounter] | None = None,
 ) -> np.ndarray:
-    """Aggregate CRS per encoder for each row of ``counts``: shape ``(B, E)``."""
-    present = np.isfinite(cube.values).all(axis=-1).astype(float)
-    x0 = np.nan_to_num(cube.values) * present[..., None]
+    """Aggregate CRS per encoder for each row of ``counts``: shape ``(B, E)``.
+
+    Seeds are treated as :func:`crsbench.scoring.seed_means` treats them: a cell with a NaN
+    axis at any seed is NaN in every replicate (as its point estimate is), and an encoder
+    with a NaN cell has a NaN aggregate (cells absent from the grid are not counted).
+    """
+    complete = np.isfinite(cube.values).all(axis=(-1, -2))
+    x0 = np.where(complete[:, :, None, None], cube.values, 0.0)
     w = counts.astype(float)
     num = np.einsum("cesk,bs->bcek", x0, w, optimize=True)
-    den = np.einsum("ces,bs->bce", present, w, optimize=True)[..., None]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        raw = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+    den = w.sum(axis=1)[:, None, None, None]
+    raw = np.where(complete[None, :, :, None], num / den, np.nan)
     if rule == "fixed":
         counters = counters or _counters(cube, anchors)
         u = fixed_utilities(raw, anchors)
@@ -82,8 +93,10 @@ def replicate_scores(
         crs = crs_components(u, p, anchors.weights)["CRS"]
     else:
         crs = score_array(raw, anchors, rule="cohort")["CRS"]
-    with np.errstate(invalid="ignore"):
-        return np.nanmean(crs, axis=1)
+    exists = cube.exists[None]
+    total = np.where(exists, np.nan_to_num(crs), 0.0).sum(axis=1)
+    gap = (exists & ~np.isfinite(crs)).any(axis=1)
+    return np.where(gap, np.nan, total / np.maximum(exists.sum(axis=1), 1))
 
 
 def _counters(cube: AxesCube, anchors: Anchors) -> list[DominanceCounter]:
@@ -128,7 +141,7 @@ def paired_seed_bootstrap(
     level: float = 0.95,
     chunk: int = 1_000,
 ) -> BootstrapResult:
-    """Paired-seed bootstrap of the aggregate-CRS ranking (PROTOCOL.md section 6).
+    """Paired-seed bootstrap of the aggregate-CRS ranking (docs/protocol.md section 10).
 
     Parameters
     ----------
@@ -180,6 +193,12 @@ def rank_matrix(scores: np.ndarray) -> np.ndarray:
 
 def _summarise(encoders, point, reps, top_k, level) -> BootstrapResult:
     alpha = (1 - level) / 2
+    with warnings.catch_warnings():  # an unscored encoder's column is all NaN, by design
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _summary_tables(encoders, point, reps, top_k, alpha)
+
+
+def _summary_tables(encoders, point, reps, top_k, alpha) -> BootstrapResult:
     ranks = rank_matrix(reps)
     table = pd.DataFrame(
         {
@@ -207,16 +226,23 @@ def _summarise(encoders, point, reps, top_k, level) -> BootstrapResult:
             "p_a_better": better[ia, ib],
         }
     )
-    table["tier"] = _tiers(point, lo)
+    unranked = ~np.isfinite(point)  # an encoder with a NaN cell: no rank, tier or probability
+    table["tier"] = pd.array(np.where(unranked, 0, _tiers(point, lo)), dtype="Int64")
+    table.loc[unranked, "tier"] = pd.NA
+    table.loc[unranked, ["p_rank1", f"p_top{top_k}", "mean_rank"]] = np.nan
     table = table.sort_values("CRS", ascending=False, kind="stable").reset_index(drop=True)
-    table.insert(2, "rank", np.arange(1, len(table) + 1))
+    rank = pd.array(np.arange(1, len(table) + 1), dtype="Int64")
+    rank[~np.isfinite(table["CRS"].to_numpy(dtype=float))] = pd.NA
+    table.insert(2, "rank", rank)
     return BootstrapResult(table, pairwise, reps)
 
 
 def _tiers(point: np.ndarray, diff_lo: np.ndarray) -> np.ndarray:
     """Greedy tiers: the best unassigned encoder heads a tier that holds every unassigned
-    encoder it does not beat significantly (lower CI bound of head − other ≤ 0)."""
+    encoder it does not beat significantly (lower CI bound of head − other ≤ 0). Encoders
+    without a point score get tier 0 (none)."""
     order = np.argsort(-np.where(np.isfinite(point), point, -np.inf), kind="stable")
+    order = order[np.isfinite(point[order])]
     tier = np.zeros(len(point), dtype=int)
     current = 0
     for head in order:

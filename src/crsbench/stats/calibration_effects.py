@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from crsbench.core.conditions import PAPER_CONDITIONS, condition_roles
 from crsbench.core.errors import ConfigError
 from crsbench.stats._select import CELL, select
 
@@ -33,7 +36,10 @@ def recalibration_effect(
     (bootstrap CI over cells) and AUROC delta (bootstrap CI over cells).
 
     Cells are (encoder, dataset) seed means of the clean, full-label main-protocol rows;
-    "before" is ``recalibrator='none'``.
+    "before" is ``recalibrator='none'``. A cell with any seed whose recalibrated ECE is NaN
+    (e.g. its calibration split is below the protocol's minimum) is left out of the effect and
+    counted in ``n_cells_undefined``; ``identity_share`` is the share of recalibrated rows where
+    cross-validation kept the identity map (from ``details``, when the column is present).
     """
     rows = select(runs, regime=regime, recalibrator=None)
     keys = [*CELL, "seed"]
@@ -42,8 +48,9 @@ def recalibration_effect(
     for method, grp in rows[rows["recalibrator"] != "none"].groupby("recalibrator", sort=True):
         after = grp.groupby(keys)[["ece", "auroc"]].mean()
         joined = base.add_suffix("_before").join(after.add_suffix("_after"), how="inner")
-        cells = joined.groupby(level=[0, 1]).mean()
-        if cells.empty:
+        undefined = joined["ece_after"].isna().groupby(level=[0, 1]).any()
+        cells = joined.groupby(level=[0, 1]).mean()[~undefined]
+        if cells.empty and not undefined.any():
             continue
         abs_red = (cells["ece_before"] - cells["ece_after"]).to_numpy()
         delta = (cells["auroc_after"] - cells["auroc_before"]).to_numpy()
@@ -54,6 +61,8 @@ def recalibration_effect(
             {
                 "method": method,
                 "n_cells": len(cells),
+                "n_cells_undefined": int(undefined.sum()),
+                "identity_share": _identity_share(grp),
                 "ece_before": before,
                 "ece_after": after_m,
                 "relative_reduction": 1.0 - after_m / before if before > 0 else np.nan,
@@ -68,22 +77,37 @@ def recalibration_effect(
     return pd.DataFrame(out)
 
 
+def _identity_share(rows: pd.DataFrame) -> float:
+    """Share of rows whose ``details`` record ``recal_choice == "identity"`` (NaN without them)."""
+    if "details" not in rows.columns:
+        return np.nan
+    choices = [json.loads(d).get("recal_choice") if d else None for d in rows["details"]]
+    known = [c for c in choices if c in ("fitted", "identity", "mixed")]
+    return float(np.mean([c == "identity" for c in known])) if known else np.nan
+
+
 def _perturbation_cells(runs: pd.DataFrame, regime: str) -> pd.DataFrame:
-    clean = select(runs, regime=regime).groupby(CELL)[["auroc", "ece"]].mean()
+    """Per (cell, condition, severity): seed-mean AUROC / ECE beside the clean ones, the AUROC
+    drop, the ECE increase and the condition's ``kind`` (``paper`` or ``extra``)."""
+    clean = select(runs, regime=regime).groupby(CELL)[["auroc", "ece"]].mean(skipna=False)
     pert = select(runs, regime=regime, condition=None)
-    pert = pert[~pert["condition"].isin(["clean", "shift"])]
-    per = pert.groupby([*CELL, "condition", "severity"])[["auroc", "ece"]].mean()
+    roles = condition_roles(pert["condition"], pert["severity"])
+    pert = pert[np.isin(roles, ["paper", "extra"])]
+    per = pert.groupby([*CELL, "condition", "severity"])[["auroc", "ece"]].mean(skipna=False)
     joined = per.join(clean.add_suffix("_clean"), how="inner").reset_index()
     joined["auroc_drop"] = joined["auroc_clean"] - joined["auroc"]
     joined["ece_increase"] = joined["ece"] - joined["ece_clean"]
+    joined["kind"] = condition_roles(joined["condition"], joined["severity"])
     return joined
 
 
 def ece_increase_by_condition(runs: pd.DataFrame, regime: str = "frozen") -> pd.DataFrame:
-    """Per (perturbation, severity): mean ECE increase and AUROC drop over cells."""
+    """Per (perturbation, severity): mean ECE increase and AUROC drop over cells, with the
+    condition's ``kind``: the 15 ``paper`` conditions first, the ``extra`` ones after (reported
+    beside, never pooled with them)."""
     cells = _perturbation_cells(runs, regime)
-    g = cells.groupby(["condition", "severity"], sort=True)
-    return pd.DataFrame(
+    g = cells.groupby(["kind", "condition", "severity"], sort=True)
+    out = pd.DataFrame(
         {
             "ece_increase": g["ece_increase"].mean(),
             "ece_increase_sd": g["ece_increase"].std(ddof=1),
@@ -91,14 +115,27 @@ def ece_increase_by_condition(runs: pd.DataFrame, regime: str = "frozen") -> pd.
             "n_cells": g["ece_increase"].size(),
         }
     ).reset_index()
+    order = out["kind"].map({"paper": 0, "extra": 1})
+    out = out.assign(_o=order).sort_values(["_o", "condition", "severity"]).drop(columns="_o")
+    return out[["condition", "severity", "kind", *out.columns[3:]]].reset_index(drop=True)
 
 
 def discrimination_calibration_correlation(
     runs: pd.DataFrame, regime: str = "frozen"
 ) -> pd.DataFrame:
     """Across cells: Pearson and Spearman correlation of the mean AUROC drop (discrimination
-    loss) with the mean ECE increase (calibration loss) over perturbation conditions."""
-    cells = _perturbation_cells(runs, regime).groupby(CELL)[["auroc_drop", "ece_increase"]].mean()
+    loss) with the mean ECE increase (calibration loss) over the 15 paper conditions.
+
+    A cell lacking one of the 15 (or with a NaN value) is not averaged over the rest: it is
+    left out and counted in ``n_cells_incomplete``.
+    """
+    paper = _perturbation_cells(runs, regime)
+    paper = paper[paper["kind"] == "paper"]
+    g = paper.groupby(CELL)
+    cells = g[["auroc_drop", "ece_increase"]].mean()
+    whole = (g.size() == len(PAPER_CONDITIONS)) & cells.notna().all(axis=1)
+    incomplete = int((~whole).sum())
+    cells = cells[whole]
     if len(cells) < 3:
         return pd.DataFrame()
     r = sps.pearsonr(cells["auroc_drop"], cells["ece_increase"])
@@ -107,6 +144,7 @@ def discrimination_calibration_correlation(
         [
             {
                 "n_cells": len(cells),
+                "n_cells_incomplete": incomplete,
                 "pearson_r": float(r.statistic),
                 "pearson_p": float(r.pvalue),
                 "spearman_rho": float(rho.statistic),

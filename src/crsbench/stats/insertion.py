@@ -50,7 +50,8 @@ def insertion_experiment(
     Parameters
     ----------
     cells : pandas.DataFrame
-        Seed-mean axes per (encoder, dataset).
+        Seed-mean axes per (encoder, dataset). An encoder with a NaN axis in any cell has no
+        published aggregate CRS and is left out.
     anchors : anchors source, optional
         For the fixed rule (and the weights of both).
     n_trials, n_base, n_insert : int
@@ -68,6 +69,8 @@ def insertion_experiment(
     for name, v in (("n_trials", n_trials), ("n_base", n_base), ("n_insert", n_insert)):
         if not isinstance(v, int) or v < 1:
             raise ConfigError(f"{name} must be a positive integer. Got {v!r} instead.")
+    unscored = cells.loc[~cells[list(AXES)].notna().all(axis=1), "encoder"]
+    cells = cells[~cells["encoder"].isin(unscored)]  # no published aggregate CRS to move
     if cells.empty:
         raise DataError("insertion experiment needs scored cells. Got an empty table.")
     anc = load_anchors(anchors)

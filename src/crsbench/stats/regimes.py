@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -25,7 +27,9 @@ def regime_comparison(
     """
     if not (runs["regime"] == adapted).any():
         return pd.DataFrame()
-    cells = {r: score_cells(axes_from_runs(runs, regime=r), anchors) for r in (base, adapted)}
+    with warnings.catch_warnings():  # unscored cells are named in the 'all' row's note
+        warnings.simplefilter("ignore", UserWarning)
+        cells = {r: score_cells(axes_from_runs(runs, regime=r), anchors) for r in (base, adapted)}
     rows = []
     for ds in sorted(set(cells[base]["dataset"]) & set(cells[adapted]["dataset"])):
         a = encoder_means(cells[base][cells[base]["dataset"] == ds], "auroc")
@@ -41,14 +45,36 @@ def regime_comparison(
                      f"leader_{base}": lead_a, f"leader_{adapted}": lead_b,
                      "leader_changed": lead_a != lead_b,
                      "auroc_gain": float(np.mean([b[k] - a[k] for k in common]))})  # fmt: skip
-    a, b = encoder_means(cells[base], "CRS"), encoder_means(cells[adapted], "CRS")
-    if len(set(a) & set(b)) >= 2:
-        agr = rank_agreement(a, b)
-        common = sorted(set(a) & set(b))
-        lead_a, lead_b = max(common, key=a.get), max(common, key=b.get)
-        rows.append({"scope": "all", "score": "CRS", "n": agr["n"],
-                     "kendall_tau": agr["kendall_tau"],
-                     "mean_abs_displacement": agr["mean_abs_displacement"],
-                     f"leader_{base}": lead_a, f"leader_{adapted}": lead_b,
-                     "leader_changed": lead_a != lead_b, "auroc_gain": np.nan})  # fmt: skip
+    rows.append(_crs_row(cells, base, adapted))
     return pd.DataFrame(rows)
+
+
+def _crs_row(cells: dict[str, pd.DataFrame], base: str, adapted: str) -> dict:
+    """The ``all`` row: aggregate-CRS rankings of the two regimes over the encoders whose CRS
+    is defined in both; with fewer than two, NaN statistics and a ``note`` saying why."""
+    a, b = encoder_means(cells[base], "CRS"), encoder_means(cells[adapted], "CRS")
+    common = sorted(set(a) & set(b))
+    row = {"scope": "all", "score": "CRS", "n": len(common), "kendall_tau": np.nan,
+           "mean_abs_displacement": np.nan, f"leader_{base}": None,
+           f"leader_{adapted}": None, "leader_changed": np.nan, "auroc_gain": np.nan,
+           "note": _why_unscored(cells, base, adapted, a, b)}  # fmt: skip
+    if len(common) >= 2:
+        agr = rank_agreement(a, b)
+        lead_a, lead_b = max(common, key=a.get), max(common, key=b.get)
+        row |= {"n": agr["n"], "kendall_tau": agr["kendall_tau"],
+                "mean_abs_displacement": agr["mean_abs_displacement"],
+                f"leader_{base}": lead_a, f"leader_{adapted}": lead_b,
+                "leader_changed": lead_a != lead_b}  # fmt: skip
+    return row
+
+
+def _why_unscored(cells: dict[str, pd.DataFrame], base: str, adapted: str, *scored) -> str:
+    """Which encoders lack an aggregate CRS in which regime, with the first reason of each."""
+    parts = []
+    for regime, have in zip((base, adapted), scored, strict=True):
+        table = cells[regime]
+        for enc in sorted(set(table["encoder"]) - set(have)):
+            noted = table[(table["encoder"] == enc) & (table["missing"] != "")]
+            why = f"{noted['dataset'].iloc[0]}: {noted['missing'].iloc[0]}" if len(noted) else "NaN"
+            parts.append(f"{enc} ({regime}): {why}")
+    return "; ".join(parts)

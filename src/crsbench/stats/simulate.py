@@ -1,7 +1,7 @@
 """A realistic synthetic ``runs`` table (the store schema) with encoder-level effects.
 
 Used by the tests, the bootstrap benchmark and the report's layout test: every analysis of
-PROTOCOL.md section 6 has data in it (all fractions, the 15 perturbation conditions, the
+docs/protocol.md section 10 has data in it (all fractions, the 15 perturbation conditions, the
 CheXpert → MIMIC shift, four recalibrators, four layers, three probes, optionally LoRA).
 """
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crsbench.core.conditions import PAPER_PERTURBATIONS, SEVERITIES
 from crsbench.core.errors import StoreError
 
 #: (name, group, home dataset or None): the paper's 15 families.
@@ -35,7 +36,7 @@ ENCODER_PANEL: tuple[tuple[str, str, str | None], ...] = (
 )
 #: Cells that do not exist in the paper (no APTOS cell for the two chest-only models).
 MISSING_CELLS = frozenset({("biovil", "aptos2019"), ("chexzero", "aptos2019")})
-PERTURBATIONS: tuple[str, ...] = ("blur", "jpeg", "contrast", "rician", "fov_crop")
+PERTURBATIONS: tuple[str, ...] = PAPER_PERTURBATIONS
 FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25, 1.0)
 LAYERS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
 RECALIBRATORS: tuple[str, ...] = ("temperature", "vector", "isotonic", "dirichlet")
@@ -165,7 +166,7 @@ def _cell_seed_rows(e, ds, seed, regime, cell_auc, cell_ece, rng) -> list[dict]:
             delta = 0.001 + rng.normal(0, 0.0015) - (0.002 if method == "isotonic" else 0)
             row(recal=method, a=auc + delta, c=ece * factor)
     for j, p in enumerate(PERTURBATIONS):
-        for sev in (1, 2, 3):
+        for sev in SEVERITIES:
             drop = abs(0.012 * sev * e.fragility * (1 + 0.4 * j) / 2 + rng.normal(0, 0.004))
             row(
                 cond=p, sev=sev, a=auc - drop, c=ece + e.cal_sens * drop + abs(rng.normal(0, 0.008))

@@ -22,6 +22,10 @@ RAW: dict[str, Any] = {
         "mimic_cxr": {"root": "data/mimic_cxr"},
     },
     "shifts": [{"source": "chexpert", "target": "mimic_cxr"}],
+    "exclude_cells": [
+        {"encoder": "pixel", "dataset": "isic2019"},
+        {"encoder": "random_cnn", "dataset": "chexpert"},
+    ],
     "seeds": [0, 1, 2],
     "fractions": [0.1, 0.5, 1.0],
     "perturbations": {"names": ["jpeg", "contrast"], "severities": [1, 2], "include_extra": True},
@@ -54,7 +58,7 @@ def _shuffle_keys(obj: Any, rng: random.Random) -> Any:
 
 def _neutral_edits(raw: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     out = _shuffle_keys(copy.deepcopy(raw), rng)
-    for key in ("seeds", "fractions", "layers", "recalibrators"):
+    for key in ("seeds", "fractions", "layers", "recalibrators", "exclude_cells"):
         rng.shuffle(out[key])
     rng.shuffle(out["perturbations"]["names"])
     if rng.random() < 0.5:  # absolute instead of relative roots
@@ -119,6 +123,15 @@ SEMANTIC_EDITS = {
     "recalibrator": lambda r: r["recalibrators"].append("dirichlet"),
     "lora": _set(("regimes",), {"lora": {"enabled": True}}),
     "no_shift": _set(("shifts",), []),
+    "shift_rows": _set(("shifts", 0, "rows"), "all_frontal"),
+    "no_exclusion": _set(("exclude_cells",), []),
+    "other_exclusion": _set(
+        ("exclude_cells",),
+        [
+            {"encoder": "pixel", "dataset": "chexpert"},
+            {"encoder": "random_cnn", "dataset": "isic2019"},
+        ],
+    ),
 }
 
 
@@ -169,6 +182,20 @@ def test_output_dir_relative_roots_do_not_depend_on_out(tmp_path: Path) -> None:
     raw = copy.deepcopy(RAW)
     raw["datasets"] = {"isic2019": {"root": "${output_dir}/data/isic2019"}}
     raw["shifts"] = []
+    raw["exclude_cells"] = []
     h1 = config_hash(parse_config(raw, base_dir=tmp_path, output_dir=tmp_path / "x"))
     h2 = config_hash(parse_config(raw, base_dir=tmp_path, output_dir=tmp_path / "y"))
     assert h1 == h2 and len(h1) == 64
+
+
+def test_an_empty_exclude_cells_hashes_like_a_config_without_the_key() -> None:
+    raw = copy.deepcopy(RAW)
+    raw["exclude_cells"] = []
+    without = {k: v for k, v in raw.items() if k != "exclude_cells"}
+    assert _hash(raw) == _hash(without) != BASE_HASH
+
+
+def test_the_default_shift_rows_are_the_official_test_split() -> None:
+    raw = copy.deepcopy(RAW)
+    raw["shifts"] = [{"source": "chexpert", "target": "mimic_cxr", "rows": "official_test"}]
+    assert _hash(raw) == BASE_HASH

@@ -10,6 +10,7 @@ from PIL import Image, ImageFile
 from typer.testing import CliRunner
 
 from crsbench.cli import app
+from crsbench.core.errors import DataError
 from crsbench.datasets import check
 from crsbench.datasets.files import probe_image
 
@@ -80,20 +81,45 @@ def test_check_reports_label_errors_instead_of_raising(tmp_path: Path, writers) 
 
 
 def test_check_chexpert_splits_policy_and_leaks(tmp_path: Path, writers) -> None:
-    rows = [["1.0", "-1.0"] + [""] * 12, ["0.0", "1.0"] + [""] * 12]
-    root = writers.chexpert(tmp_path, rows, [["1.0"] + [""] * 13])
+    rows = [["1.0", "-1.0"] + [""] * 12, ["0.0", "1.0"] + [""] * 12] * 5
+    root = writers.chexpert(tmp_path, rows, [["1.0"] + [""] * 13, ["0.0"] + [""] * 13])
     report = check("chexpert", root)
-    assert report.ok and report.split_counts == {"train": 2, "valid": 1}
-    assert report.n_masked["Enlarged Cardiomediastinum"] == 1
-    assert check("chexpert", root, uncertainty="ones").n_positive["Enlarged Cardiomediastinum"] == 2
+    assert report.ok and report.split_counts == {"train": 10, "valid": 2}
+    assert report.n_masked["Enlarged Cardiomediastinum"] == 5
+    assert (
+        check("chexpert", root, uncertainty="ones").n_positive["Enlarged Cardiomediastinum"] == 10
+    )
     valid = root / "CheXpert-v1.0-small" / "valid.csv"
-    valid.write_text(valid.read_text().replace("patient00002/study1", "patient00000/study9"))
+    valid.write_text(valid.read_text().replace("patient00010/study1", "patient00000/study9"))
     (root / "CheXpert-v1.0-small/valid/patient00000/study9").mkdir(parents=True)
     (root / "CheXpert-v1.0-small/valid/patient00000/study9/view1_frontal.jpg").write_bytes(
-        (root / "CheXpert-v1.0-small/valid/patient00002/study1/view1_frontal.jpg").read_bytes()
+        (root / "CheXpert-v1.0-small/valid/patient00010/study1/view1_frontal.jpg").read_bytes()
     )
+    # the CheXpert policy keeps the patient whole (valid rows fix it to test): run accepts the
+    # data, so check warns, naming the patient by the sha256 prefix of its id
+    from crsbench.splits import hash_group
+
     report = check("chexpert", root)
-    assert not report.ok and report.leaked_groups == 1
+    assert report.ok and report.leaked_groups == 1
+    assert any(hash_group("patient00000") in w for w in report.warnings)
+
+
+def test_check_refuses_exactly_what_run_refuses(tmp_path: Path, writers) -> None:
+    from crsbench.datasets import load
+    from crsbench.splits import make_splits
+
+    cells = [["1.0", "0.0"] + [""] * 12, ["0.0", "1.0"] + [""] * 12]
+    studies = [(10000000 + s, 50000000 + s, cells[s % 2]) for s in range(12)]
+    studies.append((10000000, 50000099, cells[1]))
+    splits = ["train"] * 8 + ["validate", "validate", "test", "test"]
+    images = [(f"d{s}", 10000000 + s, 50000000 + s, "PA", splits[s]) for s in range(12)]
+    images.append(("d99", 10000000, 50000099, "PA", "test"))  # subject 0: train and test ...
+    images[0] = ("d0", 10000000, 50000000, "PA", "validate")  # ... now validate and test
+    root = writers.mimic(tmp_path, studies, images)
+    with pytest.raises(DataError) as refused:
+        make_splits(load("mimic_cxr", root), seed=0)
+    report = check("mimic_cxr", root)
+    assert not report.ok and str(refused.value) in report.errors
 
 
 def _flat(text: str) -> str:

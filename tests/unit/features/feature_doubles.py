@@ -70,7 +70,7 @@ class TinyEncoder:
 
 
 def toy_perturb(image: np.ndarray, name: str, severity: int, image_id: str) -> np.ndarray:
-    """Deterministic per-image noise seeded like PROTOCOL.md section 3."""
+    """Deterministic per-image noise seeded like docs/protocol.md section 5."""
     rng = stable_rng(image_id, name, severity)
     noise = rng.normal(0, 10 * severity, size=image.shape)
     return np.clip(image.astype(np.float64) + noise, 0, 255).astype(np.uint8)

@@ -198,14 +198,15 @@ def test_registry_encoder_and_real_perturbations(tmp_path, images):
 
 
 def test_precision_resolution_and_bf16_features(tmp_path, doubles, images, monkeypatch):
-    from crsbench.features import engine
+    from crsbench.features import engine, precision
 
-    monkeypatch.setattr(engine, "cpu_has_native_bf16", lambda: True)
-    assert engine.resolve_precision("auto", on_cuda=False) == "fp32"  # never silently on CPU
-    assert engine.resolve_precision("auto", on_cuda=True) == "bf16"
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: True)
+    # an unchecked auto is fp32 everywhere: bf16 only through the check (decide_precision)
+    assert engine.resolve_precision("auto", on_cuda=False) == "fp32"
+    assert engine.resolve_precision("auto", on_cuda=True) == "fp32"
     assert engine.resolve_precision("fp32", on_cuda=True) == "fp32"
     assert engine.resolve_precision("bf16", on_cuda=False) == "bf16"
-    monkeypatch.setattr(engine, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: False)
     with pytest.warns(RuntimeWarning, match="emulated"):
         assert engine.resolve_precision("bf16", on_cuda=False) == "bf16"
     with pytest.raises(ConfigError, match=r"precision must be one of .* Got 'fp16'"):

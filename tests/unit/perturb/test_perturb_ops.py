@@ -54,7 +54,7 @@ def test_determinism_and_stream_dependence(name):
 
 
 def test_rician_stream_is_the_protocol_seed():
-    """Independent re-implementation of PROTOCOL.md section 3 seeding + Rician magnitude."""
+    """Independent re-implementation of docs/protocol.md section 5 seeding + Rician magnitude."""
     image, image_id, severity = IMAGES["cxr"], "patient1/study1/view1_frontal.jpg", 2
     key = f"{image_id}|rician|{severity}".encode()
     seed = int.from_bytes(hashlib.sha256(key).digest()[:8], "big")

@@ -11,7 +11,7 @@ import pytest
 
 SECTION_IDS = (
     "leaderboard", "profiles", "rank-shift", "uncertainty", "calibration",
-    "label-efficiency", "robustness", "layer-depth", "provenance",
+    "label-efficiency", "robustness", "layer-depth", "control-probes", "provenance",
 )  # fmt: skip
 FULL_FIGURES = (
     "profiles", "rank_shift", "uncertainty", "calibration_cell", "recalibration",
@@ -39,10 +39,13 @@ def test_every_section_present_with_reading_guide(small_report: Path) -> None:
         lede = re.search(r'<p class="lede">([^<]+)</p>', body)
         assert lede is not None and len(lede.group(1)) > 40, sid
     # the simulated store has data for every analysis; it lacks only the optional
-    # reliability bins and the meta table (write_store writes runs and metrics)
+    # reliability bins, the meta table (write_store writes runs and metrics) and the control
+    # probes' rows other than clean full-label ones (so their CRS is not computed)
     notes = re.findall(r'<p class="note">([^<]*)</p>', html)
-    assert len(notes) == 2
-    assert "reliability" in notes[0] and "meta table" in notes[1]
+    assert len(notes) == 4
+    assert "reliability" in notes[0] and "meta table" in notes[3]
+    for note, probe in zip(notes[1:3], ("kNN", "MLP"), strict=True):
+        assert note.startswith(f"{probe}: axes computed from its own rows: auroc, ece.")
 
 
 def test_no_figure_is_empty(small_report: Path) -> None:

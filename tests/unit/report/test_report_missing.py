@@ -43,12 +43,13 @@ def minimal_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_missing_analyses_say_so(minimal_report: Path) -> None:
     html = minimal_report.read_text(encoding="utf-8")
     sections = dict(re.findall(r'<section id="([^"]+)">(.*?)</section>', html, flags=re.S))
-    assert len(sections) == 9
+    assert len(sections) == 10
     expect = {
         "uncertainty": "at least two seeds",
         "calibration": "no recalibrated rows",
         "robustness": "institutional-shift rows",
         "layer-depth": "no layer-depth sweep",
+        "control-probes": "no control-probe rows",
     }
     for sid, text in expect.items():
         assert '<p class="note">' in sections[sid] and text in sections[sid], sid

@@ -80,10 +80,16 @@ def test_store_of_another_config_refused_before_work(tmp_path: Path) -> None:
     msg = str(info.value)
     assert HASH[:12] in msg and OTHER_HASH[:12] in msg and "--force-new" in msg
     assert not (tmp_path / ".lock").exists()  # the refused writer released its lock
+    (tmp_path / "scores").mkdir()
+    (tmp_path / "scores" / "leaderboard.csv").write_text("old\n")
     with ResultsStore(tmp_path, OTHER_HASH, force_new=True) as s:
         assert s.count() == 0 and s.meta["config_hash"] == OTHER_HASH
-    aside = list(tmp_path.glob(f"results.{HASH[:12]}.*.duckdb"))
+        moved = {a.name: b for a, b in s.moved_aside}
+    aside = list(tmp_path.glob(f"superseded/config-{HASH[:12]}-*/results.duckdb"))
     assert len(aside) == 1  # the old store was moved aside, not deleted
+    assert moved["results.duckdb"] == aside[0] and moved["scores"] == aside[0].parent / "scores"
+    assert (aside[0].parent / "scores" / "leaderboard.csv").read_text() == "old\n"
+    assert not (tmp_path / "scores").exists()  # derived folders moved with their store
     con = duckdb.connect(str(aside[0]), read_only=True)
     assert con.execute("SELECT count(*) FROM runs").fetchall()[0][0] == 1
     con.close()
@@ -152,7 +158,9 @@ def test_export_round_trip(store: ResultsStore, tmp_path: Path, fmt: str) -> Non
     (dest).mkdir()
     (dest / f"runs.{fmt}").write_text("old contents")
     paths = store.export(fmt, dest)
-    assert sorted(p.name for p in dest.iterdir()) == sorted([f"runs.{fmt}", f"metrics.{fmt}"])
+    assert sorted(p.name for p in dest.iterdir()) == sorted(
+        ["meta.json", f"runs.{fmt}", f"metrics.{fmt}"]
+    )
     read = pd.read_parquet if fmt == "parquet" else pd.read_csv
     runs = read(paths["runs"])
     expected = store.runs_frame()

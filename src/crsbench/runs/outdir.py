@@ -1,0 +1,159 @@
+"""Which output directories are crsbench's, and moving a superseded run aside.
+
+An output directory is crsbench's when it is empty (or new), or when it carries crsbench's
+marker file (written when crsbench first claims it) or a results store with its ``meta``
+table (stores written before the marker existed). Anything else is refused, unless the
+caller forces it; even then no file crsbench did not write is ever overwritten: the claim is
+refused when one of crsbench's own names is already taken in that directory. The file-system
+root, the home directory and the dataset roots (and anything inside them) are always refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from crsbench.core.errors import StoreError
+from crsbench.runs.lock import LOCK_NAME
+from crsbench.runs.schema import DB_NAME
+
+MARKER_NAME = ".crsbench-output"
+#: Everything crsbench writes directly under an output directory.
+OWN_NAMES: tuple[str, ...] = (
+    DB_NAME, DB_NAME + ".wal", LOCK_NAME, MARKER_NAME, "cache", "export", "scores",
+    "analysis", "report", "last_run.json", "data", "superseded",
+)  # fmt: skip
+#: What a superseded run leaves behind and ``--force-new`` moves aside with its store.
+RUN_OUTPUTS: tuple[str, ...] = (
+    DB_NAME, DB_NAME + ".wal", "export", "scores", "analysis", "report", "last_run.json",
+)  # fmt: skip
+_DIRECTORIES = frozenset({"cache", "export", "scores", "analysis", "report", "data", "superseded"})
+
+
+def _is_within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _has_store(out: Path) -> bool:
+    store = out / DB_NAME
+    if not store.is_file():
+        return False
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(store), read_only=True)
+    except duckdb.Error:
+        return True  # a damaged store is still ours: the store's own checks explain it
+    try:
+        q = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'"
+        return bool(con.execute(q).fetchall()[0][0])
+    finally:
+        con.close()
+
+
+def is_crsbench_output(out: Path) -> bool:
+    """Whether ``out`` carries crsbench's marker or a crsbench results store."""
+    return (out / MARKER_NAME).is_file() or _has_store(out)
+
+
+def _refuse_protected(out: Path, dataset_roots: Iterable[Path]) -> None:
+    if out == Path(out.anchor):
+        raise StoreError(f"output directory {out} is the file-system root; choose a folder.")
+    if out == Path.home().resolve():
+        raise StoreError(f"output directory {out} is the home directory; choose a folder in it.")
+    for root in dataset_roots:
+        real = Path(os.path.realpath(root))
+        if _is_within(out, real):
+            raise StoreError(
+                f"output directory {out} is inside the dataset root {real}; crsbench never "
+                "writes into a dataset. Choose a folder outside it."
+            )
+
+
+def _check_own_names(out: Path) -> None:
+    """Files or folders of crsbench's names must have the kind crsbench writes."""
+    for name in OWN_NAMES:
+        path = out / name
+        if path.exists() and (name in _DIRECTORIES) != path.is_dir():
+            kind = "a file" if path.is_file() else "a folder" if path.is_dir() else "not a file"
+            raise StoreError(
+                f"{path} is {kind}, where crsbench keeps its "
+                f"{'folder' if name in _DIRECTORIES else 'file'} {name!r}; move it away "
+                "or choose another output directory."
+            )
+
+
+def claim_output_dir(
+    out: Path | str, *, dataset_roots: Iterable[Path] = (), force: bool = False
+) -> Path:
+    """Make sure ``out`` is crsbench's to write, create it, and mark it.
+
+    Parameters
+    ----------
+    out : Path or str
+        The output directory (``output_dir`` / ``--out``).
+    dataset_roots : iterable of Path
+        Roots of the run's datasets: never an output directory, nor anything inside one.
+    force : bool
+        Accept an existing non-empty directory without crsbench's marker, provided none of
+        crsbench's own names is taken in it (nothing is ever overwritten).
+
+    Returns
+    -------
+    Path
+        The absolute output directory, created, with crsbench's marker in it.
+
+    Raises
+    ------
+    StoreError
+        A protected or foreign directory, a file where the directory should be, or one of
+        crsbench's names taken by something else.
+    """
+    path = Path(os.path.realpath(Path(out).expanduser()))
+    _refuse_protected(path, dataset_roots)
+    if path.exists() and not path.is_dir():
+        raise StoreError(f"output directory {path} is a file; give a folder (new or crsbench's).")
+    if path.is_dir() and any(path.iterdir()) and not is_crsbench_output(path):
+        taken = sorted(p.name for p in path.iterdir() if p.name in OWN_NAMES)
+        if not force:
+            raise StoreError(
+                f"output directory {path} is not empty and was not written by crsbench "
+                f"(no {MARKER_NAME} marker, no results store). Choose a new or empty folder, "
+                "or pass --force to add crsbench's files beside what is there."
+            )
+        if taken:
+            raise StoreError(
+                f"output directory {path} already holds {', '.join(taken)}, not written by "
+                "crsbench; even with --force crsbench never overwrites files it did not write."
+            )
+    if path.is_dir():
+        _check_own_names(path)
+    path.mkdir(parents=True, exist_ok=True)
+    marker = path / MARKER_NAME
+    if not marker.exists():
+        from crsbench import __version__
+
+        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        marker.write_text(json.dumps({"crsbench": __version__, "claimed": stamp}) + "\n")
+    return path
+
+
+def move_run_aside(out: Path, label: str) -> list[tuple[Path, Path]]:
+    """Move a superseded run's store and derived folders to ``out/superseded/<label>-<utc>/``.
+
+    Returns the ``(from, to)`` pairs moved, in :data:`RUN_OUTPUTS` order.
+    """
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    target = out / "superseded" / f"{label}-{stamp}"
+    moved: list[tuple[Path, Path]] = []
+    for name in RUN_OUTPUTS:
+        source = out / name
+        if source.exists():
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(source), str(target / name))
+            moved.append((source, target / name))
+    return moved
