@@ -18,7 +18,7 @@ BCE + ||w_l||² / (2 C n_l)``, summed over labels (the labels do not interact).
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit, log_expit
+from scipy.special import log_expit
 
 #: Precision of the logits kept between iterations and of every loss value.
 LOSS_DTYPE = np.float64
@@ -52,6 +52,7 @@ class LogisticObjective:
         self.d_sqrt = np.sqrt(max(self.rot.shape[0], 1))
         m, _, K = S.shape
         self.logits = np.zeros((self.n, m, K), dtype=LOSS_DTYPE)
+        self._residual = np.zeros_like(self.logits)  # d(data loss)/d(logits) at the last value
         self._line: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._slot = np.full(m, -1)
 
@@ -59,8 +60,8 @@ class LogisticObjective:
     def evaluate(self, v: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Losses and gradients of problems ``idx`` at ``v`` (logits computed afresh)."""
         self.logits[:, idx] = self._product(v, idx)
-        f = self._data_loss(self.logits[:, idx], idx) + self._penalty(v, idx)
-        return f, self._grad(v, idx)
+        loss, self._residual[:, idx] = self._loss_and_residual(self.logits[:, idx])
+        return loss + self._penalty(v, idx), self._grad(v, idx)
 
     def set_line(self, v: np.ndarray, d: np.ndarray, idx: np.ndarray) -> None:
         """Prepare the search lines ``v + step · d`` of problems ``idx`` (one matrix product)."""
@@ -73,10 +74,13 @@ class LogisticObjective:
         v, d, D = self._line
         s = self._slot[idx]
         logits = self.logits[:, idx] + step[None, :, None] * D[:, s]
-        return self._data_loss(logits, idx) + self._penalty(v[s] + step[:, None] * d[s], idx)
+        # kept: the accepted step of a problem is the last one tried, so move_to reuses it
+        loss, self._residual[:, idx] = self._loss_and_residual(logits)
+        return loss + self._penalty(v[s] + step[:, None] * d[s], idx)
 
     def move_to(self, step: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """Move problems ``idx`` to ``v + step · d`` and return their gradients there."""
+        """Move problems ``idx`` to ``v + step · d`` (their last value_at) and return their
+        gradients there."""
         v, d, D = self._line
         s = self._slot[idx]
         self.logits[:, idx] += step[None, :, None] * D[:, s]
@@ -121,33 +125,29 @@ class LogisticObjective:
         W = self._weights(v, idx)[:, : self.r]
         return 0.5 * np.einsum("mrk,mrk,mk->m", W, W, self.lam[idx])
 
-    def _data_loss(self, logits: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    def _loss_and_residual(self, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Data losses (len(idx),) and their derivatives in the logits (n, len(idx), K)."""
         if self.multiclass:
             top = logits.max(axis=2, keepdims=True)
-            lse = np.log(np.exp(logits - top).sum(axis=2)) + top[..., 0]
-            nll = lse.sum(axis=0) - np.einsum("nmk,nk->m", logits, self.Y)
-            return nll * self.inv_n[0]
-        # softplus(z) - y z = softplus(-z) + (1 - y) z, stable for both signs
-        bce = -log_expit(logits) + (1.0 - self.Y)[:, None, :] * logits
+            E = np.exp(logits - top)
+            total = E.sum(axis=2, keepdims=True)
+            lse = np.log(total[..., 0]) + top[..., 0]
+            loss = (lse.sum(axis=0) - np.einsum("nmk,nk->m", logits, self.Y)) * self.inv_n[0]
+            E /= total
+            E -= self.Y[:, None, :]
+            E *= self.inv_n[0]
+            return loss, E
+        # softplus(z) - y z = -log σ(z) + (1 - y) z, stable for both signs
+        log_p = log_expit(logits)
+        bce = (1.0 - self.Y)[:, None, :] * logits - log_p
         bce *= self.mask[:, None, :]
-        return bce.sum(axis=0) @ self.inv_n
-
-    def _residual(self, idx: np.ndarray) -> np.ndarray:
-        """d(data loss)/d(logits) at the current logits of problems ``idx``."""
-        logits = self.logits[:, idx]
-        if self.multiclass:
-            P = np.exp(logits - logits.max(axis=2, keepdims=True))
-            P /= P.sum(axis=2, keepdims=True)
-            P -= self.Y[:, None, :]
-            P *= self.inv_n[0]
-            return P
-        R = expit(logits)
+        R = np.exp(log_p, out=log_p)
         R -= self.Y[:, None, :]
         R *= (self.mask * self.inv_n)[:, None, :]
-        return R
+        return bce.sum(axis=0) @ self.inv_n, R
 
     def _grad(self, v: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        R = self._residual(idx)
+        R = self._residual[:, idx]
         mm, K = R.shape[1], R.shape[2]
         R2 = R.reshape(self.n, mm * K).astype(self.Z.dtype)
         gW = (self.Z.T @ R2).reshape(self.r, mm, K).transpose(1, 0, 2).astype(LOSS_DTYPE)
