@@ -1,5 +1,6 @@
 # Two entry points, each creating its own virtual environment in .venv:
-#   make demo   install crsbench and run the main job on the embedded synthetic data
+#   make demo   install crsbench with only what the demo uses (no Ray, pytest, ruff, ...)
+#               and run the main job on the embedded synthetic data
 #   make test   install crsbench with its dev extras and run lint + the test suite
 PYTHON ?= python3
 VENV   ?= .venv
@@ -8,14 +9,21 @@ OUT    ?= results/demo
 
 .PHONY: demo test lint install bench browser
 
-$(BIN)/.installed: pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# One stamp per install profile; editing pyproject.toml reinstalls.
+$(BIN)/.installed-demo: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --disable-pip-version-check -q -e ".[demo]"
+	touch $@
+
+$(BIN)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e ".[dev]"
 	touch $@
 
-install: $(BIN)/.installed
+install: $(BIN)/.installed-dev
 
-demo: $(BIN)/.installed
+demo: $(BIN)/.installed-demo
 	$(BIN)/crsbench demo --out $(OUT)
 
 # The report's browser test needs Debian's chromium; install it when we can (root + apt-get),
@@ -25,7 +33,7 @@ browser:
 	  && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || echo "chromium not installed: the report's browser test will be skipped"; }
 
-lint: $(BIN)/.installed
+lint: $(BIN)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/lint-imports
 

@@ -1,12 +1,18 @@
 """Throughput of the extraction engine vs a naive per-image loop, side by side in one run.
 
-The engine decodes each image once, applies every condition in the same worker pass and
-encodes in batches (channels-last for convolutional encoders on CPU, forward chunks sized for
-the CPU caches; bf16 autocast on CUDA). The naive loop does what most probe scripts do: the
-encoder as its builder returns it, then for each condition, for each image, open and decode
-the file again, perturb it, preprocess it and run the encoder on that single image. Both use
-the same decode policy, perturbations, weights and images and give the same features
-(checked). "img/s" counts encoded images (image x condition).
+The engine decodes each image once to the run's working size W, applies every condition to
+that W x W image in the same worker pass, lets the encoder's own preprocessing resize the
+degraded images to its input and encodes in batches (channels-last for convolutional encoders
+on CPU, forward chunks sized for the CPU caches; bf16 autocast on CUDA). The naive loop does
+the same correct thing the way most probe scripts would: the encoder as its builder returns
+it, then for each condition, for each image, open and decode the file again to W, perturb it
+at W, run the encoder's preprocessing on it and the encoder on that single image. Both use the
+same decode policy, working size, perturbations, weights and images and give the same
+features (checked). "img/s" counts encoded images (image x condition).
+
+W defaults to what a run of this one encoder uses (``max(224, input size)``, 224 for
+EfficientNet-Lite0); ``--working-size 448`` measures a run whose panel also holds a 448-px
+encoder (the perturbations then cost about 4x more pixels).
 
 The source images copy the file formats of the protocol's datasets (synthetic pixels):
 
@@ -86,7 +92,8 @@ def _build(name: str | None, input_size: int | None):
 
 
 def naive_loop(encoder, ids, paths, conditions, size, channels_last: bool = False) -> dict:
-    """Per condition, per image: decode again, perturb, preprocess, forward one image."""
+    """Per condition, per image: decode again to the working size ``size``, perturb at it,
+    the encoder's preprocessing (resize to its input), forward one image."""
     import torch
 
     from crsbench import perturb
@@ -135,15 +142,17 @@ def run_source(args, source: str, conds: list, root: Path) -> dict:
     """Engine, naive loop and channels-last naive loop over one source's images."""
     from crsbench.features import FeatureCache, extract
     from crsbench.features.engine import resolve_precision
+    from crsbench.features.resolution import working_size
 
     ids, paths = write_images(root / source, args.n_images, source, args.scale)
     engine_enc = _build(args.encoder, args.input_size)
-    size = int(engine_enc.input_size)
+    size = working_size([int(engine_enc.input_size)], args.working_size)
     t = time.perf_counter()
     res = extract(
         engine_enc,
         ids,
         paths,
+        working_size=size,
         conditions=conds,
         cache=FeatureCache(root / f"cache_{source}"),
         dataset_revision="bench",
@@ -158,6 +167,7 @@ def run_source(args, source: str, conds: list, root: Path) -> dict:
     enc_alt = _build(args.encoder, args.input_size)
     t = time.perf_counter()
     res_alt = extract(enc_alt, ids, paths, conditions=conds, dataset_revision="bench",
+                      working_size=size,
                       cache=FeatureCache(root / f"cache_alt_{source}"), batch_size=args.batch_size,
                       num_workers=args.workers, progress=False, precision=alt)  # fmt: skip
     t_alt = time.perf_counter() - t
@@ -184,7 +194,7 @@ def run_source(args, source: str, conds: list, root: Path) -> dict:
 
     return {"engine": t_engine, "alt": t_alt, "naive": t_naive, "naive_cl": t_naive_cl,
             "rel": rel(res), "rel_alt": rel(res_alt), "cos": cos(res), "cos_alt": cos(res_alt),
-            "size": size, "name": engine_enc.card.name, "precision": precision,
+            "size": int(engine_enc.input_size), "working_size": size, "name": engine_enc.card.name, "precision": precision,
             "alt_precision": alt}  # fmt: skip
 
 
@@ -195,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         "--encoder", default=None, help="registered encoder (default: EfficientNet-Lite0)"
     )
     ap.add_argument("--input-size", type=int, default=None, help="override the card's size")
+    ap.add_argument("--working-size", type=int, default=None,
+                    help="the run's working size W (default: max(224, input size))")  # fmt: skip
     ap.add_argument(
         "--sources", default=",".join(SOURCES), help="comma list of " + str(list(SOURCES))
     )
@@ -249,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"n_conditions={len(conds)}")
     print(f"encoder={first['name']}")
     print(f"input_size={first['size']}")
+    print(f"working_size={first['working_size']}")
     print(f"torch_threads={torch.get_num_threads()}")
     print(f"max_rel_feature_diff={max(r['rel'] for r in results.values()):.2e}")
     print(f"min_row_cosine={min(r['cos'] for r in results.values()):.6f}")

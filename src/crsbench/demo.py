@@ -13,6 +13,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from crsbench.core.verbosity import NORMAL, QUIET
+
 
 def _stage(console: Console, name: str, t0: float, times: dict[str, float]) -> float:
     now = time.perf_counter()
@@ -22,7 +24,12 @@ def _stage(console: Console, name: str, t0: float, times: dict[str, float]) -> f
 
 
 def run_demo(
-    out: Path | str, *, console: Console | None = None, size: str = "small", progress: bool = True
+    out: Path | str,
+    *,
+    console: Console | None = None,
+    size: str = "small",
+    progress: bool = True,
+    verbosity: int = NORMAL,
 ) -> dict[str, Any]:
     """Run the demo into ``out``; return the stage times and the output paths.
 
@@ -33,6 +40,10 @@ def run_demo(
         ``scores/`` and ``report/``.
     size : {"small", "medium"}
         Synthetic data size (``small`` is the 5-minute demo).
+    progress : bool
+        Progress bars, drawn only when the console is a terminal.
+    verbosity : int
+        :data:`crsbench.core.verbosity.QUIET`, ``NORMAL`` or ``VERBOSE`` (stage and cell lines).
     """
     from crsbench.config import load_packaged_config, validate_paths
     from crsbench.datasets.synthetic import write_all
@@ -42,21 +53,23 @@ def run_demo(
     from crsbench.runs.progress import RunProgress
 
     console = console or Console()
+    loud = console if verbosity >= NORMAL else Console(quiet=True)  # stage lines
     out = claim_output_dir(out)
     times: dict[str, float] = {}
     t0 = t_start = time.perf_counter()
-    console.rule("crsbench demo")
-    roots = write_all(out / "data", size=size, seed=0)
-    t0 = _stage(console, f"synthetic data ({', '.join(sorted(roots))})", t0, times)
+    loud.rule("crsbench demo")
     cfg = load_packaged_config("demo", output_dir=out)
+    roots = write_all(out / "data", size=size, seed=0, names=cfg.datasets)
+    t0 = _stage(loud, f"synthetic data ({', '.join(sorted(roots))})", t0, times)
     validate_paths(cfg)
-    with RunProgress(console) as bar:
-        summary = run_benchmark(cfg, progress=progress, on_event=bar)
-    t0 = _stage(console, f"benchmark grid ({summary.n_records_total} run records)", t0, times)
+    bars = progress and verbosity > QUIET and console.is_terminal
+    with RunProgress(console, verbosity=verbosity, bars=progress) as bar:
+        summary = run_benchmark(cfg, progress=bars, on_event=bar)
+    t0 = _stage(loud, f"benchmark grid ({summary.n_records_total} run records)", t0, times)
     for stage, secs in summary.stage_seconds.items():
-        console.print(f"    {stage:<22} {secs:7.1f} s")
+        loud.print(f"    {stage:<22} {secs:7.1f} s")
     result: dict[str, Any] = {"out": out, "store": out / "results.duckdb", "times": times}
-    result.update(leaderboard_and_report(out, console, times, t0))
+    result.update(leaderboard_and_report(out, console, times, t0, loud=loud))
     times["total"] = time.perf_counter() - t_start
     console.print(
         f"[bold]demo finished in {times['total']:.1f} s[/]; results in {escape(str(out))}"

@@ -65,9 +65,14 @@ def _num(value: Any, spec: str = ".3f") -> str:
 
 
 def leaderboard_and_report(
-    out: Path, console: Console, times: dict[str, float], t0: float
+    out: Path, console: Console, times: dict[str, float], t0: float, loud: Console | None = None
 ) -> dict[str, Any]:
-    """Score ``out/results.duckdb``, write tables, analyses and the report; print the board."""
+    """Score ``out/results.duckdb``, write tables, analyses and the report; print the board.
+
+    Stage lines go to ``loud`` (default ``console``; a quiet console under ``--quiet``), the
+    leaderboard and the result paths to ``console``.
+    """
+    loud = loud or console
     from crsbench.scoring import build_leaderboard, load_runs, write_tables
     from crsbench.stats import run_analyses
 
@@ -78,7 +83,7 @@ def leaderboard_and_report(
     run_analyses(runs, out / "analysis", n_replicates=DEMO_REPLICATES, seed=0)
     now = time.perf_counter()
     times["score_and_analyze"] = now - t0
-    console.print(f"[green]✓[/] scores and analyses ({now - t0:.1f} s)")
+    loud.print(f"[green]✓[/] scores and analyses ({now - t0:.1f} s)")
     t0 = now
     try:
         from crsbench.report import build_report
@@ -88,9 +93,16 @@ def leaderboard_and_report(
         result["report"] = build_report(out, out / "report", n_replicates=DEMO_REPLICATES)
         now = time.perf_counter()
         times["report"] = now - t0
-        console.print(f"[green]✓[/] report ({now - t0:.1f} s): {escape(str(result['report']))}")
-    wide = console if console.width >= 110 else Console(width=110)  # a pipe gets 80 columns
-    wide.print(leaderboard_table(board))
+        loud.print(f"[green]✓[/] report ({now - t0:.1f} s): {escape(str(result['report']))}")
+    if console.is_terminal:
+        wide = console if console.width >= 110 else Console(width=110)
+        wide.print(leaderboard_table(board))
+    else:  # a pipe or a log: tab-separated, whole names, no redraws
+        from crsbench.cli.output import print_table
+
+        columns = {k: k for k in ("encoder", "rank_auroc", "rank_crs", "auroc", "ece",
+                                  "retention", "robustness_drop", "CRS", "tier", "p_rank1")}  # fmt: skip
+        print_table(console, board.sort_values("rank_crs").to_dict("records"), columns)
     console.print(
         f"results: {out / 'results.duckdb'}  tables: {out / 'scores'}  analyses: {out / 'analysis'}"
     )

@@ -41,7 +41,7 @@ def test_every_image_is_decoded_exactly_once(cell, monkeypatch):
     feats, _ = extract_cell_features(cfg, plan, prep, None, progress=False)
     assert set(calls) == {str(p) for p in prep.dataset.paths}
     assert set(calls.values()) == {1}  # test rows too: clean and 4 perturbed copies, one decode
-    assert len(feats["perturbed"]) == len(plan.conditions) == 4
+    assert len(feats["perturbed"]) == len(plan.conditions) == 15
 
     calls.clear()  # a rerun is served from the cache: nothing decoded
     again, _ = extract_cell_features(cfg, plan, prep, None, progress=False)

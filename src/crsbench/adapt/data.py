@@ -30,7 +30,8 @@ class ImageRows:
     paths, image_ids : sequence of str
         All rows of a dataset (ids seed the perturbation streams).
     size : int
-        Working resolution (the encoder's input size, as in the frozen extraction).
+        Working resolution W of the run (as in the frozen extraction: the run's, not the
+        encoder's input size; the model's preprocessing resizes from W).
     conditions : sequence of (name, severity)
         ``(("clean", 0),)`` for training; clean + perturbations for robustness evaluation.
     cache_bytes : int

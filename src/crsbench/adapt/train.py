@@ -178,8 +178,9 @@ def _run_candidate(
         perm = _epoch_order(len(rows), seed, epoch)
         model.train_mode()
         losses = []
+        # disable=None: no bar unless stderr is a terminal (a log gets no redraw fragments)
         bar = tqdm(range(steps), desc=f"LoRA lr={lr:g} epoch {epoch}/{s.epochs}",
-                   disable=not progress, leave=False)  # fmt: skip
+                   disable=None if progress else True, leave=False)  # fmt: skip
         for b in bar:
             pos = perm[b * s.batch_size : (b + 1) * s.batch_size]
             batch = images[rows[pos]]
@@ -250,7 +251,7 @@ def train_lora(
     ckpt_dir : path, optional
         Per-epoch checkpoints (resumed when present).
     progress : bool
-        One tqdm bar per epoch.
+        One tqdm bar per epoch, drawn only when stderr is a terminal.
     on_epoch_end : callable, optional
         ``on_epoch_end(lr_index, epoch)`` after each epoch's checkpoint is written.
 

@@ -8,6 +8,14 @@ import typer
 from rich.markup import escape
 
 from crsbench.cli.app import app, console, fail
+from crsbench.cli.output import (
+    EXIT_CODES_HELP,
+    QUIET_OPTION,
+    VERBOSE_OPTION,
+    print_table,
+    verbosity,
+)
+from crsbench.core.verbosity import NORMAL
 
 
 def _load(store: Path):
@@ -20,7 +28,7 @@ def _load(store: Path):
         fail(str(exc))
 
 
-@app.command("score")
+@app.command("score", epilog=EXIT_CODES_HELP)
 def score(
     store: Path = typer.Option(..., "--store", help="Directory holding results.duckdb."),
     out: Path | None = typer.Option(None, "--out", help="Output directory (default STORE/scores)."),
@@ -30,14 +38,15 @@ def score(
     rule: str = typer.Option("fixed", "--rule", help="fixed (published) or cohort."),
     replicates: int = typer.Option(10_000, "--replicates", help="Bootstrap replicates for tiers."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    as_json: bool = typer.Option(False, "--json", help="Print the leaderboard as JSON."),
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Leaderboard: four axes, CRS and components, AUROC, both ranks and the bootstrap tier."""
-    from rich.console import Console
-    from rich.table import Table
-
     from crsbench.core.errors import CrsbenchError
     from crsbench.scoring import build_leaderboard, write_tables
 
+    level = verbosity(quiet, verbose)
     if replicates < 0:
         fail(f"--replicates must be >= 0. Got {replicates} instead.")
     runs = _load(store)
@@ -48,34 +57,28 @@ def score(
     if board.empty:
         fail(f"store {store} has no complete main-protocol cells to score.")
     version = board["anchors_version"].iloc[0]
-    table = Table(title=f"CRS-Bench leaderboard (rule={rule}, anchors {version})")
     shown = {"rank_crs": "#", "encoder": "encoder", "auroc": "D auroc", "ece": "C ece",
              "retention": "L ret", "robustness_drop": "R drop",
              "robustness_drop_extra": "extras drop", "P": "P", "I": "I", "W": "W",
              "CRS": "CRS", "rank_auroc": "#auroc", "tier": "tier", "p_rank1": "P(1)"}  # fmt: skip
-    for col, header in shown.items():
-        table.add_column(header, justify="left" if col == "encoder" else "right", no_wrap=True)
-    for row in board[list(shown)].itertuples(index=False):
-        table.add_row(*(_shown(v) for v in row))
-    wide = console if console.is_terminal else Console(width=160)
-    wide.print(table)
-    for enc, note in zip(board["encoder"], board["missing"], strict=True):
-        if note:
-            console.print(f"[yellow]{enc}[/]: CRS or an axis is NaN: {note}", markup=True)
     paths = write_tables(board, out or store / "scores")
-    console.print("wrote " + ", ".join(escape(str(p)) for p in paths))
+    rows = board[list(shown)].to_dict("records")
+    title = f"CRS-Bench leaderboard (rule={rule}, anchors {version})"
+    right = [c for c in shown if c != "encoder"]
+    if as_json:
+        notes = dict(zip(board["encoder"], board["missing"], strict=True))
+        rows = [{**r, "missing": notes[r["encoder"]] or None} for r in rows]
+    print_table(console, rows, shown, title=title, as_json=as_json, right=right, whole=("encoder",))
+    if as_json:
+        return
+    for enc, note in zip(board["encoder"], board["missing"], strict=True):
+        if note:  # on stderr: a pipe keeps the table clean
+            typer.echo(f"{enc}: CRS or an axis is NaN: {note}", err=True)
+    if level >= NORMAL:
+        typer.echo("wrote " + ", ".join(str(p) for p in paths))
 
 
-def _shown(value: object) -> str:
-    """A leaderboard value as printed: floats to 3 decimals, missing values as '—'."""
-    import pandas as pd
-
-    if value is pd.NA or (isinstance(value, float) and value != value):
-        return "—"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
-@app.command("analyze")
+@app.command("analyze", epilog=EXIT_CODES_HELP)
 def analyze(
     store: Path = typer.Option(..., "--store", help="Directory holding results.duckdb."),
     out: Path | None = typer.Option(
@@ -84,11 +87,14 @@ def analyze(
     replicates: int = typer.Option(10_000, "--replicates", help="Bootstrap replicates."),
     seed: int = typer.Option(0, "--seed", help="Seed of every resampling."),
     anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Run every analysis of docs/protocol.md section 10 the store has data for (CSV + summary.json)."""
     from crsbench.core.errors import CrsbenchError
     from crsbench.stats import run_analyses
 
+    level = verbosity(quiet, verbose)
     if replicates < 1:
         fail(f"--replicates must be >= 1. Got {replicates} instead.")
     runs = _load(store)
@@ -97,12 +103,11 @@ def analyze(
         summary = run_analyses(runs, target, n_replicates=replicates, seed=seed, anchors=anchors)
     except CrsbenchError as exc:
         fail(str(exc))
-    for name in summary["analyses"]:
-        console.print(f"[green]done[/] {name}")
-    for probe in summary["analyses"].get("control_probe_agreement", {}).values():
-        console.print(probe["sentence"])
-    for name, why in summary["skipped"].items():
-        console.print(f"[yellow]skipped[/] {name}: {escape(str(why))}")
-    console.print(
-        f"wrote {escape(str(target))}/summary.json (anchors {summary['anchors_version']})"
-    )
+    if level >= NORMAL:
+        for name in summary["analyses"]:
+            console.print(f"[green]done[/] {name}")
+        for probe in summary["analyses"].get("control_probe_agreement", {}).values():
+            console.print(escape(probe["sentence"]))
+        for name, why in summary["skipped"].items():
+            console.print(f"[yellow]skipped[/] {name}: {escape(str(why))}")
+    typer.echo(f"wrote {target}/summary.json (anchors {summary['anchors_version']})")

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from crsbench.cli.app import app, console, fail
+from crsbench.cli.output import EXIT_CODES_HELP, EXIT_FAILED, print_table
 
 datasets_app = typer.Typer(
     name="datasets",
@@ -17,25 +18,25 @@ app.add_typer(datasets_app, name="datasets")
 
 
 @datasets_app.command("list")
-def list_datasets() -> None:
+def list_datasets(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
     """List the registered dataset adapters with their task, modality and labels."""
-    from rich.table import Table
-
     from crsbench.datasets import DATASETS
 
-    table = Table(title="datasets")
-    for column in ("name", "task", "modality", "labels", "licence"):
-        table.add_column(column)
+    rows = []
     for name in DATASETS.names():
         card = DATASETS.get(name).card
         task = card.task + (" (ordinal)" if card.ordinal else "")
-        task = task if card.label_names else "from CSV"
-        labels = str(len(card.label_names)) if card.label_names else "from CSV"
-        table.add_row(name, task, card.modality, labels, card.licence)
-    console.print(table)
+        rows.append({"name": name, "task": task if card.label_names else "from CSV",
+                     "modality": card.modality,
+                     "labels": len(card.label_names) if card.label_names else "from CSV",
+                     "licence": card.licence})  # fmt: skip
+    columns = {k: k for k in ("name", "task", "modality", "labels", "licence")}
+    print_table(console, rows, columns, title="datasets", as_json=as_json)
 
 
-@datasets_app.command("check")
+@datasets_app.command("check", epilog=EXIT_CODES_HELP)
 def check_command(
     name: str = typer.Argument(..., help="Dataset name: isic2019, aptos2019, chexpert, ..."),
     root: Path = typer.Option(..., "--root", help="Directory holding the dataset."),
@@ -69,7 +70,7 @@ def check_command(
         return
     console.print(report.to_rich())
     if not report.ok:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_FAILED)
 
 
 def _parse_value(text: str) -> object:

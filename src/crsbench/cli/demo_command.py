@@ -6,14 +6,33 @@ from pathlib import Path
 
 import typer
 
-from crsbench.cli.app import app
+from crsbench.cli.app import app, console, fail
+from crsbench.cli.output import (
+    EXIT_CODES_HELP,
+    EXIT_INTERRUPTED,
+    QUIET_OPTION,
+    VERBOSE_OPTION,
+    verbosity,
+)
 
 
-@app.command("demo")
+@app.command("demo", epilog=EXIT_CODES_HELP)
 def demo(
     out: Path = typer.Option(Path("results/demo"), "--out", help="Output directory."),
+    progress: bool = typer.Option(
+        True, "--progress/--no-progress", help="Progress bars (drawn only on a terminal)."
+    ),
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Run the whole protocol on embedded synthetic data with offline encoders."""
+    from crsbench.core.errors import CrsbenchError
     from crsbench.demo import run_demo
 
-    run_demo(out)
+    level = verbosity(quiet, verbose)
+    try:
+        run_demo(out, console=console, progress=progress, verbosity=level)
+    except CrsbenchError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        fail("interrupted: run the demo again to resume.", code=EXIT_INTERRUPTED)

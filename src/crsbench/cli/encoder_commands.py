@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import typer
 
 from crsbench.cli.app import app, console, fail
+from crsbench.cli.output import print_json, print_table
 
 encoders_app = typer.Typer(help="Inspect the encoder registry.", no_args_is_help=True)
 app.add_typer(encoders_app, name="encoders")
@@ -20,8 +19,6 @@ def list_encoders(
     ),
 ) -> None:
     """Every registered encoder: group, domain, source, embedding size, weights on this machine."""
-    from rich.table import Table
-
     from crsbench.encoders import ENCODERS, get_card, weights_available
 
     groups = ("general", "medical", "specialist", "baseline")
@@ -45,24 +42,11 @@ def list_encoders(
                 "weights_available": weights_available(name),
             }
         )
-    if as_json:
-        console.print_json(json.dumps(rows))
-        return
-    table = Table(title="crsbench encoders")
-    for col in ("name", "family", "group", "domain", "source", "embed dim", "weights here"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        avail = "[green]yes[/]" if r["weights_available"] else "[red]no[/]"
-        table.add_row(
-            r["name"],
-            r["family"],
-            r["group"],
-            r["domain"],
-            r["source"],
-            str(r["embed_dim"]),
-            avail + (" (gated)" if r["gated"] else ""),
-        )
-    console.print(table)
+    columns = {"name": "name", "family": "family", "group": "group", "domain": "domain",
+               "source": "source", "embed_dim": "embed dim", "weights_available": "weights here",
+               "gated": "gated"}  # fmt: skip
+    print_table(console, rows, columns, title="crsbench encoders", as_json=as_json,
+                right=("embed_dim",))  # fmt: skip
 
 
 @encoders_app.command("show")
@@ -72,6 +56,6 @@ def show_encoder(name: str = typer.Argument(..., help="Registered encoder name."
     from crsbench.encoders import describe
 
     try:
-        console.print_json(json.dumps(describe(name)))
+        print_json(describe(name))
     except CrsbenchError as exc:
         fail(str(exc))

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from crsbench.cli.app import app, console, fail
+from crsbench.cli.app import app, fail
+from crsbench.cli.output import EXIT_CODES_HELP, QUIET_OPTION, VERBOSE_OPTION, verbosity
 
 
-@app.command("report")
+@app.command("report", epilog=EXIT_CODES_HELP)
 def report(
     store: Path = typer.Option(..., "--store", help="Directory holding results.duckdb."),
     out: Path = typer.Option(
@@ -22,11 +22,14 @@ def report(
     cell: str | None = typer.Option(
         None, "--calibration-cell", help="ENCODER/DATASET cell of the calibration section."
     ),
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Write index.html (opens offline), every figure as PNG + SVG and every table as CSV."""
     from crsbench.core.errors import CrsbenchError
     from crsbench.report import build_report
 
+    verbosity(quiet, verbose)
     if replicates < 0:
         fail(f"--replicates must be >= 0. Got {replicates} instead.")
     chosen = None
@@ -40,4 +43,4 @@ def report(
                              calibration_cell=chosen)  # fmt: skip
     except CrsbenchError as exc:
         fail(str(exc))
-    console.print(f"wrote {escape(str(index))}")
+    typer.echo(f"wrote {index}")

@@ -1,4 +1,4 @@
-"""``crsbench run CONFIG`` and ``crsbench status CONFIG``."""
+"""``crsbench run CONFIG``, ``crsbench status CONFIG`` and ``crsbench doctor CONFIG``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,18 @@ from pathlib import Path
 import typer
 
 from crsbench.cli.app import app, console, fail
+from crsbench.cli.output import (
+    EXIT_CODES_HELP,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    QUIET_OPTION,
+    VERBOSE_OPTION,
+    print_json,
+    print_table,
+    verbosity,
+)
 from crsbench.core.errors import CrsbenchError
+from crsbench.core.verbosity import NORMAL, QUIET
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -17,15 +28,15 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def _config(path: Path, out: Path | None):
-    from crsbench.config import load_config, validate_names, validate_paths
+    """Parse ``path`` and check its names; paths and weights are the preflight's job."""
+    from crsbench.config import load_config, validate_names
 
     cfg = load_config(path, output_dir=out)
-    validate_paths(cfg)
     validate_names(cfg)
     return cfg
 
 
-@app.command("run")
+@app.command("run", epilog=EXIT_CODES_HELP)
 def run(
     config: Path = typer.Argument(..., help="Benchmark config (YAML)."),
     out: Path | None = typer.Option(None, "--out", help="Output directory (overrides config)."),
@@ -37,25 +48,34 @@ def run(
     force: bool = typer.Option(
         False, help="Write into a non-empty folder crsbench did not create (never overwrites)."
     ),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars."),
+    skip_missing: bool = typer.Option(
+        False,
+        "--skip-missing",
+        help="Run the cells whose data and weights are present; record the others as skipped.",
+    ),
+    progress: bool = typer.Option(
+        True, "--progress/--no-progress", help="Progress bars (drawn only on a terminal)."
+    ),
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
-    """Plan the grid, extract through the cache, fit probes, record runs (resumable)."""
+    """Check inputs, plan the grid, extract through the cache, fit probes, record runs (resumable).
+
+    Before any work every dataset root and every encoder's weights are checked; everything
+    missing is listed at once with where to put it (see `crsbench doctor`).
+    """
     from crsbench.runs.pipeline import run_benchmark
     from crsbench.runs.progress import RunProgress
 
+    level = verbosity(quiet, verbose)
+    bars = progress and level > QUIET and console.is_terminal
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         cfg = _config(config, out)
-        with RunProgress(console) as bar:
-            summary = run_benchmark(
-                cfg,
-                executor=executor,
-                address=address,
-                progress=progress,
-                force_new=force_new,
-                force=force,
-                on_event=bar,
-            )
+        with RunProgress(console, verbosity=level, bars=progress) as bar:
+            summary = run_benchmark(cfg, executor=executor, address=address, progress=bars,
+                                    force_new=force_new, force=force, on_event=bar,
+                                    skip_missing=skip_missing)  # fmt: skip
     except CrsbenchError as exc:
         fail(str(exc))
         return
@@ -63,37 +83,79 @@ def run(
         fail(
             "interrupted: every committed cell is kept and the cell in flight was rolled "
             "back; run the same command again to resume.",
-            code=130,
+            code=EXIT_INTERRUPTED,
         )
         return
     finally:
         signal.signal(signal.SIGTERM, previous)
-    console.print(
+    typer.echo(
         f"wrote {summary.n_records_written} run records "
         f"({summary.n_records_total} in the grid) to {summary.out_dir / 'results.duckdb'}"
     )
-    for stage, secs in summary.stage_seconds.items():
-        console.print(f"  {stage:<22} {secs:8.1f} s")
+    if summary.skipped_cells:
+        typer.echo(f"skipped {len(summary.skipped_cells)} cells (see `crsbench status`):")
+        for c in summary.skipped_cells:
+            typer.echo(f"  {c['encoder']} × {c['dataset']}: {c['reason']}")
+    if level >= NORMAL:
+        for stage, secs in summary.stage_seconds.items():
+            typer.echo(f"  {stage:<22} {secs:8.1f} s")
 
 
-@app.command("status")
+@app.command("status", epilog=EXIT_CODES_HELP)
 def status(
     config: Path = typer.Argument(..., help="Benchmark config (YAML)."),
     out: Path | None = typer.Option(None, "--out", help="Output directory (overrides config)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
-    """Show which cells of a config are done and which remain."""
+    """Show which cells of a config are done, which remain and which the last run skipped."""
     from crsbench.runs.status import grid_status, grid_summary, quarantine_status
 
     try:
         cfg = _config(config, out)
-        table = grid_status(cfg)
+        title, rows = grid_status(cfg)
         quarantined = quarantine_status(cfg)
     except CrsbenchError as exc:
         fail(str(exc))
         return
-    console.print(table)
-    console.print(grid_summary(cfg), soft_wrap=True, markup=False)
+    if as_json:
+        print_json({"title": title, "summary": grid_summary(cfg), "cells": rows,
+                    "quarantined": quarantined})  # fmt: skip
+        return
+    columns = {k: k for k in ("regime", "encoder", "dataset", "done", "planned", "state")}
+    if any(r["reason"] for r in rows):
+        columns["reason"] = "reason"
+    print_table(console, rows, columns, title=title, right=("done", "planned"))
+    typer.echo(grid_summary(cfg))
     if quarantined:
-        console.print("quarantined images (left out of every cell; see docs/runner.md):")
+        typer.echo("quarantined images (left out of every cell; see docs/runner.md):")
     for line in quarantined:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        typer.echo(line)
+
+
+@app.command("doctor", epilog=EXIT_CODES_HELP)
+def doctor(
+    config: Path = typer.Argument(..., help="Benchmark config (YAML)."),
+    out: Path | None = typer.Option(None, "--out", help="Output directory (overrides config)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    hub_check: bool = typer.Option(
+        True, "--hub-check/--no-hub-check", help="One short request to the hub when online."
+    ),
+) -> None:
+    """The preflight of `crsbench run`, without running: what is missing and where to put it.
+
+    Exits 1 when anything is missing, 0 when the run can start.
+    """
+    from crsbench.runs.preflight import preflight
+
+    try:
+        report = preflight(_config(config, out), hub_check=hub_check)
+    except CrsbenchError as exc:
+        fail(str(exc))
+        return
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        for line in report.lines():
+            typer.echo(line)
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILED)

@@ -5,48 +5,56 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from crsbench.cli.app import app, console, fail
+from crsbench.cli.output import EXIT_CODES_HELP, QUIET_OPTION, VERBOSE_OPTION, verbosity
+from crsbench.core.verbosity import NORMAL
 
 
-@app.command("synth")
+@app.command("synth", epilog=EXIT_CODES_HELP)
 def synth(
-    out: Path = typer.Option(..., "--out", help="Folder that receives the four dataset roots."),
+    out: Path = typer.Option(..., "--out", help="Folder that receives the dataset roots."),
     size: str = typer.Option("small", "--size", help="small (demo) or medium (benchmarks)."),
     seed: int = typer.Option(0, "--seed", help="Generation seed (same seed, same bytes)."),
     overwrite: bool = typer.Option(
         False, "--overwrite/--no-overwrite", help="Replace folders written with other settings."
     ),
+    quiet: bool = QUIET_OPTION,
+    verbose: bool = VERBOSE_OPTION,
 ) -> None:
-    """Write synthetic ISIC 2019, APTOS 2019, CheXpert and MIMIC-CXR-JPG under OUT."""
+    """Write synthetic ISIC 2019, APTOS 2019, CheXpert, MIMIC-CXR-JPG, NIH ChestX-ray14,
+    PadChest and VinDr-CXR (DICOM, needs pydicom) under OUT.
+
+    A progress bar on a terminal; elsewhere one line per dataset when it is written.
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from crsbench.core.errors import CrsbenchError
-    from crsbench.datasets.synthetic import WRITERS, n_images, resolve_size, write_all
+    from crsbench.datasets.synthetic import available_writers, n_images, resolve_size, write_all
 
+    level = verbosity(quiet, verbose)
+    bars = level >= NORMAL and console.is_terminal
     try:
         sz = resolve_size(size)
-        with Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        ) as bar:
-            tasks = {name: bar.add_task(name, total=n_images(name, sz)) for name in WRITERS}
-            roots = write_all(
-                out,
-                size=sz,
-                seed=seed,
-                overwrite=overwrite,
-                progress=lambda name, n: bar.advance(tasks[name], n),
-            )
-            for name in WRITERS:
-                bar.update(tasks[name], completed=n_images(name, sz))
+        writers = available_writers()
+        totals = {name: n_images(name, sz) for name in writers}
+        done = dict.fromkeys(writers, 0)
+        with Progress("[progress.description]{task.description}", BarColumn(),
+                      MofNCompleteColumn(), TimeElapsedColumn(), console=console,
+                      disable=not bars) as bar:  # fmt: skip
+            tasks = {name: bar.add_task(name, total=totals[name]) for name in writers}
+
+            def advance(name: str, n: int) -> None:
+                bar.advance(tasks[name], n)
+                done[name] += n
+                if not bars and level >= NORMAL and done[name] >= totals[name] > done[name] - n:
+                    typer.echo(f"{name}: {totals[name]} images written")
+
+            roots = write_all(out, size=sz, seed=seed, overwrite=overwrite, progress=advance)
+            for name in writers:
+                bar.update(tasks[name], completed=totals[name])
     except CrsbenchError as exc:
         fail(str(exc))
         return
     for name, root in roots.items():
-        console.print(f"{name}: {escape(str(root))}")
+        typer.echo(f"{name}: {root}")

@@ -110,6 +110,11 @@ class PerturbationSpec(_Strict):
     names: list[str] = Field(default_factory=lambda: list(PAPER_PERTURBATIONS))
     severities: list[int] = Field(default_factory=lambda: [1, 2, 3])
     include_extra: bool = True
+    #: Working resolution W at which every image is perturbed, once for all encoders (then
+    #: each encoder's own preprocessing resizes from W). None: the largest encoder input of
+    #: the run, at least 224 (crsbench.features.resolution). Pin it to keep perturbed
+    #: features independent of which encoders are in the run.
+    working_size: int | None = Field(default=None, ge=16, le=4096)
 
     @field_validator("names")
     @classmethod

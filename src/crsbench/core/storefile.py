@@ -85,3 +85,26 @@ def read_tables(path: Path | str, tables: tuple[str, ...]) -> dict[str, pd.DataF
         raise damaged_store(path, exc) from None
     finally:
         con.close()
+
+
+#: The summary of the last ``crsbench run`` next to the store (stage times, skipped cells).
+LAST_RUN_FILE = "last_run.json"
+
+
+def skipped_cells(store_dir: Path | str) -> dict[tuple[str, str], str]:
+    """(encoder, dataset) → reason for the cells the last ``run --skip-missing`` left out.
+
+    Read from ``last_run.json`` next to the store; an absent or unreadable file gives ``{}``.
+    """
+    import json
+
+    path = Path(store_dir) / LAST_RUN_FILE
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8")).get("skipped_cells", [])
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {
+        (str(r["encoder"]), str(r["dataset"])): str(r.get("reason", ""))
+        for r in rows
+        if isinstance(r, dict) and "encoder" in r and "dataset" in r
+    }

@@ -1,5 +1,6 @@
 """Dataset adapters: the real on-disk layouts of ISIC 2019, APTOS 2019, CheXpert,
-MIMIC-CXR-JPG, and a bring-your-own CSV ``folder``.
+MIMIC-CXR-JPG, the shift targets NIH ChestX-ray14, PadChest and VinDr-CXR, and a
+bring-your-own CSV ``folder``.
 
 >>> from crsbench.datasets import load, check
 >>> data = load("chexpert", "/data", uncertainty="zeros")  # doctest: +SKIP
@@ -10,7 +11,16 @@ The ``synthetic`` subpackage (fake data in these layouts) is imported only on de
 
 from __future__ import annotations
 
-from . import aptos2019, chexpert, folder, isic2019, mimic_cxr  # noqa: F401  (registration)
+from . import (  # noqa: F401  (registration)
+    aptos2019,
+    chexpert,
+    folder,
+    isic2019,
+    mimic_cxr,
+    nih_cxr14,
+    padchest,
+    vindr_cxr,
+)
 from .base import DATASETS, Dataset, DatasetAdapter, DatasetCard, load
 from .check import CheckReport, check
 

@@ -53,6 +53,11 @@ class DatasetCard:
         Imaging modality.
     ordinal : bool
         True when the classes are ordered grades (APTOS diabetic retinopathy).
+    access : str
+        How to obtain the data (where to download it, what agreement it needs).
+    provided_labels : tuple of str or None
+        The labels the release can provide at most (the others are NaN columns, e.g. a shift
+        target harmonised to CheXpert's 14); ``None`` means all of ``label_names``.
     """
 
     name: str
@@ -62,6 +67,8 @@ class DatasetCard:
     task: Task
     modality: Modality
     ordinal: bool = False
+    access: str = ""
+    provided_labels: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         check_task(self.task)
@@ -109,6 +116,9 @@ class Dataset:
         Static facts about the dataset.
     notes : tuple of str
         What the adapter dropped or filtered, in words (view filter, orphans, ...).
+    provided_labels : tuple of str or None
+        The label columns this load can provide; every other column is all NaN (a target
+        harmonised to another dataset's labels). ``None`` (default) means all of them.
     """
 
     name: str
@@ -124,6 +134,7 @@ class Dataset:
     revision: str
     card: DatasetCard
     notes: tuple[str, ...] = field(default=())
+    provided_labels: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.image_ids)
@@ -149,6 +160,32 @@ class Dataset:
             )
         if len(np.unique(self.image_ids)) != n:
             raise DataError(f"dataset {self.name!r}: image ids must be unique.")
+        self._check_provided(labels)
+
+    def _check_provided(self, labels: np.ndarray) -> None:
+        if self.provided_labels is None:
+            return
+        provided = tuple(self.provided_labels)
+        object.__setattr__(self, "provided_labels", provided)
+        unknown = [name for name in provided if name not in self.label_names]
+        if unknown:
+            raise DataError(
+                f"dataset {self.name!r}: provided_labels {unknown} must be label names. "
+                f"Label names are {list(self.label_names)}."
+            )
+        for j, name in enumerate(self.label_names):
+            if name not in provided and not np.isnan(labels[:, j]).all():
+                raise DataError(
+                    f"dataset {self.name!r}: label {name!r} is not provided, so its column "
+                    "must be all NaN. It has values."
+                )
+
+    @property
+    def provided_label_names(self) -> tuple[str, ...]:
+        """The label columns this dataset provides (all of them unless stated otherwise)."""
+        if self.provided_labels is None:
+            return self.label_names
+        return tuple(n for n in self.label_names if n in self.provided_labels)
 
     def __len__(self) -> int:
         return len(self.image_ids)

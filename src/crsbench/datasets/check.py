@@ -194,8 +194,13 @@ def _summarise(report: CheckReport, data: Dataset) -> None:
         report.n_positive[label] = int(positives[j])
         report.n_masked[label] = int(masked[:, j].sum())
         report.prevalence[label] = float(positives[j] / labelled[j]) if labelled[j] else 0.0
+        if label not in data.provided_label_names:
+            continue
         if positives[j] == 0:
             report.warnings.append(f"label {label!r} has no positive image")
+    missing = [name for name in data.label_names if name not in data.provided_label_names]
+    if missing:
+        report.notes.append(f"labels not provided by this dataset (all NaN): {', '.join(missing)}")
     report.duplicate_ids = len(data) - len(np.unique(data.image_ids))
 
 

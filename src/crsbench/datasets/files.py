@@ -19,6 +19,7 @@ import pandas as pd
 from crsbench.core.errors import DataError
 
 from .csvio import MAX_LISTED
+from .dicom import PREAMBLE, is_dicom, probe_dicom
 
 JPEG_MAGIC = b"\xff\xd8\xff"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -87,6 +88,7 @@ def probe_image(path: str, decode: bool = False) -> tuple[str, str] | None:
     Without ``decode``: the file exists, is a regular non-empty file, starts with an image
     magic or has a header Pillow can parse, and (JPEG/PNG) ends with its end-of-image marker,
     which catches truncated files without decoding. With ``decode``: a full ``Image.load()``.
+    DICOM files (suffix or ``DICM`` preamble) go to :func:`~crsbench.datasets.dicom.probe_dicom`.
     """
     from PIL import Image, UnidentifiedImageError
 
@@ -106,13 +108,15 @@ def probe_image(path: str, decode: bool = False) -> tuple[str, str] | None:
         return "empty", "file has 0 bytes"
     try:
         with open(path, "rb") as handle:
-            head = handle.read(16)
+            head = handle.read(PREAMBLE + 4)
             handle.seek(max(0, info.st_size - 64))
             tail = handle.read(64)
     except PermissionError as exc:
         return "unreadable", f"permission denied ({exc.strerror})"
     except OSError as exc:
         return "io_error", str(exc)
+    if is_dicom(path, head):
+        return probe_dicom(path, decode)
     kind = "jpeg" if head.startswith(JPEG_MAGIC) else "png" if head.startswith(PNG_MAGIC) else ""
     if kind and not _tail_ok(kind, tail):
         return "truncated", f"{kind.upper()} file has no end-of-image marker (cut short?)"

@@ -11,7 +11,7 @@ from crsbench.encoders.card import (
     EncoderCard,
 )
 from crsbench.encoders.registry import lazy, register
-from crsbench.encoders.weights import hub_available
+from crsbench.encoders.sources import HubWeights
 
 TIMM = "crsbench.encoders.backends.timm_backend"
 OCLIP = "crsbench.encoders.backends.openclip_backend"
@@ -49,7 +49,7 @@ register(
         lora_targets=("layer*.*.conv2",),
     ),
     lazy(TIMM, "build_resnet50"),
-    lambda: hub_available("resnet50", "timm/resnet50.tv_in1k", ["model.safetensors"]),
+    HubWeights("resnet50", "timm/resnet50.tv_in1k", ("model.safetensors",)),
 )
 
 register(
@@ -76,8 +76,8 @@ register(
         lora_targets=TIMM_VIT_LORA,
     ),
     lazy(TIMM, "build_vit_b16"),
-    lambda: hub_available(
-        "vit_b16", "timm/vit_base_patch16_224.augreg2_in21k_ft_in1k", ["model.safetensors"]
+    HubWeights(
+        "vit_b16", "timm/vit_base_patch16_224.augreg2_in21k_ft_in1k", ("model.safetensors",)
     ),
 )
 
@@ -106,9 +106,7 @@ register(
         notes="QuickGELU tower (plain ViT-B-16 config would build GELU).",
     ),
     lazy(OCLIP, "build_clip"),
-    lambda: hub_available(
-        "clip", "timm/vit_base_patch16_clip_224.openai", ["open_clip_model.safetensors"]
-    ),
+    HubWeights("clip", "timm/vit_base_patch16_clip_224.openai", ("open_clip_model.safetensors",)),
 )
 
 register(
@@ -137,8 +135,10 @@ register(
         notes="Same vision architecture as MedSigLIP and the MedGemma tower.",
     ),
     lazy(HF, "build_siglip"),
-    lambda: hub_available(
-        "siglip", "google/siglip-so400m-patch14-384", ["config.json", "model.safetensors"]
+    HubWeights(
+        "siglip",
+        "google/siglip-so400m-patch14-384",
+        ("config.json", "model.safetensors"),
     ),
 )
 
@@ -166,7 +166,11 @@ register(
         lora_targets=("*.attention.attention.query", "*.attention.attention.value"),
     ),
     lazy(HF, "build_dinov2"),
-    lambda: hub_available("dinov2", "facebook/dinov2-base", ["config.json", "model.safetensors"]),
+    HubWeights(
+        "dinov2",
+        "facebook/dinov2-base",
+        ("config.json", "model.safetensors"),
+    ),
 )
 
 register(
@@ -194,5 +198,5 @@ register(
         notes="MAE features are badly scaled for linear probes: standardise them (the probe does).",
     ),
     lazy(TIMM, "build_mae"),
-    lambda: hub_available("mae", "timm/vit_base_patch16_224.mae", ["model.safetensors"]),
+    HubWeights("mae", "timm/vit_base_patch16_224.mae", ("model.safetensors",)),
 )

@@ -12,7 +12,7 @@ from crsbench.encoders.card import (
 )
 from crsbench.encoders.families_general import HF, HF_ATTN_LORA, OCLIP, TIMM, TIMM_VIT_LORA
 from crsbench.encoders.registry import lazy, register
-from crsbench.encoders.weights import file_available, hub_available
+from crsbench.encoders.sources import AllWeights, HubWeights, LocalWeights
 
 L24 = "[5, 11, 17, 23] (24 blocks)"
 CHEXZERO_FILE = "best_64_5e-05_original_22000_0.864.pt"
@@ -47,10 +47,10 @@ register(
         notes="Vision tower only (open_clip TimmModel); the PubMedBERT text tower is never built.",
     ),
     lazy(OCLIP, "build_biomedclip"),
-    lambda: hub_available(
+    HubWeights(
         "biomedclip",
         "microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224",
-        ["open_clip_pytorch_model.bin"],
+        ("open_clip_pytorch_model.bin",),
     ),
 )
 
@@ -81,10 +81,14 @@ register(
         notes="Pad to square with the CLIP mean colour (deterministic, no ±1 px jitter).",
     ),
     lazy(HF, "build_llava_med"),
-    lambda: (
-        hub_available("llava_med", "openai/clip-vit-large-patch14-336", ["config.json"])
-        and hub_available(
-            "llava_med", "microsoft/llava-med-v1.5-mistral-7b", ["model.safetensors.index.json"]
+    AllWeights(
+        (
+            HubWeights("llava_med", "openai/clip-vit-large-patch14-336", ("config.json",)),
+            HubWeights(
+                "llava_med",
+                "microsoft/llava-med-v1.5-mistral-7b",
+                ("model.safetensors.index.json",),
+            ),
         )
     ),
 )
@@ -115,8 +119,10 @@ register(
         notes="Zero-pad to square before resizing, as Google's serving code.",
     ),
     lazy(HF, "build_medsiglip"),
-    lambda: hub_available(
-        "medsiglip", "google/medsiglip-448", ["config.json", "model.safetensors"]
+    HubWeights(
+        "medsiglip",
+        "google/medsiglip-448",
+        ("config.json", "model.safetensors"),
     ),
 )
 
@@ -146,8 +152,10 @@ register(
         notes="Only vision_tower.* tensors are read from the shards; the Gemma LM is never built.",
     ),
     lazy(HF, "build_medgemma"),
-    lambda: hub_available(
-        "medgemma", "google/medgemma-4b-it", ["config.json", "model.safetensors.index.json"]
+    HubWeights(
+        "medgemma",
+        "google/medgemma-4b-it",
+        ("config.json", "model.safetensors.index.json"),
     ),
 )
 
@@ -178,7 +186,7 @@ register(
         "PanDerm's own constant.",
     ),
     lazy(TIMM, "build_panderm"),
-    lambda: file_available("panderm", PANDERM_FILE),
+    LocalWeights("panderm", (PANDERM_FILE,)),
 )
 
 register(
@@ -205,9 +213,7 @@ register(
         lora_targets=TIMM_VIT_LORA,
     ),
     lazy(TIMM, "build_retfound"),
-    lambda: hub_available(
-        "retfound", "YukunZhou/RETFound_mae_natureCFP", ["RETFound_mae_natureCFP.pth"]
-    ),
+    HubWeights("retfound", "YukunZhou/RETFound_mae_natureCFP", ("RETFound_mae_natureCFP.pth",)),
 )
 
 register(
@@ -235,7 +241,11 @@ register(
         notes="mean/std from the MAIRA-2 processor copy; check preprocessor_config.json.",
     ),
     lazy(HF, "build_rad_dino"),
-    lambda: hub_available("rad_dino", "microsoft/rad-dino", ["config.json", "model.safetensors"]),
+    HubWeights(
+        "rad_dino",
+        "microsoft/rad-dino",
+        ("config.json", "model.safetensors"),
+    ),
 )
 
 register(
@@ -263,10 +273,10 @@ register(
         notes="Resize 512 → crop 480, [0, 1] range, no mean/std (hi-ml-multimodal transforms).",
     ),
     lazy(TIMM, "build_biovil"),
-    lambda: hub_available(
+    HubWeights(
         "biovil",
         "microsoft/BiomedVLP-CXR-BERT-specialized",
-        ["biovil_image_resnet50_proj_size_128.pt"],
+        ("biovil_image_resnet50_proj_size_128.pt",),
         revision="v1.1",
     ),
 )
@@ -299,5 +309,5 @@ register(
         "(the paper's ensemble is not reproduced).",
     ),
     lazy(OCLIP, "build_chexzero"),
-    lambda: file_available("chexzero", CHEXZERO_FILE),
+    LocalWeights("chexzero", (CHEXZERO_FILE,)),
 )

@@ -15,8 +15,14 @@ key, so changing it can never reuse features computed under the old one.
    (Pillow's own conversion clips them); colour modes give H x W x 3: "RGB" as is, "RGBA" and
    "LA" drop alpha, "P" goes through RGBA (palette transparency kept out), "CMYK", "YCbCr",
    "LAB", "HSV" use Pillow's conversion to RGB.
-6. Resize so the shorter side equals the working resolution S (bicubic, antialiased), then
-   centre-crop S x S.
+   A 16-bit PNG (PadChest) is mode "I;16": its actual min..max becomes 0..255, rounded, so
+   a 12-bit image stored in 16 bits keeps its full contrast and nothing is clipped.
+6. DICOM files (``.dcm``/``.dicom`` or the ``DICM`` preamble) are read with pydicom under
+   ``crsbench.datasets.dicom.DICOM_POLICY`` (modality LUT, VOI LUT or window, MONOCHROME1
+   inverted, square pixels) to [0, 1], then ``rint(255 * v)`` gives the grey uint8 array.
+7. Resize so the shorter side equals the working resolution W (bicubic, antialiased), then
+   centre-crop W x W. W is the run's, not an encoder's (:mod:`crsbench.features.resolution`):
+   perturbations are applied at W, encoders resize from W in their own preprocessing.
 
 Failures raise :class:`ImageDecodeError` carrying a stable ``error_class``.
 """
@@ -31,7 +37,12 @@ from pathlib import Path
 
 import numpy as np
 
-DECODE_POLICY = "decode-v1:exif=apply;draft=jpeg;16bit=minmax;alpha=drop;resize=short-bicubic-crop"
+from crsbench.datasets.dicom import DICOM_POLICY, DicomError, is_dicom, read_dicom
+
+DECODE_POLICY = (
+    "decode-v2:exif=apply;draft=jpeg;16bit=minmax;alpha=drop;resize=short-bicubic-crop;"
+    f"dicom={DICOM_POLICY}"
+)
 
 _GRAY_MODES = {"1", "L", "LA"}
 _WIDE_MODES = {"I", "I;16", "I;16B", "I;16L", "I;16N", "F"}
@@ -43,7 +54,7 @@ class ImageDecodeError(Exception):
 
     Classes: ``missing``, ``is_directory``, ``empty_file``, ``permission``, ``io_error``,
     ``not_an_image``, ``truncated``, ``decompression_bomb``, ``decode_error``,
-    ``unsupported_mode``.
+    ``unsupported_mode``, ``unsupported_codec`` (a compressed DICOM with no decoder plugin).
     """
 
     def __init__(self, error_class: str, message: str) -> None:
@@ -120,6 +131,14 @@ def _check_png_trailer(path: Path) -> None:
         raise ImageDecodeError("truncated", f"{path}: PNG has no complete IEND chunk")
 
 
+def _dicom_to_uint8(path: Path) -> np.ndarray:
+    try:
+        unit = read_dicom(path)
+    except DicomError as exc:
+        raise ImageDecodeError(exc.error_class, exc.message) from exc
+    return np.rint(unit * 255.0).astype(np.uint8)
+
+
 def _decode_once(path: Path, size: int) -> np.ndarray:
     from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
@@ -135,6 +154,8 @@ def _decode_once(path: Path, size: int) -> np.ndarray:
     try:
         if path.stat().st_size == 0:
             raise ImageDecodeError("empty_file", f"{path} has zero bytes")
+        if is_dicom(path):
+            return _resize_square(_dicom_to_uint8(path), size)
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as im:

@@ -1,4 +1,5 @@
-"""The extraction engine: decode once, perturb in the same pass, encode in batches, cache.
+"""The extraction engine: decode once, perturb in the same pass at the run's working
+resolution, hand the degraded image to the encoder's own preprocessing, encode in batches, cache.
 
 See ``docs/features.md`` for the design and the cache key.
 """
@@ -25,6 +26,8 @@ from crsbench.features.loader import (
     resolve_perturb,
 )
 from crsbench.features.precision import resolve_precision
+from crsbench.features.resolution import PERTURB_RESOLUTION_POLICY
+from crsbench.features.resolution import working_size as run_working_size
 from crsbench.features.results import ExtractionResult, FeatureArray, as_condition
 from crsbench.features.runner import PendingWork, run_pending
 
@@ -65,9 +68,8 @@ def use_channels_last(encoder: Any, on_cuda: bool) -> bool:
     return n_conv > 1  # a ViT's single patch-embedding conv does not count
 
 
-def _working_size(encoder: Any, image_size: int | None) -> int:
-    if image_size is not None:
-        return int(image_size)
+def encoder_input_size(encoder: Any) -> int:
+    """The side of the images the encoder's forward pass takes (its build, else its card)."""
     s = getattr(encoder, "input_size", None) or getattr(encoder.card, "input_size", None)
     if isinstance(s, (tuple, list)):
         s = s[-1]
@@ -87,7 +89,7 @@ def extract(
     depths: Sequence[float] = (1.0,),
     batch_size: int = 64,
     num_workers: int | None = None,
-    image_size: int | None = None,
+    working_size: int | None = None,
     progress: bool = True,
     shard_size: int = 512,
     max_bad_fraction: float = MAX_BAD_FRACTION,
@@ -100,8 +102,10 @@ def extract(
     """Extract features of every image under every condition and layer depth, cached.
 
     Each image is decoded once (:mod:`crsbench.features.decode`), resized once to the working
-    resolution, and every condition is applied to that array in the same worker pass. Images
-    are encoded in batches under ``torch.inference_mode()`` (bf16 autocast and channels-last
+    resolution W, and every condition is applied to that W x W array in the same worker pass;
+    the encoder's own preprocessing (``encoder.preprocess``: resize, crop or pad to its input
+    size) then runs on the degraded image, so every encoder extracted at the same W receives
+    the same degraded pixels (:mod:`crsbench.features.resolution`). Images are encoded in batches under ``torch.inference_mode()`` (bf16 autocast and channels-last
     on CUDA); all depths come from one forward pass. Work is committed per shard of
     ``shard_size`` images, so a killed run resumes at the first uncommitted shard; memory is
     bounded by one shard plus the loader's prefetch, whatever the dataset size.
@@ -125,8 +129,12 @@ def extract(
         Images per forward pass.
     num_workers : int, optional
         Decoding processes (default: CPU count - 1, at most 8; 0 decodes in this process).
-    image_size : int, optional
-        Working resolution (default: the encoder card's input size).
+    working_size : int, optional
+        Working resolution W of the run, at which images are decoded and perturbed: pass the
+        run's value (:func:`crsbench.features.resolution.working_size` over every encoder of
+        the run) so all encoders get the same degraded image. Default: the rule applied to
+        this encoder alone, ``max(224, input size)``. Must be at least the encoder's input
+        size.
     progress : bool
         Show a progress bar with images/s.
     shard_size : int
@@ -182,7 +190,7 @@ def extract(
         raise ConfigError(f"dtype must be 'float32' or 'float16'. Got {dtype!r} instead.")
     if batch_size < 1 or shard_size < 1:
         raise ConfigError(f"batch_size and shard_size must be >= 1. Got {batch_size}, {shard_size}")
-    size = _working_size(encoder, image_size)
+    size = run_working_size([encoder_input_size(encoder)], working_size, key="working_size")
     device = torch.device(getattr(encoder, "device", "cpu"))
     on_cuda = device.type == "cuda"
     channels_last = use_channels_last(encoder, on_cuda)
@@ -203,6 +211,7 @@ def extract(
         "dataset_revision": dataset_revision,
         "ids_sha256": sha256_text(ids),
         "files_sha256": sha256_text(fingerprints),
+        "perturb_resolution": PERTURB_RESOLUTION_POLICY,
         "working_size": size,
         "precision": ("bf16-autocast" + ("" if on_cuda else ":cpu")) if bf16 else "fp32",
         "memory_format": "channels_last" if channels_last else "contiguous",
@@ -263,6 +272,7 @@ def extract(
             conds=conds,
             deps=deps,
             size=size,
+            input_size=encoder_input_size(encoder),
             perturb=perturb,
             batch_size=batch_size,
             num_workers=num_workers,

@@ -1,8 +1,10 @@
 """Worker-side work of the engine: decode each image once, then apply every condition.
 
-A :class:`DecodeSet` item is one image: decoded and resized once, then each requested
-condition (clean, or a perturbation at a severity) is applied to that same array, giving a
-``(n_conditions, 3, S, S)`` uint8 stack. Batches never cross shard boundaries
+A :class:`DecodeSet` item is one image: decoded and resized once to the run's working
+resolution W (:mod:`crsbench.features.resolution`, independent of the encoder), then each
+requested condition (clean, or a perturbation at a severity) is applied to that same array,
+giving a ``(n_conditions, 3, W, W)`` uint8 stack: the degraded images every encoder's own
+preprocessing receives. Batches never cross shard boundaries
 (:func:`shard_batches`), so a shard is complete as soon as its last batch is encoded.
 """
 
@@ -67,9 +69,11 @@ def resolve_perturb(perturb_fn: PerturbFn | None) -> tuple[PerturbFn | None, str
 
 
 def feature_code_hash() -> str:
-    """Hash of the source that changes pixel values here (decode policy + this module)."""
+    """Hash of the source that changes pixel values (decode policy, DICOM reader, this module)."""
+    from crsbench.datasets import dicom
+
     here = Path(__file__).parent
-    return _source_hash([here / "decode.py", here / "loader.py"])
+    return _source_hash([here / "decode.py", here / "loader.py", Path(dicom.__file__)])
 
 
 def file_fingerprint(path: str) -> str:
@@ -94,7 +98,7 @@ class DecodeSet:
     image_ids : sequence of str
         Ids used to seed each perturbation stream.
     size : int
-        Working resolution S.
+        Working resolution W (not an encoder's input size).
     conditions : sequence of Condition
         Conditions to produce for every image, in this order.
     perturb : callable or None

@@ -40,7 +40,9 @@ class ProbeBatch:
     """Labelled images the check extracts: ``labels[i]`` belongs to ``image_ids[i]``.
 
     ``labels`` is a class vector (``multiclass``) or an N×L 0/1/NaN matrix (``multilabel``);
-    ``conditions`` are those the cell extracts (clean always included).
+    ``conditions`` are those the cell extracts (clean always included); ``working_size`` is
+    the run's working resolution they are decoded and perturbed at (None: the engine's
+    default for the one encoder).
     """
 
     image_ids: Sequence[str]
@@ -50,6 +52,7 @@ class ProbeBatch:
     n_outputs: int
     dataset_revision: str
     conditions: tuple[tuple[str, int], ...] = (("clean", 0),)
+    working_size: int | None = None
 
 
 def row_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -97,6 +100,7 @@ def check_key(encoder: Any, batch: ProbeBatch, check: PrecisionCheck) -> tuple[s
         "probe_ids": sha256_text([str(i) for i in batch.image_ids]),
         "probe_files": sha256_text([file_fingerprint(str(p)) for p in batch.paths]),
         "conditions": [list(c) for c in batch.conditions],
+        "working_size": batch.working_size,
     }
     return make_key(parts), parts
 
@@ -110,7 +114,7 @@ def _extract(encoder: Any, batch: ProbeBatch, cache: FeatureCache, precision: st
             encoder, list(batch.image_ids), list(batch.paths), cache=cache,
             dataset_revision=batch.dataset_revision, conditions=batch.conditions,
             depths=(1.0,), batch_size=32, num_workers=0, progress=False,
-            max_bad_fraction=1.0, precision=precision,
+            max_bad_fraction=1.0, precision=precision, working_size=batch.working_size,
         )  # fmt: skip
     return {c: res[(c, 1.0)] for c in batch.conditions}
 

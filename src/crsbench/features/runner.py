@@ -19,6 +19,11 @@ from crsbench.features.loader import DecodeSet, collate, shard_batches
 #: Deterministic (a function of the input size only), so reruns give identical bytes.
 CPU_FORWARD_PIXELS = 8 * 224 * 224
 
+#: A decode task holds at most this many working-resolution pixels (all conditions of all its
+#: images: 64 images x 16 conditions at 224 px, about 150 MB of uint8 RGB), so a large working
+#: size (896 px: 4 images a task) does not multiply the loader's memory.
+LOADER_TASK_PIXELS = 64 * 16 * 224 * 224
+
 
 def forward_chunk(batch_size: int, size: int, on_cuda: bool) -> int:
     """Images per forward pass: ``batch_size`` on CUDA; on CPU capped by
@@ -28,13 +33,17 @@ def forward_chunk(batch_size: int, size: int, on_cuda: bool) -> int:
     return max(1, min(batch_size, CPU_FORWARD_PIXELS // (size * size)))
 
 
-def loader_batch(batch_size: int, chunk: int, n_conditions: int, on_cuda: bool) -> int:
+def loader_batch(
+    batch_size: int, chunk: int, n_conditions: int, on_cuda: bool, working_size: int = 224
+) -> int:
     """Images per decode task: ``batch_size`` on CUDA; on CPU just enough images to fill one
     forward chunk with all their conditions (at least 1), so decoding the next task overlaps
-    encoding this one from the first image on (with 16 conditions: one image per task)."""
-    if on_cuda:
-        return batch_size
-    return max(1, min(batch_size, chunk // max(1, n_conditions)))
+    encoding this one from the first image on (with 16 conditions: one image per task). Both
+    are capped by :data:`LOADER_TASK_PIXELS` at the working size."""
+    n_cond = max(1, n_conditions)
+    want = batch_size if on_cuda else chunk // n_cond
+    cap = LOADER_TASK_PIXELS // (n_cond * working_size * working_size)
+    return max(1, min(batch_size, want, cap))
 
 
 def _default_workers() -> int:
@@ -60,6 +69,7 @@ class PendingWork:
     conds: list[Any]
     deps: list[float]
     size: int
+    input_size: int
     perturb: Any
     batch_size: int
     num_workers: int | None
@@ -74,7 +84,8 @@ class PendingWork:
 
 
 def run_pending(job: PendingWork) -> int:
-    """Decode, perturb and encode the shards in ``job.pending``; commit each one when done."""
+    """Decode and perturb at the working size ``job.size``, preprocess to the encoder's input,
+    encode the shards in ``job.pending``; commit each one when done."""
     from torch.utils.data import DataLoader
     from tqdm.auto import tqdm
 
@@ -82,8 +93,8 @@ def run_pending(job: PendingWork) -> int:
     cond_sel = [job.conds[ci] for ci in needed]
     dataset = DecodeSet(job.paths, job.ids, job.size, cond_sel, job.perturb, job.fingerprints)
     order = sorted(job.pending)
-    chunk = forward_chunk(job.batch_size, job.size, job.on_cuda)
-    per_task = loader_batch(job.batch_size, chunk, len(needed), job.on_cuda)
+    chunk = forward_chunk(job.batch_size, job.input_size, job.on_cuda)
+    per_task = loader_batch(job.batch_size, chunk, len(needed), job.on_cuda, job.size)
     batches = shard_batches([job.shards[s] for s in order], per_task)
     workers = _default_workers() if job.num_workers is None else int(job.num_workers)
     loader = DataLoader(
@@ -107,7 +118,7 @@ def run_pending(job: PendingWork) -> int:
     bar = tqdm(
         total=sum(len(job.shards[s]) for s in order),
         unit="img",
-        disable=not job.progress,
+        disable=None if job.progress else True,  # None: off unless stderr is a terminal
         desc=f"extract {job.encoder.card.name}",
         dynamic_ncols=True,
     )
@@ -173,7 +184,8 @@ def _stream(job: PendingWork, loader, bar, needed, row_to_shard, envelope, chunk
 def _encode(
     encoder, torch, images, deps, batch_size, bf16, channels_last
 ) -> list[list[np.ndarray]]:
-    """images: (B, n_cond, 3, S, S) uint8 → per depth, per condition, (B, D) float32 arrays."""
+    """images: (B, n_cond, 3, W, W) uint8 at the working size → per depth, per condition,
+    (B, D) float32 arrays; ``encoder.preprocess`` brings each chunk to the encoder's input."""
     b, nc = images.shape[:2]
     flat = images.transpose(0, 1).reshape(nc * b, *images.shape[2:])
     outs: dict[float, list[Any]] = {d: [] for d in deps}

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crsbench.core.storefile import skipped_cells
 from crsbench.report import sections
 from crsbench.report.data import ReportData, compute_report_data
 from crsbench.report.html import page_html
@@ -104,6 +105,8 @@ def build_report(
     with np.errstate(all="ignore"):
         data = compute_report_data(store, n_replicates=int(n_replicates), seed=seed,
                                    anchors=anchors, calibration_cell=calibration_cell)  # fmt: skip
+    data.cells_left_out += [f"{enc} × {ds} skipped by the last run (--skip-missing): {why}; "
+                            "not imputed" for (enc, ds), why in skipped_cells(store).items()]  # fmt: skip
     writer = sections.Writer(out)
     now = dt.datetime.now(dt.timezone.utc)
     body = [

@@ -31,6 +31,15 @@ BOARD_HEADERS = {
     "robustness_drop": "R: drop", "robustness_drop_extra": "extras: drop (not in R)",
     "p_rank1": "P(rank 1)", "p_top3": "P(top 3)", "missing": "missing (why NaN)",
 }  # fmt: skip
+#: Read under the leaderboard: the headers wrap to fit the page, the legend spells them out.
+BOARD_LEGEND = (
+    "D: discrimination (macro-AUROC, full labels) · C: calibration (ECE, lower is better) · "
+    "L: label efficiency (mean AUROC retention at 1–25 % labels) · R: robustness (AUROC drop "
+    "under the 15 conditions, lower is better) · P: Pareto dominance · I: ideal proximity · "
+    "W: worst axis · CRS = 0.60·P + 0.25·I + 0.15·W (means over the encoder's cells) · "
+    "tier: bootstrap tier (same tier = not significantly different) · P(rank 1), P(top 3): "
+    "bootstrap probabilities. Definitions: docs/protocol.md, sections 7 and 8."
+)
 
 
 class Writer:
@@ -88,6 +97,7 @@ def leaderboard(d: ReportData, w: Writer) -> Section:
         "significantly different; click a column header to sort.",
     )  # fmt: skip
     s.parts.append(table_html(board, headers=BOARD_HEADERS, sortable=True, table_id="board"))
+    s.parts.append(f'<p class="legend">{BOARD_LEGEND}</p>')
     s.parts.append(files_html([rel]))
     if d.cells_excluded:
         s.parts.append(note_html(

@@ -39,6 +39,17 @@ def get_encoder(cfg: BenchmarkConfig, name: str) -> Any:
     return _ENCODERS[key]
 
 
+def run_working_size(cfg: BenchmarkConfig) -> int:
+    """The run's working resolution W (``perturbations.working_size``, else the largest input
+    size of the config's encoders, at least 224): every image is perturbed at W once, for every
+    encoder, and each encoder's preprocessing resizes from W."""
+    from crsbench.encoders import get_card
+    from crsbench.features.resolution import working_size
+
+    sizes = [e.input_size or get_card(e.name).input_size for e in cfg.encoders]
+    return working_size(sizes, cfg.perturbations.working_size, key="perturbations.working_size")
+
+
 def encoder_revision(encoder: Any, precision: str | None = None) -> str:
     """Provenance string of an encoder: source revision, weights hash and, for extracted
     features, the resolved precision (``fp32``/``bf16``) they were computed in."""
@@ -47,9 +58,10 @@ def encoder_revision(encoder: Any, precision: str | None = None) -> str:
     return out if precision is None else f"{out}|precision:{precision}"
 
 
-def probe_batch(plan: CellPlan, prep: Any, n_images: int) -> Any:
+def probe_batch(plan: CellPlan, prep: Any, n_images: int, working_size: int | None = None) -> Any:
     """The bf16 check's labelled batch: the first ``n_images`` rows of the training split
-    followed by the validation split, under the cell's conditions (None without labels)."""
+    followed by the validation split, under the cell's conditions at the run's working size
+    (None without labels)."""
     from crsbench.features.precision_check import ProbeBatch
 
     ds, sp = prep.dataset, prep.splits
@@ -64,6 +76,7 @@ def probe_batch(plan: CellPlan, prep: Any, n_images: int) -> Any:
         n_outputs=len(ds.label_names),
         dataset_revision=ds.revision,
         conditions=(("clean", 0), *plan.conditions),
+        working_size=working_size,
     )
 
 
@@ -73,7 +86,11 @@ def resolve_cell_precision(cfg: BenchmarkConfig, plan: CellPlan, prep: Any, enc:
     from crsbench.features.precision_check import decide_precision
 
     check = PrecisionCheck.from_overrides(cfg.precision_check.model_dump())
-    batch = None if cfg.precision == "fp32" else probe_batch(plan, prep, check.n_images)
+    batch = (
+        None
+        if cfg.precision == "fp32"
+        else probe_batch(plan, prep, check.n_images, run_working_size(cfg))
+    )
     return decide_precision(cfg.precision, enc, batch, cache, check)
 
 
@@ -128,7 +145,9 @@ def extract_cell_features(
 ) -> tuple[dict[str, Any], str]:
     """Clean features of every row at every layer, perturbed test features, shift features.
 
-    Every image is decoded once: the test rows in one pass that yields their clean features
+    Every image is decoded once, at the run's working size (:func:`run_working_size`), the
+    same for every encoder, so each encoder's preprocessing receives the same (degraded)
+    image: the test rows in one pass that yields their clean features
     at every layer and their perturbed features (last layer) under every condition; the other
     rows in a clean pass. The clean features are then put back in dataset row order.
 
@@ -154,6 +173,7 @@ def extract_cell_features(
         "progress": progress,
         "depths": tuple(cfg.layers),
         "precision": decision.precision,
+        "working_size": run_working_size(cfg),
     }
     ds = prep.dataset
     test = np.asarray(prep.splits.test)

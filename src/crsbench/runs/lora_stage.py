@@ -129,12 +129,15 @@ def _subsets(cfg: BenchmarkConfig, name: str, prep: Any, seed: int) -> dict[floa
 class _Cell:
     """Images, targets and split rows of one (encoder, dataset), shared by its seeds."""
 
-    def __init__(self, cfg: BenchmarkConfig, name: str, prep: Any, target: Any, size: int) -> None:
+    def __init__(
+        self, cfg: BenchmarkConfig, name: str, prep: Any, target: Any, size: int, input_size: int
+    ) -> None:
         from crsbench.adapt import ImageRows
 
         ds = prep.dataset
         self.name, self.task, self.n_outputs = name, ds.task, len(ds.label_names)
-        self.size = int(size)
+        self.size = int(size)  # the run's working size: images are decoded and perturbed at it
+        self.input_size = int(input_size)  # the encoder's, after its own preprocessing
         self.conds = cell_conditions(cfg, ds.card.modality)
         self.y = targets(ds.labels, ds.task)
         self.clean = ImageRows(ds.paths, ds.image_ids, size)
@@ -188,7 +191,7 @@ def _seed_rows(
     from crsbench.features.runner import forward_chunk
 
     # evaluation batches sized like the frozen extraction's forward passes (CPU cache budget)
-    bs = forward_chunk(cfg.batch_size, cell.size, model.device.type == "cuda")
+    bs = forward_chunk(cfg.batch_size, cell.input_size, model.device.type == "cuda")
     by_id = {(i["fraction"], i["condition"], i["severity"], i["recalibrator"]): i for i in ids}
     rows: list[dict[str, Any]] = []
 
@@ -284,6 +287,7 @@ def run_lora_stage(
     """
     from crsbench import __version__
     from crsbench.adapt import LoraClassifier
+    from crsbench.runs.extract_cell import run_working_size
     from crsbench.runs.pipeline import to_records
 
     lora = cfg.regimes.lora
@@ -322,7 +326,7 @@ def run_lora_stage(
                                   "targets": list(mod.crsbench_lora_targets),
                                   "targets_source": mod.crsbench_lora_source}}  # fmt: skip
             cell = _Cell(cfg, name, prep, prepared.get(target) if target else None,
-                         encoder.input_size)  # fmt: skip
+                         run_working_size(cfg), encoder.input_size)  # fmt: skip
             model = LoraClassifier(encoder, cell.n_outputs, cell.task)
             root = Path(cfg.output_dir) / "lora" / cfg_hash[:12] / spec.name / name
             for seed in todo:

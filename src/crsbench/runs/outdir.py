@@ -87,6 +87,36 @@ def _check_own_names(out: Path) -> None:
             )
 
 
+def check_output_dir(
+    out: Path | str, *, dataset_roots: Iterable[Path] = (), force: bool = False
+) -> Path:
+    """Raise when ``out`` is not crsbench's to write; write nothing. Returns the absolute path.
+
+    The checks of :func:`claim_output_dir`, run before the preflight so that a refused run
+    leaves no folder behind.
+    """
+    path = Path(os.path.realpath(Path(out).expanduser()))
+    _refuse_protected(path, dataset_roots)
+    if path.exists() and not path.is_dir():
+        raise StoreError(f"output directory {path} is a file; give a folder (new or crsbench's).")
+    if path.is_dir() and any(path.iterdir()) and not is_crsbench_output(path):
+        taken = sorted(p.name for p in path.iterdir() if p.name in OWN_NAMES)
+        if not force:
+            raise StoreError(
+                f"output directory {path} is not empty and was not written by crsbench "
+                f"(no {MARKER_NAME} marker, no results store). Choose a new or empty folder, "
+                "or pass --force to add crsbench's files beside what is there."
+            )
+        if taken:
+            raise StoreError(
+                f"output directory {path} already holds {', '.join(taken)}, not written by "
+                "crsbench; even with --force crsbench never overwrites files it did not write."
+            )
+    if path.is_dir():
+        _check_own_names(path)
+    return path
+
+
 def claim_output_dir(
     out: Path | str, *, dataset_roots: Iterable[Path] = (), force: bool = False
 ) -> Path:
@@ -113,25 +143,7 @@ def claim_output_dir(
         A protected or foreign directory, a file where the directory should be, or one of
         crsbench's names taken by something else.
     """
-    path = Path(os.path.realpath(Path(out).expanduser()))
-    _refuse_protected(path, dataset_roots)
-    if path.exists() and not path.is_dir():
-        raise StoreError(f"output directory {path} is a file; give a folder (new or crsbench's).")
-    if path.is_dir() and any(path.iterdir()) and not is_crsbench_output(path):
-        taken = sorted(p.name for p in path.iterdir() if p.name in OWN_NAMES)
-        if not force:
-            raise StoreError(
-                f"output directory {path} is not empty and was not written by crsbench "
-                f"(no {MARKER_NAME} marker, no results store). Choose a new or empty folder, "
-                "or pass --force to add crsbench's files beside what is there."
-            )
-        if taken:
-            raise StoreError(
-                f"output directory {path} already holds {', '.join(taken)}, not written by "
-                "crsbench; even with --force crsbench never overwrites files it did not write."
-            )
-    if path.is_dir():
-        _check_own_names(path)
+    path = check_output_dir(out, dataset_roots=dataset_roots, force=force)
     path.mkdir(parents=True, exist_ok=True)
     marker = path / MARKER_NAME
     if not marker.exists():

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
+from crsbench.core.storefile import LAST_RUN_FILE
 from crsbench.runs.cell import CellSettings
-from crsbench.runs.outdir import claim_output_dir
+from crsbench.runs.outdir import check_output_dir, claim_output_dir
 from crsbench.runs.plan import control_fractions, plan_cells
 from crsbench.runs.prepare import prepare_datasets
 from crsbench.runs.records import RunRecord, make_run_key
@@ -37,6 +38,8 @@ class RunSummary:
     n_records_written: int
     n_records_total: int
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    #: Cells left out by ``--skip-missing`` (encoder, dataset, reason); never imputed.
+    skipped_cells: list[dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly form."""
@@ -119,6 +122,27 @@ def to_records(
     return out
 
 
+def _runnable(
+    cfg: BenchmarkConfig, emit: ProgressFn, skip_missing: bool
+) -> tuple[BenchmarkConfig, list[dict[str, str]]]:
+    """Preflight ``cfg``: raise when something is missing, or (skip_missing) drop it."""
+    from crsbench.core.errors import ConfigError
+    from crsbench.runs.preflight import preflight, runnable_config
+
+    t0 = time.perf_counter()
+    pre = preflight(cfg)
+    emit("preflight", {"report": pre, "seconds": time.perf_counter() - t0})
+    if pre.ok:
+        return cfg, []
+    if not skip_missing:
+        raise ConfigError(
+            "\n".join(pre.lines())
+            + "\nNothing was run. Put the missing files in place, or pass --skip-missing to run "
+            "the cells that can run (the others are recorded as skipped)."
+        )
+    return runnable_config(cfg, pre), pre.skipped_cells(cfg)
+
+
 def _report_quarantine(
     store: ResultsStore,
     entries: Sequence[Mapping[str, str]],
@@ -146,6 +170,8 @@ def run_benchmark(
     force_new: bool = False,
     force: bool = False,
     on_event: ProgressFn | None = None,
+    skip_missing: bool = False,
+    check: bool = True,
 ) -> RunSummary:
     """Run the whole grid of ``cfg`` into ``cfg.output_dir / results.duckdb`` (resumable).
 
@@ -163,6 +189,19 @@ def run_benchmark(
     force : bool
         Accept a non-empty output directory that crsbench did not write (nothing in it is
         ever overwritten; see :func:`crsbench.runs.outdir.claim_output_dir`).
+    skip_missing : bool
+        When the preflight finds missing datasets or weights, run the cells that can run and
+        record the others in ``RunSummary.skipped_cells`` (and ``last_run.json``) instead of
+        raising.
+    check : bool
+        Run the preflight (:func:`crsbench.runs.preflight.preflight`) before any work; the
+        ``preflight`` event carries its result.
+
+    Raises
+    ------
+    ConfigError
+        When the preflight finds something missing and ``skip_missing`` is False; the message
+        lists everything missing at once with where to put it.
     """
     from crsbench import __version__
     from crsbench.runs.executors import make_executor
@@ -171,12 +210,15 @@ def run_benchmark(
     stages: dict[str, float] = {}
     emit = on_event or (lambda *_: None)
     h = config_hash(cfg)
-    roots = [d.root for d in cfg.datasets.values()]
-    out = claim_output_dir(cfg.output_dir, dataset_roots=roots, force=force)
     cfg_json = cfg.model_dump_json()
+    roots = [d.root for d in cfg.datasets.values()]
+    check_output_dir(cfg.output_dir, dataset_roots=roots, force=force)
+    cfg, skipped = _runnable(cfg, emit, skip_missing) if check else (cfg, [])
+    out = claim_output_dir(cfg.output_dir, dataset_roots=roots, force=force)
     t0 = time.perf_counter()
     prepared = prepare_datasets(cfg)
     stages["datasets_and_splits"] = time.perf_counter() - t0
+    emit("stage", {"name": "datasets_and_splits", "seconds": stages["datasets_and_splits"]})
     modalities = {name: p.dataset.card.modality for name, p in prepared.items()}
     cells = plan_cells(cfg, modalities)
     settings = cell_settings(cfg)
@@ -205,6 +247,7 @@ def run_benchmark(
                 "records": n_total,
                 "lora_records": n_lora,
                 "extractions": sum(c.n_extractions for c in cells),
+                "skipped": len(skipped),
             },
         )
         ex = make_executor(executor, address=address)
@@ -243,9 +286,12 @@ def run_benchmark(
         if cfg.regimes.lora.enabled:
             from crsbench.runs.lora_stage import run_lora_stage
 
+            emit("stage_start", {"name": "lora_adaptation"})
+
             t0 = time.perf_counter()
             written += run_lora_stage(cfg, prepared, store, cfg_hash=h, progress=progress)
             stages["lora_adaptation"] = time.perf_counter() - t0
+            emit("stage", {"name": "lora_adaptation", "seconds": stages["lora_adaptation"]})
         t0 = time.perf_counter()
         store.aggregate()
         rebuild_reliability_table(store.con)
@@ -253,6 +299,6 @@ def run_benchmark(
             store.export(fmt, out / "export")
         stages["aggregate_and_export"] = time.perf_counter() - t0
     stages["total"] = time.perf_counter() - t_start
-    summary = RunSummary(out, len(cells), done_before, written, n_total, stages)
-    (out / "last_run.json").write_text(json.dumps(summary.as_dict(), indent=2))
+    summary = RunSummary(out, len(cells), done_before, written, n_total, stages, skipped)
+    (out / LAST_RUN_FILE).write_text(json.dumps(summary.as_dict(), indent=2))
     return summary

@@ -97,29 +97,45 @@ def prepare_shift_target(ds: Any, rows: str, max_images: int | None) -> Prepared
     return PreparedDataset(ds, None, {}, chosen[kept], eval_rows_choice=rows)
 
 
+def load_checked(cfg: BenchmarkConfig, name: str) -> tuple[Any, PreparedDataset | None]:
+    """Load dataset ``name`` of ``cfg``, capped, with the run's missing-file check.
+
+    Returns the dataset and, for a shift target, its prepared form (else None). Also the
+    preflight's check of a dataset (:mod:`crsbench.runs.preflight`): what passes here, the run
+    can load.
+    """
+    from crsbench.datasets import load
+
+    spec = cfg.datasets[name]
+    # Missing files follow the bad-image rule (quarantined up to the budget, see
+    # crsbench.datasets.bad_images), so the adapter's all-or-nothing check is replaced.
+    ds = load(name, spec.root, **{**dict(spec.options), "check_files": False})
+    check_files = spec.options.get("check_files", True)
+    if name in cfg.shift_targets:
+        # Nothing is ever trained on a shift target: only its evaluation rows matter.
+        rows_of = {s.target: s.rows for s in cfg.shifts}
+        target = prepare_shift_target(ds, rows_of[name], spec.max_images)
+        if check_files:
+            refuse_missing_files(name, np.asarray(ds.paths)[target.eval_rows])
+        return ds, target
+    rows = cap_rows(np.asarray(ds.image_ids), np.asarray(ds.groups), spec.max_images)
+    if len(rows) < len(ds):
+        ds = subset_dataset(ds, rows, spec.max_images)
+    if check_files:
+        refuse_missing_files(name, np.asarray(ds.paths))
+    return ds, None
+
+
 def prepare_datasets(cfg: BenchmarkConfig) -> dict[str, PreparedDataset]:
     """Load, cap, split and subsample every dataset of ``cfg`` (shift targets included)."""
-    from crsbench.datasets import load
     from crsbench.splits import label_subsamples, make_splits
 
     out: dict[str, PreparedDataset] = {}
-    rows_of = {s.target: s.rows for s in cfg.shifts}
-    for name, spec in cfg.datasets.items():
-        # Missing files follow the bad-image rule (quarantined up to the budget, see
-        # crsbench.datasets.bad_images), so the adapter's all-or-nothing check is replaced.
-        ds = load(name, spec.root, **{**dict(spec.options), "check_files": False})
-        check_files = spec.options.get("check_files", True)
-        if name in cfg.shift_targets:
-            # Nothing is ever trained on a shift target: only its evaluation rows matter.
-            out[name] = prepare_shift_target(ds, rows_of[name], spec.max_images)
-            if check_files:
-                refuse_missing_files(name, np.asarray(ds.paths)[out[name].eval_rows])
+    for name in cfg.datasets:
+        ds, target = load_checked(cfg, name)
+        if target is not None:
+            out[name] = target
             continue
-        rows = cap_rows(np.asarray(ds.image_ids), np.asarray(ds.groups), spec.max_images)
-        if len(rows) < len(ds):
-            ds = subset_dataset(ds, rows, spec.max_images)
-        if check_files:
-            refuse_missing_files(name, np.asarray(ds.paths))
         splits = make_splits(ds, seed=cfg.split_seed)
         subsets = label_subsamples(
             ds.labels[splits.train],

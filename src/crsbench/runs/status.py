@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from rich.table import Table
+from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
+from crsbench.core.storefile import skipped_cells
 from crsbench.runs.lora_stage import lora_plan
 from crsbench.runs.plan import plan_cells
 from crsbench.runs.records import make_run_key
@@ -25,8 +25,12 @@ def grid_summary(cfg: BenchmarkConfig) -> str:
     return line
 
 
-def grid_status(cfg: BenchmarkConfig) -> Table:
-    """A rich table: per regime and cell, records done / planned (LoRA rows when enabled)."""
+def grid_status(cfg: BenchmarkConfig) -> tuple[str, list[dict[str, Any]]]:
+    """A title and one row per regime and cell: records done / planned and the cell's state.
+
+    ``state`` is ``done``, ``partial``, ``todo`` or ``skipped`` (left out by the last run's
+    ``--skip-missing``; ``reason`` says why).
+    """
     from crsbench.datasets import DATASETS
     from crsbench.runs.store import DB_NAME, ResultsStore
 
@@ -38,18 +42,20 @@ def grid_status(cfg: BenchmarkConfig) -> Table:
     if (out / DB_NAME).exists():
         with ResultsStore(out, h, mode="r") as store:
             done = store.done_keys()
-    table = Table(title=f"crsbench status — {out} (config {h[:12]})")
-    for col in ("regime", "encoder", "dataset", "done", "planned", "state"):
-        table.add_column(col)
-    rows = [("frozen", c.encoder, c.dataset, c.identities) for c in cells]
+    skipped = skipped_cells(out)
+    plan = [("frozen", c.encoder, c.dataset, c.identities) for c in cells]
     for (enc, ds), by_seed in lora_plan(cfg, modalities).items():
-        rows.append(("lora", enc, ds, [i for ids in by_seed.values() for i in ids]))
-    for regime, enc, ds, identities in rows:
+        plan.append(("lora", enc, ds, [i for ids in by_seed.values() for i in ids]))
+    rows = []
+    for regime, enc, ds, identities in plan:
         keys = {make_run_key(i, h) for i in identities}
         n = len(keys & done)
         state = "done" if n == len(keys) else ("partial" if n else "todo")
-        table.add_row(regime, enc, ds, str(n), str(len(keys)), state)
-    return table
+        reason = skipped.get((enc, ds), "") if state != "done" else ""
+        rows.append({"regime": regime, "encoder": enc, "dataset": ds, "done": n,
+                     "planned": len(keys), "state": "skipped" if reason else state,
+                     "reason": reason})  # fmt: skip
+    return f"crsbench status — {out} (config {h[:12]})", rows
 
 
 #: Quarantined files listed per dataset by ``crsbench status`` (the rest are counted).

@@ -11,7 +11,6 @@ Public API
   :func:`shift_validity`, :func:`leave_one_dataset_out`, :func:`regime_comparison`.
 - :func:`control_probe_agreement`: encoder rankings under the MLP / kNN probes vs the logistic.
 - :func:`run_analyses`: all of them, as ``crsbench analyze`` runs them.
-- :func:`simulate_runs`, :func:`write_store`: a synthetic store for tests and demos.
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ from crsbench.stats.label_efficiency import label_efficiency_cells, label_effici
 from crsbench.stats.layers import layer_depth
 from crsbench.stats.regimes import regime_comparison
 from crsbench.stats.shift import default_groups, shift_auroc_by_encoder, shift_welch
-from crsbench.stats.simulate import simulate_runs, write_store
 from crsbench.stats.validity import leave_one_dataset_out, shift_validity
 
 __all__ = [
@@ -55,6 +53,4 @@ __all__ = [
     "shift_auroc_by_encoder",
     "shift_validity",
     "shift_welch",
-    "simulate_runs",
-    "write_store",
 ]

@@ -135,3 +135,101 @@ class Writers:
 @pytest.fixture
 def writers() -> type[Writers]:
     return Writers
+
+
+NIH_HEADER = (
+    "Image Index", "Finding Labels", "Follow-up #", "Patient ID", "Patient Age",
+    "Patient Gender", "View Position", "OriginalImage[Width", "Height]",
+    "OriginalImagePixelSpacing[x", "y]",
+)  # fmt: skip
+PADCHEST_HEADER = (
+    "ImageID", "ImageDir", "StudyDate_DICOM", "StudyID", "PatientID", "PatientBirth",
+    "PatientSex_DICOM", "Projection", "Labels",
+)  # fmt: skip
+PADCHEST_CSV = "PADCHEST_chest_x_ray_images_labels_160K_01.02.19.csv"
+
+
+def png16(path: Path, top: int = 4095) -> None:
+    """A 16-bit grey PNG holding values 0..top."""
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.linspace(0, top, 64).reshape(8, 8).astype(np.uint16)).save(path)
+
+
+def dicom(path: Path) -> None:
+    """A small uncompressed MONOCHROME1 DICOM file (the synthetic writer's code)."""
+    import numpy as np
+
+    from crsbench.datasets.synthetic.dicom_write import save_dicom
+
+    look = {"bits": 12, "monochrome1": True, "window": True, "gain": 1.0}
+    save_dicom(path, np.linspace(0, 1, 64).reshape(8, 8), path.name, look, "F", 40, "PA")
+
+
+class ShiftWriters:
+    """Tiny copies of the NIH, PadChest and VinDr layouts (real file names and columns)."""
+
+    @staticmethod
+    def nih(root: Path, rows: Sequence[tuple[str, str, int, str]], lists: bool = True) -> Path:
+        """rows: (image index, finding labels, patient id, view); images alternate folders."""
+        table = [[i, f, 0, p, "045Y" if k == 0 else 45, "M", v, 8, 8, 0.14, 0.14]
+                 for k, (i, f, p, v) in enumerate(rows)]  # fmt: skip
+        write_csv(root / "Data_Entry_2017_v2020.csv", NIH_HEADER, table)
+        for k, (image, *_rest) in enumerate(rows):
+            touch_image(root / f"images_{k % 2 + 1:03d}" / "images" / image, "png")
+        if lists:
+            test = [r[0] for r in rows if int(r[2]) % 2 == 0]
+            (root / "test_list.txt").write_text("".join(f"{t}\n" for t in test))
+            train = [r[0] for r in rows if r[0] not in test]
+            (root / "train_val_list.txt").write_text("".join(f"{t}\n" for t in train))
+        return root
+
+    @staticmethod
+    def padchest(root: Path, rows: Sequence[tuple[str, str, str, str]]) -> Path:
+        """rows: (ImageID, PatientID, Projection, Labels cell); images in folder 0."""
+        table = [[i, "0", "20150612", "s1", p, "1950", "F", proj, f'"{labels}"']
+                 for i, p, proj, labels in rows]  # fmt: skip
+        write_csv(root / PADCHEST_CSV, PADCHEST_HEADER, table)
+        for image, *_rest in rows:
+            png16(root / "0" / image)
+        return root
+
+    @staticmethod
+    def vindr_official(
+        root: Path, train: Sequence[Sequence[object]], test: Sequence[Sequence[object]],
+        findings: Sequence[str],
+    ) -> Path:  # fmt: skip
+        """train rows: (image_id, rad_id, 0/1 per finding); test rows: (image_id, 0/1 ...)."""
+        write_csv(
+            root / "annotations/image_labels_train.csv", ["image_id", "rad_id", *findings], train
+        )
+        write_csv(root / "annotations/image_labels_test.csv", ["image_id", *findings], test)
+        for split, rows in (("train", train), ("test", test)):
+            for image in {r[0] for r in rows}:
+                dicom(root / split / f"{image}.dicom")
+        return root
+
+    @staticmethod
+    def vindr_kaggle(root: Path, rows: Sequence[tuple[str, str, str]]) -> Path:
+        """rows: (image_id, class_name, rad_id)."""
+        header = [
+            "image_id",
+            "class_name",
+            "class_id",
+            "rad_id",
+            "x_min",
+            "y_min",
+            "x_max",
+            "y_max",
+        ]
+        table = [[i, c, 0, r, 1, 1, 5, 5] for i, c, r in rows]
+        write_csv(root / "train.csv", header, table)
+        for image in {r[0] for r in rows}:
+            dicom(root / "train" / f"{image}.dicom")
+        return root
+
+
+@pytest.fixture
+def shift() -> type[ShiftWriters]:
+    return ShiftWriters

@@ -16,12 +16,18 @@ from crsbench.core.errors import DataError, RegistryError
 
 
 def test_registry_names_and_cards() -> None:
-    assert ds.DATASETS.names() == ["aptos2019", "chexpert", "folder", "isic2019", "mimic_cxr"]
+    assert ds.DATASETS.names() == [
+        "aptos2019", "chexpert", "folder", "isic2019", "mimic_cxr", "nih_cxr14", "padchest",
+        "vindr_cxr",
+    ]  # fmt: skip
     expected = {
         "isic2019": ("multiclass", "dermoscopy", 8, False),
         "aptos2019": ("multiclass", "fundus", 5, True),
         "chexpert": ("multilabel", "chest_xray", 14, False),
         "mimic_cxr": ("multilabel", "chest_xray", 14, False),
+        "nih_cxr14": ("multilabel", "chest_xray", 14, False),
+        "padchest": ("multilabel", "chest_xray", 14, False),
+        "vindr_cxr": ("multilabel", "chest_xray", 14, False),
     }
     for name, (task, modality, k, ordinal) in expected.items():
         card = ds.DATASETS.get(name).card
@@ -30,6 +36,8 @@ def test_registry_names_and_cards() -> None:
             task, modality, k, ordinal
         )  # fmt: skip
         assert card.citation and card.licence
+        if name in ("nih_cxr14", "padchest", "vindr_cxr"):
+            assert card.access and set(card.provided_labels) <= set(card.label_names)
         with pytest.raises(dataclasses.FrozenInstanceError):
             card.name = "x"  # type: ignore[misc]
     with pytest.raises(RegistryError, match="Did you mean: chexpert"):

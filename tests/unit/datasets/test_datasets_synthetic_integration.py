@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from crsbench.cli import app
 from crsbench.datasets import check, load
 
-NAMES = ("isic2019", "aptos2019", "chexpert", "mimic_cxr")
+NAMES = ("isic2019", "aptos2019", "chexpert", "mimic_cxr", "nih_cxr14", "padchest", "vindr_cxr")
 TINY = {
     "side": 32,
     "isic2019": 16,
@@ -19,6 +19,9 @@ TINY = {
     "chexpert_train": 12,
     "chexpert_valid": 4,
     "mimic_cxr": 10,
+    "nih_cxr14": 10,
+    "padchest": 10,
+    "vindr_cxr": 10,
 }
 
 
@@ -48,7 +51,7 @@ def test_tiny_synthetic_layouts_load_and_check(tiny_synth: dict[str, Path], name
 
 
 @pytest.mark.slow
-def test_synth_small_cli_then_load_and_check_all_four(tmp_path: Path) -> None:
+def test_synth_small_cli_then_load_and_check_all(tmp_path: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(app, ["synth", "--out", str(tmp_path), "--size", "small"])
     assert result.exit_code == 0, result.output
@@ -56,3 +59,24 @@ def test_synth_small_cli_then_load_and_check_all_four(tmp_path: Path) -> None:
         _assert_loads_and_checks(tmp_path / name, name)
         result = runner.invoke(app, ["datasets", "check", name, "--root", str(tmp_path / name)])
         assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("name", ["nih_cxr14", "padchest", "vindr_cxr"])
+def test_datasets_check_cli_exits_0_on_each_shift_twin(
+    tiny_synth: dict[str, Path], name: str
+) -> None:
+    result = CliRunner().invoke(app, ["datasets", "check", name, "--root", str(tiny_synth[name])])
+    assert result.exit_code == 0, result.output
+    assert "OK" in result.output
+
+
+def test_vindr_kaggle_twin_loads_checks_and_matches_the_real_columns(tmp_path: Path) -> None:
+    pytest.importorskip("pydicom")
+    from crsbench.datasets.synthetic import write_vindr_cxr
+
+    root = write_vindr_cxr(tmp_path / "vindr", size=TINY, layout="kaggle")
+    header = (root / "train.csv").read_text().splitlines()[0]
+    assert header == "image_id,class_name,class_id,rad_id,x_min,y_min,x_max,y_max"
+    assert not (root / "annotations").exists() and not (root / "test").exists()
+    _assert_loads_and_checks(root, "vindr_cxr")
+    assert load("vindr_cxr", root).notes[0].startswith("kaggle layout")

@@ -101,7 +101,9 @@ def run_extract(ids: list, paths: list, root: Path, **kw):
     """``extract`` with the tests' small settings and a fresh cache at ``root``.
 
     The encoder is a :class:`TinyEncoder` unless ``encoder=`` is given; any other keyword
-    overrides a default. Precision is fp32 (the tests compare with fp32 references).
+    overrides a default. Precision is fp32 (the tests compare with fp32 references); the
+    working size is pinned to the encoder's input size (the doubles' preprocessing does not
+    resize), below the 224-px default floor, to keep the tests small.
     """
     from crsbench.features import FeatureCache, extract
 
@@ -115,6 +117,7 @@ def run_extract(ids: list, paths: list, root: Path, **kw):
         progress=False,
         perturb_fn=toy_perturb,
         precision="fp32",
+        working_size=enc.card.input_size,
     )
     args.update(kw)
     return extract(enc, ids, paths, **args)

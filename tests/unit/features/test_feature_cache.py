@@ -40,7 +40,7 @@ MUTATIONS = {
     "encoder_name": lambda d, kw: kw.update(encoder=_renamed(d)),
     "preprocess": lambda d, kw: kw.update(encoder=_prep(d)),
     "dataset_revision": lambda d, kw: kw.update(dataset_revision="rev2"),
-    "image_size": lambda d, kw: kw.update(image_size=24),
+    "working_size": lambda d, kw: kw.update(working_size=48),
     "dtype": lambda d, kw: kw.update(dtype="float16"),
     "depth": lambda d, kw: kw.update(depths=(0.5,)),
 }

@@ -23,7 +23,8 @@ from crsbench.features import FeatureCache, extract
 ids, paths = d.list_images(__import__("pathlib").Path({imgs!r}), 16)
 extract(d.TinyEncoder(delay=0.4), ids, paths, cache=FeatureCache({cache!r}),
         dataset_revision="rev1", conditions=[("clean", 0), ("noise", 2)], batch_size=4,
-        shard_size=4, num_workers=0, progress=False, perturb_fn=d.toy_perturb, precision="fp32")
+        shard_size=4, num_workers=0, progress=False, perturb_fn=d.toy_perturb, precision="fp32",
+        working_size=32)
 """
 
 

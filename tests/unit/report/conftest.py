@@ -12,7 +12,7 @@ BIG_DATASETS = ("isic2019", "aptos2019", "chexpert", "padchest")
 
 def make_store(path: Path, n_encoders: int, datasets: tuple[str, ...], seeds: int) -> Path:
     """A synthetic results store (``simulate_runs`` → ``write_store``)."""
-    from crsbench.stats import simulate_runs, write_store
+    from crsbench.testing import simulate_runs, write_store
 
     df = simulate_runs(n_encoders=n_encoders, datasets=datasets, seeds=seeds, rng_seed=0)
     write_store(df, path)

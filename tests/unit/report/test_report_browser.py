@@ -136,3 +136,26 @@ def test_report_loads_offline_without_errors(big_report: Path, browser: DevTools
     errors += [e for e in browser.events if e.get("method") == "Log.entryAdded"
                and e["params"]["entry"]["level"] in ("error", "warning")]  # fmt: skip
     assert not errors, errors
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_leaderboard_fits_the_page_without_horizontal_scroll(
+    big_report: Path, browser: DevTools, width: int
+) -> None:
+    browser.call("Page.enable")
+    browser.call("Emulation.setDeviceMetricsOverride", width=width, height=1200,
+                 deviceScaleFactor=1, mobile=False)  # fmt: skip
+    browser.call("Page.navigate", url=big_report.resolve().as_uri())
+    browser.wait_for("Page.loadEventFired")
+    sizes = json.loads(browser.call("Runtime.evaluate", returnByValue=True, expression=(
+        "(() => { const wrap = document.querySelector('#board').closest('.table-wrap');"
+        " const legend = document.querySelector('#leaderboard p.legend');"
+        " return JSON.stringify({scroll: wrap.scrollWidth, client: wrap.clientWidth,"
+        " page: document.documentElement.scrollWidth, view: window.innerWidth,"
+        " columns: document.querySelectorAll('#board thead th').length,"
+        " legend: legend ? legend.textContent : ''}); })()"
+    ))["result"]["value"])  # fmt: skip
+    assert sizes["columns"] >= 15
+    assert sizes["scroll"] <= sizes["client"], sizes  # the leaderboard does not scroll
+    assert sizes["page"] <= sizes["view"] == width, sizes  # nor does the page
+    assert "CRS = 0.60·P + 0.25·I + 0.15·W" in sizes["legend"]

@@ -39,11 +39,11 @@ def test_every_section_present_with_reading_guide(small_report: Path) -> None:
         lede = re.search(r'<p class="lede">([^<]+)</p>', body)
         assert lede is not None and len(lede.group(1)) > 40, sid
     # the simulated store has data for every analysis; it lacks only the optional
-    # reliability bins, the meta table (write_store writes runs and metrics) and the control
-    # probes' rows other than clean full-label ones (so their CRS is not computed)
+    # reliability bins and the control probes' rows other than clean full-label ones (so
+    # their CRS is not computed); the real writer wrote its meta table, so no note on it
     notes = re.findall(r'<p class="note">([^<]*)</p>', html)
-    assert len(notes) == 4
-    assert "reliability" in notes[0] and "meta table" in notes[3]
+    assert len(notes) == 3
+    assert "reliability" in notes[0] and not any("meta table" in n for n in notes)
     for note, probe in zip(notes[1:3], ("kNN", "MLP"), strict=True):
         assert note.startswith(f"{probe}: axes computed from its own rows: auroc, ece.")
 
@@ -124,8 +124,10 @@ def test_label_curve_values_are_seed_means(small_store: Path, small_report: Path
 
 def test_provenance_lists_versions(small_report: Path) -> None:
     from crsbench import __version__
+    from crsbench.testing import SIMULATED_CONFIG_HASH
 
     body = _sections(small_report.read_text(encoding="utf-8"))["provenance"]
-    for text in ("anchors version (scores)", "v1", __version__, "config hash", "sim-frozen",
+    for text in ("anchors version (scores)", "v1", __version__, "config hash",
+                 SIMULATED_CONFIG_HASH[:12],
                  "Encoder revisions", "Dataset revisions"):  # fmt: skip
         assert text in body, text

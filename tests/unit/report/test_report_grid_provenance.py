@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import duckdb
 import pandas as pd
 import pytest
 
 from crsbench.report.data import compute_report_data
 from crsbench.report.provenance import excluded_cells, shift_rows_sentences
 from crsbench.report.sections import Writer, leaderboard, robustness
-from crsbench.stats import simulate_runs, write_store
+from crsbench.testing import simulate_runs, write_store
 
 EXCLUDED = [{"encoder": "retfound", "dataset": "chexpert"}]
 
@@ -32,12 +31,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     runs["details"] = "{}"
     runs.loc[runs["condition"] == "shift", "details"] = _shift_rows("official_test", 1234, 456)
     path = tmp_path_factory.mktemp("grid") / "store"
-    write_store(runs.reset_index(drop=True), path)
     config = {"exclude_cells": EXCLUDED, "shifts": [{"source": "chexpert",
               "target": "mimic_cxr", "rows": "official_test"}]}  # fmt: skip
-    with duckdb.connect(str(path / "results.duckdb")) as con:
-        con.execute("CREATE TABLE meta (config_hash VARCHAR, config_json VARCHAR)")
-        con.execute("INSERT INTO meta VALUES (?, ?)", ["0" * 64, json.dumps(config)])
+    write_store(runs.reset_index(drop=True), path, config=config)
     return path
 
 

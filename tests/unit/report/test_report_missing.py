@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 def _minimal_store(path: Path) -> Path:
     """Main protocol only: one seed, no recalibration, no layer sweep, no shift rows."""
-    from crsbench.stats import simulate_runs, write_store
+    from crsbench.testing import simulate_runs, write_store
 
     df = simulate_runs(n_encoders=3, datasets=("isic2019", "chexpert"), seeds=1)
     keep = (

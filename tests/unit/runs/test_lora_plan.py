@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console
-
 from crsbench.config import parse_config
 from crsbench.runs.lora_stage import lora_plan
 from crsbench.runs.status import grid_status
@@ -56,10 +54,8 @@ def test_fractions_and_encoders_restrict_the_plan(tmp_path):
 
 def test_status_lists_the_lora_regime_beside_the_frozen_one(tmp_path):
     cfg = _cfg(tmp_path, encoders=["random_vit"])
-    console = Console(record=True, width=200)
-    console.print(grid_status(cfg))
-    text = console.export_text()
-    lora_lines = [ln for ln in text.splitlines() if "│ lora" in ln]
-    frozen_lines = [ln for ln in text.splitlines() if "│ frozen" in ln]
-    assert len(frozen_lines) == 6 and len(lora_lines) == 2
-    assert all("random_vit" in ln and "todo" in ln for ln in lora_lines)
+    _, rows = grid_status(cfg)
+    lora_rows = [r for r in rows if r["regime"] == "lora"]
+    frozen_rows = [r for r in rows if r["regime"] == "frozen"]
+    assert len(frozen_rows) == 6 and len(lora_rows) == 2
+    assert all(r["encoder"] == "random_vit" and r["state"] == "todo" for r in lora_rows)

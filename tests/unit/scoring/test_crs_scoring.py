@@ -21,7 +21,7 @@ from crsbench.scoring import (
     seed_means,
 )
 from crsbench.scoring.dominance import cohort_dominance
-from crsbench.stats.simulate import simulate_runs, write_store
+from crsbench.testing import simulate_runs, write_store
 
 BOUNDS = {
     "auroc": AxisBound(0.5, 1.0),

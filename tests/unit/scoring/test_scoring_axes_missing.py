@@ -24,7 +24,7 @@ from crsbench.scoring import (
     seed_means,
 )
 from crsbench.stats.bootstrap import axes_cube, paired_seed_bootstrap, replicate_scores
-from crsbench.stats.simulate import simulate_runs, write_store
+from crsbench.testing import simulate_runs, write_store
 
 pytestmark = pytest.mark.filterwarnings("ignore:cells not scored:UserWarning")
 
@@ -55,7 +55,6 @@ def _worked_runs(datasets: tuple[str, ...] = ("isic2019",)) -> pd.DataFrame:
     for sev in (1, 2, 3):
         rows = base[base["severity"] == sev].copy()
         rows["condition"] = "sensor_noise"
-        rows["run_key"] = rows["run_key"] + "|extra"
         rows.loc[rows["encoder"] == "resnet50", "auroc"] = CLEAN_AUC - EXTRA_DROP
         extras.append(rows)
     return pd.concat([df, *extras], ignore_index=True)
@@ -114,6 +113,7 @@ def test_nan_seed_is_not_counted_and_the_axis_is_nan(tmp_path):
     clean = (df["encoder"] == "vit_b16") & (df["seed"] == 1) & _main(df)
     clean &= (df["fraction"] == 1.0) & (df["condition"] == "clean")
     df.loc[clean, "auroc"] = np.nan
+    df.loc[clean, "details"] = '{"undefined":{"auroc":"every label excluded"}}'
     cells = score_cells(axes_from_runs(_store(df, tmp_path))).set_index("encoder")
     assert cells.loc["vit_b16", "n_seeds"] == 2 and cells.loc["resnet50", "n_seeds"] == 3
     # the documented rule: a cell's axis is NaN when any expected seed is NaN
@@ -209,7 +209,6 @@ def test_a_shift_target_other_than_the_papers_is_an_extra(tmp_path):
     df = _worked_runs()
     other = df[_main(df) & (df["fraction"] == 1.0) & (df["condition"] == "clean")].copy()
     other["eval_dataset"], other["condition"] = "derm7pt", "shift"
-    other["run_key"] = other["run_key"] + "|shift"
     other.loc[other["encoder"] == "resnet50", "auroc"] = CLEAN_AUC - 0.10
     per_seed = axes_from_runs(_store(pd.concat([df, other], ignore_index=True), tmp_path))
     mine = per_seed[per_seed["encoder"] == "resnet50"]

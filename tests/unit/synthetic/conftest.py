@@ -13,6 +13,9 @@ TINY = {
     "chexpert_train": 48,
     "chexpert_valid": 12,
     "mimic_cxr": 30,
+    "nih_cxr14": 16,
+    "padchest": 16,
+    "vindr_cxr": 12,
 }
 
 

@@ -1,29 +1,57 @@
 """Synthetic datasets written in the exact on-disk layouts of the real ones.
 
-``write_all(out)`` writes ``out/isic2019``, ``out/aptos2019``, ``out/chexpert`` and
-``out/mimic_cxr``; each folder has the real file names, CSV columns, value formats and folder
+``write_all(out)`` writes ``out/isic2019``, ``out/aptos2019``, ``out/chexpert``,
+``out/mimic_cxr`` and the shift targets ``out/nih_cxr14``, ``out/padchest`` and
+``out/vindr_cxr`` (DICOM, needs pydicom: skipped with a warning without it); each folder has the real file names, CSV columns, value formats and folder
 structure, and image content that carries the labels at a realistic difficulty. Output is
 byte-identical for a seed and written atomically (see ``docs/synthetic.md``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from crsbench.core.errors import ConfigError
 from crsbench.datasets.synthetic.aptos2019 import write_aptos2019
 from crsbench.datasets.synthetic.chexpert import write_chexpert
 from crsbench.datasets.synthetic.common import Progress
 from crsbench.datasets.synthetic.isic2019 import write_isic2019
 from crsbench.datasets.synthetic.mimic_cxr import write_mimic_cxr
+from crsbench.datasets.synthetic.nih_cxr14 import write_nih_cxr14
+from crsbench.datasets.synthetic.padchest import write_padchest
 from crsbench.datasets.synthetic.sizes import SIZES, SynthSize, resolve_size
+from crsbench.datasets.synthetic.vindr_cxr import write_vindr_cxr
 
 WRITERS: dict[str, Callable[..., Path]] = {
     "isic2019": write_isic2019,
     "aptos2019": write_aptos2019,
     "chexpert": write_chexpert,
     "mimic_cxr": write_mimic_cxr,
+    "nih_cxr14": write_nih_cxr14,
+    "padchest": write_padchest,
+    "vindr_cxr": write_vindr_cxr,
 }
+#: Writers that need an optional dependency: name -> the module that must import.
+OPTIONAL: dict[str, str] = {"vindr_cxr": "pydicom"}
+
+
+def available_writers() -> dict[str, Callable[..., Path]]:
+    """:data:`WRITERS` minus those whose optional dependency is missing (with a warning)."""
+    import importlib.util
+
+    out = {}
+    for name, writer in WRITERS.items():
+        module = OPTIONAL.get(name)
+        if module is not None and importlib.util.find_spec(module) is None:
+            warnings.warn(
+                f"synthetic {name} skipped: it needs {module} (pip install 'crsbench[dicom]')",
+                stacklevel=2,
+            )
+            continue
+        out[name] = writer
+    return out
 
 
 def n_images(name: str, size: str | dict | SynthSize = "small") -> int:
@@ -34,6 +62,9 @@ def n_images(name: str, size: str | dict | SynthSize = "small") -> int:
         "aptos2019": sz.aptos2019,
         "chexpert": sz.chexpert_train + sz.chexpert_valid,
         "mimic_cxr": sz.mimic_cxr,
+        "nih_cxr14": sz.nih_cxr14,
+        "padchest": sz.padchest,
+        "vindr_cxr": sz.vindr_cxr,
     }
     return counts[name]
 
@@ -44,13 +75,15 @@ def write_all(
     seed: int = 0,
     overwrite: bool = False,
     progress: Callable[[str, int], None] | None = None,
+    names: Iterable[str] | None = None,
 ) -> dict[str, Path]:
-    """Write the four synthetic datasets under ``out``.
+    """Write the synthetic datasets under ``out`` (one folder per :data:`WRITERS` entry).
 
     Parameters
     ----------
     out : str or Path
-        Parent folder; receives ``isic2019``, ``aptos2019``, ``chexpert`` and ``mimic_cxr``.
+        Parent folder; receives ``isic2019``, ``aptos2019``, ``chexpert``, ``mimic_cxr``,
+        ``nih_cxr14``, ``padchest`` and ``vindr_cxr`` (official layout).
     size : str, dict or SynthSize
         ``"small"`` (demo), ``"medium"`` (benchmarks) or overrides such as
         ``{"isic2019": 40, "side": 64}`` (see :func:`resolve_size`).
@@ -61,6 +94,9 @@ def write_all(
         same parameters is always left as is).
     progress : callable, optional
         ``progress(name, n)`` after every ``n`` images of dataset ``name``.
+    names : iterable of str, optional
+        Write only these datasets (e.g. the ones a config uses); default: every one whose
+        writer is available.
 
     Returns
     -------
@@ -69,7 +105,17 @@ def write_all(
     """
     sz = resolve_size(size)
     roots: dict[str, Path] = {}
-    for name, writer in WRITERS.items():
+    if names is None:
+        writers = available_writers()
+    else:
+        wanted = list(names)
+        unknown = [n for n in wanted if n not in WRITERS]
+        if unknown:
+            raise ConfigError(
+                f"no synthetic writer for {unknown}. Known: {', '.join(sorted(WRITERS))}."
+            )
+        writers = {n: WRITERS[n] for n in wanted}
+    for name, writer in writers.items():
         callback: Progress = None
         if progress is not None:
 
@@ -85,6 +131,7 @@ def write_all(
 __all__ = [
     "SIZES",
     "WRITERS",
+    "available_writers",
     "SynthSize",
     "n_images",
     "resolve_size",
@@ -93,4 +140,7 @@ __all__ = [
     "write_chexpert",
     "write_isic2019",
     "write_mimic_cxr",
+    "write_nih_cxr14",
+    "write_padchest",
+    "write_vindr_cxr",
 ]

@@ -28,6 +28,12 @@ class SynthSize:
         Rows of CheXpert ``valid.csv``.
     mimic_cxr : int
         MIMIC-CXR-JPG images (rows of the metadata and split files).
+    nih_cxr14 : int
+        NIH ChestX-ray14 images (rows of ``Data_Entry_2017_v2020.csv``).
+    padchest : int
+        PadChest images (rows of the PadChest label CSV, lateral views included).
+    vindr_cxr : int
+        VinDr-CXR images (train + test DICOM files).
     """
 
     side: int = 128
@@ -36,6 +42,9 @@ class SynthSize:
     chexpert_train: int = 600
     chexpert_valid: int = 60
     mimic_cxr: int = 400
+    nih_cxr14: int = 150
+    padchest: int = 150
+    vindr_cxr: int = 120
 
 
 MINIMUMS = {
@@ -45,6 +54,9 @@ MINIMUMS = {
     "chexpert_train": 6,
     "chexpert_valid": 2,
     "mimic_cxr": 5,
+    "nih_cxr14": 8,
+    "padchest": 8,
+    "vindr_cxr": 8,
 }
 
 SIZES: dict[str, SynthSize] = {
@@ -56,6 +68,9 @@ SIZES: dict[str, SynthSize] = {
         chexpert_train=3000,
         chexpert_valid=300,
         mimic_cxr=2000,
+        nih_cxr14=600,
+        padchest=600,
+        vindr_cxr=500,
     ),
 }
 

@@ -1,46 +1,58 @@
-"""A realistic synthetic ``runs`` table (the store schema) with encoder-level effects.
+"""A realistic simulated results store, written by the store's own writer.
 
-Used by the tests, the bootstrap benchmark and the report's layout test: every analysis of
-docs/protocol.md section 10 has data in it (all fractions, the 15 perturbation conditions, the
-CheXpert → MIMIC shift, four recalibrators, four layers, three probes, optionally LoRA).
+Rows are built in the store's own schema (:data:`crsbench.runs.records.RUN_COLUMNS`: the
+eleven identity columns, the metrics and the provenance) and written through
+:meth:`crsbench.runs.store.ResultsStore.append_frame` (validated like every
+:class:`~crsbench.runs.records.RunRecord`) followed by :meth:`~ResultsStore.aggregate`, so the
+``runs``, ``metrics`` and ``meta`` tables, their column names and the run keys are exactly the
+real store's. Every analysis of docs/protocol.md section 10 has data in it: all label
+fractions, the 15 paper conditions under the registry's perturbation names, the CheXpert →
+MIMIC-CXR shift, four recalibrators, four layers, three probes, optionally LoRA.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from crsbench.core.conditions import PAPER_PERTURBATIONS, SEVERITIES
+from crsbench.core.conditions import PAPER_PERTURBATIONS, PAPER_SHIFTS, SEVERITIES
 from crsbench.core.errors import StoreError
+from crsbench.core.storefile import STORE_FILE
+from crsbench.runs.records import IDENTITY_COLUMNS, METRIC_COLUMNS, SCHEMA_VERSION
 
-#: (name, group, home dataset or None): the paper's 15 families.
-ENCODER_PANEL: tuple[tuple[str, str, str | None], ...] = (
-    ("resnet50", "general", None),
-    ("vit_b16", "general", None),
-    ("clip", "general", None),
-    ("siglip", "general", None),
-    ("dinov2", "general", None),
-    ("mae", "general", None),
-    ("biomedclip", "medical", None),
-    ("llava_med", "medical", None),
-    ("medsiglip", "medical", None),
-    ("medgemma", "medical", None),
-    ("panderm", "medical", "isic2019"),
-    ("retfound", "medical", "aptos2019"),
-    ("rad_dino", "medical", "chexpert"),
-    ("biovil", "medical", "chexpert"),
-    ("chexzero", "medical", "chexpert"),
+#: (name, home dataset or None): the paper's 15 families (groups come from the encoder cards).
+ENCODER_PANEL: tuple[tuple[str, str | None], ...] = (
+    ("resnet50", None),
+    ("vit_b16", None),
+    ("clip", None),
+    ("siglip", None),
+    ("dinov2", None),
+    ("mae", None),
+    ("biomedclip", None),
+    ("llava_med", None),
+    ("medsiglip", None),
+    ("medgemma", None),
+    ("panderm", "isic2019"),
+    ("retfound", "aptos2019"),
+    ("rad_dino", "chexpert"),
+    ("biovil", "chexpert"),
+    ("chexzero", "chexpert"),
 )
+#: General-purpose encoders of the panel (a larger shift drop is planted for them).
+GENERAL = frozenset({"resnet50", "vit_b16", "clip", "siglip", "dinov2", "mae"})
 #: Cells that do not exist in the paper (no APTOS cell for the two chest-only models).
 MISSING_CELLS = frozenset({("biovil", "aptos2019"), ("chexzero", "aptos2019")})
-PERTURBATIONS: tuple[str, ...] = PAPER_PERTURBATIONS
 FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25, 1.0)
 LAYERS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
 RECALIBRATORS: tuple[str, ...] = ("temperature", "vector", "isotonic", "dirichlet")
-SHIFT_TARGET = {"chexpert": "mimic_cxr"}
+SHIFT_TARGET = dict(PAPER_SHIFTS)
+#: The config hash every simulated store is written under (sha256 of a fixed text).
+SIMULATED_CONFIG_HASH = hashlib.sha256(b"crsbench simulated results store v1").hexdigest()
 _BASE_AUROC = {"isic2019": 0.80, "aptos2019": 0.78, "chexpert": 0.72}
 _RECAL_FACTOR = {"temperature": 0.42, "vector": 0.38, "isotonic": 0.30, "dirichlet": 0.35}
 
@@ -49,13 +61,11 @@ def _encoder_effects(n: int, rng: np.random.Generator) -> pd.DataFrame:
     names = [e[0] for e in ENCODER_PANEL]
     while len(names) < n:
         names.append(f"encoder_{len(names) + 1:02d}")
-    groups = [ENCODER_PANEL[i][1] if i < len(ENCODER_PANEL) else "general" for i in range(n)]
-    homes = [ENCODER_PANEL[i][2] if i < len(ENCODER_PANEL) else None for i in range(n)]
+    homes = [ENCODER_PANEL[i][1] if i < len(ENCODER_PANEL) else None for i in range(n)]
     quality = np.linspace(-1.0, 1.0, n)[rng.permutation(n)]
     return pd.DataFrame(
         {
             "encoder": names[:n],
-            "group": groups[:n],
             "home": homes[:n],
             "quality": quality,
             "calib": rng.normal(0, 1, n),
@@ -74,29 +84,29 @@ def simulate_runs(
     rng_seed: int = 0,
     regimes: Sequence[str] = ("frozen",),
 ) -> pd.DataFrame:
-    """Generate a synthetic ``runs`` table in the results-store schema.
+    """Simulated run rows in the results-store schema (every column but ``run_key``).
 
     Parameters
     ----------
     n_encoders : int
-        Encoders (the first 15 carry the paper's family names and groups).
+        Encoders (the first 15 carry the paper's family names).
     datasets : sequence of str
         Source datasets; ``chexpert`` also gets ``condition='shift'`` rows on ``mimic_cxr``.
     seeds : int
         Seeds per cell (LoRA uses the first ``min(3, seeds)``).
     rng_seed : int
-        Seed of the generator (the table is a pure function of the arguments).
+        Seed of the generator (the frame is a pure function of the arguments).
     regimes : sequence of str
         ``"frozen"`` and/or ``"lora"``.
 
     Returns
     -------
     pandas.DataFrame
-        One row per run with identity, metric and provenance columns.
+        One row per run: identity, metric and provenance columns of table ``runs``
+        (:func:`write_store` fills ``run_key`` through the store's validator).
     """
     rng = np.random.default_rng(rng_seed)
     enc = _encoder_effects(n_encoders, rng)
-    enc["encoder_group"] = enc["group"]
     rows: list[dict] = []
     for regime in regimes:
         n_seeds = seeds if regime == "frozen" else min(3, seeds)
@@ -111,9 +121,7 @@ def simulate_runs(
                 cell_ece = 0.03 + 0.06 / (1 + np.exp(2 * e.calib)) + abs(rng.normal(0, 0.01))
                 for seed in range(n_seeds):
                     rows += _cell_seed_rows(e, ds, seed, regime, cell_auc, cell_ece, rng)
-    df = pd.DataFrame(rows)
-    df["encoder_group"] = df["encoder"].map(dict(zip(enc["encoder"], enc["group"], strict=True)))
-    return _add_provenance(df, rng)
+    return _add_provenance(pd.DataFrame(rows), rng)
 
 
 def _metrics(auc: float, ece: float, rng: np.random.Generator) -> dict:
@@ -165,68 +173,65 @@ def _cell_seed_rows(e, ds, seed, regime, cell_auc, cell_ece, rng) -> list[dict]:
             factor = _RECAL_FACTOR[method] * float(rng.uniform(0.8, 1.2))
             delta = 0.001 + rng.normal(0, 0.0015) - (0.002 if method == "isotonic" else 0)
             row(recal=method, a=auc + delta, c=ece * factor)
-    for j, p in enumerate(PERTURBATIONS):
+    for j, p in enumerate(PAPER_PERTURBATIONS):
         for sev in SEVERITIES:
             drop = abs(0.012 * sev * e.fragility * (1 + 0.4 * j) / 2 + rng.normal(0, 0.004))
             row(
                 cond=p, sev=sev, a=auc - drop, c=ece + e.cal_sens * drop + abs(rng.normal(0, 0.008))
             )
     if ds in SHIFT_TARGET:
-        shift = 0.16 if e.group == "general" else 0.05
+        shift = 0.16 if e.encoder in GENERAL else 0.05
         row(eval_ds=SHIFT_TARGET[ds], cond="shift",
             a=auc - shift - 0.02 * e.fragility + rng.normal(0, 0.01), c=ece + 0.05)  # fmt: skip
     return out
 
 
 def _add_provenance(df: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
-    keys = df[["encoder", "dataset", "eval_dataset", "seed", "regime", "probe", "layer",
-               "fraction", "condition", "severity", "recalibrator"]].astype(str)  # fmt: skip
-    run_key = keys.agg("|".join, axis=1)
-    df["config_hash"] = "sim-" + df["regime"]
-    df["package_version"] = "simulated"
-    df["encoder_revision"] = "sim"
-    df["dataset_revision"] = "sim"
+    from crsbench import __version__
+    from crsbench.scoring.anchors import load_anchors
+
+    df["config_hash"] = SIMULATED_CONFIG_HASH
+    df["package_version"] = __version__
+    df["encoder_revision"] = "simulated"
+    df["dataset_revision"] = "simulated"
+    df["anchors_version"] = load_anchors().version
     df["wall_time_s"] = rng.uniform(0.05, 2.0, len(df))
-    df["created_at"] = pd.Timestamp("2025-01-01", tz="UTC")
-    df["run_key"] = run_key
-    return df
+    df["created_at"] = pd.Timestamp("2025-01-01")
+    df["schema_version"] = SCHEMA_VERSION
+    df["details"] = json.dumps({"simulated": True})
+    return df[[*IDENTITY_COLUMNS, *METRIC_COLUMNS, *df.columns.difference(
+        [*IDENTITY_COLUMNS, *METRIC_COLUMNS], sort=False)]]  # fmt: skip
 
 
-def metrics_from_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Seed aggregates (the store's ``metrics`` table): mean, std and count per identity."""
-    ident = ["encoder", "dataset", "eval_dataset", "regime", "probe", "layer", "fraction",
-             "condition", "severity", "recalibrator"]  # fmt: skip
-    metric_cols = [c for c in ("auroc", "ece", "brier", "nll", "sens_at_spec90",
-                               "sens_at_spec95") if c in runs]  # fmt: skip
-    g = runs.groupby(ident, sort=True)
-    mean = g[metric_cols].mean()
-    std = g[metric_cols].std(ddof=1).add_suffix("_std")
-    out = mean.join(std)
-    out["n_seeds"] = g["seed"].nunique()
-    return out.reset_index()
+def write_store(df: pd.DataFrame, store_dir: str | Path, config: dict | None = None) -> Path:
+    """Write run rows into a new results store through the store's own writer.
 
+    ``df`` is appended with :meth:`ResultsStore.append_frame` (validated, ``run_key`` filled)
+    and the ``metrics`` table is rebuilt with :meth:`ResultsStore.aggregate`. ``config`` (a
+    mapping) is stored as the ``meta`` table's config text.
 
-def write_store(df: pd.DataFrame, store_dir: str | Path) -> Path:
-    """Write ``df`` as table ``runs`` (and its seed aggregates as ``metrics``) of a new store.
+    Returns
+    -------
+    pathlib.Path
+        ``store_dir/results.duckdb``.
 
     Raises
     ------
     StoreError
-        ``store_dir/results.duckdb`` already exists (never overwritten).
+        ``store_dir/results.duckdb`` already exists (never overwritten), or a row breaks the
+        store's schema.
     """
-    import duckdb
+    from crsbench.runs.store import ResultsStore
 
-    path = Path(store_dir) / "results.duckdb"
+    path = Path(store_dir) / STORE_FILE
     if path.exists():
         raise StoreError(f"results store {path} must not exist yet. It does.")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    metrics = metrics_from_runs(df)
-    con = duckdb.connect(str(path))
-    try:
-        con.register("runs_df", df)
-        con.register("metrics_df", metrics)
-        con.execute("CREATE TABLE runs AS SELECT * FROM runs_df")
-        con.execute("CREATE TABLE metrics AS SELECT * FROM metrics_df")
-    finally:
-        con.close()
+    hashes = set(df["config_hash"]) if "config_hash" in df else {SIMULATED_CONFIG_HASH}
+    if len(hashes) != 1:
+        raise StoreError(f"simulated rows must share one config_hash. Got {sorted(hashes)}.")
+    config_hash = hashes.pop()
+    config_json = json.dumps(config if config is not None else {"simulated": True})
+    with ResultsStore(store_dir, config_hash, config_json=config_json) as store:
+        store.append_frame(df.drop(columns=["run_key"], errors="ignore"))
+        store.aggregate()
     return path

@@ -1,0 +1,331 @@
+"""Paired bootstrap over test patients × seeds: intervals, tiers and rank probabilities that
+account for the test set being a sample (docs/protocol.md section 9, Uncertainty).
+
+Each replicate ``b`` resamples every dataset's test patients with replacement
+(:func:`crsbench.stats.resample.row_weights`, a pure function of (dataset, b), hence the same
+patients for every encoder: *paired*) and, crossed with that, the seeds (the same seeds for
+every encoder and cell). Per cell, every axis is recomputed on the resampled test rows: D and
+C on the clean test set, retention at each label fraction, each robustness condition on the
+same resampled images, the shift drop on resampled target patients. Full-label predictions that
+do not vary over seeds are evaluated once. The per-replicate axes are scored with the fixed
+anchors exactly as the point estimate is, and summarised as the seed-only bootstrap is
+(:func:`crsbench.stats.bootstrap.paired_seed_bootstrap`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from crsbench.core.errors import DataError
+from crsbench.scoring.anchors import AXES, Anchors, load_anchors
+from crsbench.stats.bootstrap import (
+    BootstrapResult,
+    _summarise,
+    _tiers,
+    axes_cube,
+    replicate_scores,
+)
+from crsbench.stats.resample import (
+    DEFAULT_REPLICATES,
+    SEED_STREAM,
+    replicate_ids,
+    resample_counts_for,
+    row_weights,
+)
+from crsbench.stats.weighted_metrics import weighted_ece, weighted_macro_auroc
+
+#: How the report names the two interval methods.
+TEST_PATIENTS_X_SEEDS = "test patients × seeds"
+SEED_ONLY = "seed-only"
+INTERVAL_METHODS: dict[str, str] = {"test-patients": TEST_PATIENTS_X_SEEDS, "seed-only": SEED_ONLY}
+
+
+@dataclass(frozen=True)
+class EvalSplit:
+    """The rows one prediction is evaluated on: whose patients, which patient each row is,
+    and the targets (class indices, or an ``(n, L)`` 0/1/NaN matrix)."""
+
+    dataset: str
+    groups: np.ndarray
+    y: np.ndarray
+
+    @property
+    def n_patients(self) -> int:
+        """Distinct patients (groups) of the split."""
+        return int(len(np.unique(np.asarray(self.groups).astype(str))))
+
+
+@dataclass(frozen=True)
+class CellPredictions:
+    """Test-set probabilities of one cell's main-protocol rows.
+
+    Every probability array is ``(n, K)`` when it does not vary over seeds (the full-label
+    logistic fit) or ``(S, n, K)`` with one slice per seed of ``seeds``.
+
+    Attributes
+    ----------
+    clean : array
+        Full-label probabilities on the clean test rows (D, C and the reference of R).
+    fractions : mapping fraction → array
+        Probabilities of the probes fitted on each label fraction < 1 (retention).
+    conditions : mapping (perturbation, severity) → array
+        Full-label probabilities on the same test rows under each robustness condition.
+    shift : (EvalSplit, array) or None
+        The shift target's rows and the full-label probabilities on them.
+    """
+
+    encoder: str
+    dataset: str
+    task: str
+    test: EvalSplit
+    seeds: tuple[int, ...]
+    clean: np.ndarray
+    fractions: Mapping[float, np.ndarray] = field(default_factory=dict)
+    conditions: Mapping[tuple[str, int], np.ndarray] = field(default_factory=dict)
+    shift: tuple[EvalSplit, np.ndarray] | None = None
+
+
+@dataclass(frozen=True)
+class PatientBootstrapResult(BootstrapResult):
+    """:class:`BootstrapResult` plus the per-cell axes behind it.
+
+    Attributes
+    ----------
+    cell_keys : list of (encoder, dataset)
+        The order of the cells in ``axes`` and ``point_axes``.
+    axes : numpy.ndarray
+        ``(B, n_cells, 4)`` seed-mean axes of every replicate (D, C, L, R).
+    point_axes : numpy.ndarray
+        ``(n_cells, 4)`` seed-mean axes on the test sets as drawn.
+    n_patients : dict
+        Test patients per dataset (shift targets included).
+    """
+
+    cell_keys: list[tuple[str, str]] = field(default_factory=list)
+    axes: np.ndarray = field(default_factory=lambda: np.empty((0, 0, 4)))
+    point_axes: np.ndarray = field(default_factory=lambda: np.empty((0, 4)))
+    n_patients: dict[str, int] = field(default_factory=dict)
+
+    def axis_intervals(self, level: float = 0.95) -> pd.DataFrame:
+        """Basic (bias-corrected) bootstrap interval of each cell's four axes."""
+        alpha = (1 - level) / 2
+        q_lo = np.nanquantile(self.axes, alpha, axis=0)
+        q_hi = np.nanquantile(self.axes, 1 - alpha, axis=0)
+        lo, hi = 2 * self.point_axes - q_hi, 2 * self.point_axes - q_lo
+        rows = []
+        for i, (enc, ds) in enumerate(self.cell_keys):
+            for k, axis in enumerate(AXES):
+                rows.append((enc, ds, axis, self.point_axes[i, k], lo[i, k], hi[i, k]))
+        cols = ["encoder", "dataset", "axis", "value", "ci_low", "ci_high"]
+        return pd.DataFrame(rows, columns=cols)
+
+
+def _per_seed(prob: np.ndarray, n_seeds: int, fn) -> np.ndarray:
+    """``(B, S)`` values of ``fn(prob_s)``; a seed-independent ``(n, K)`` array is evaluated once."""
+    if prob.ndim == 2:
+        return np.repeat(fn(prob)[:, None], n_seeds, axis=1)
+    if prob.shape[0] != n_seeds:
+        raise DataError(f"per-seed probabilities must have {n_seeds} seeds. Got {prob.shape[0]}.")
+    return np.stack([fn(p) for p in prob], axis=1)
+
+
+def _weights(split: EvalSplit, replicates: Sequence[int] | np.ndarray | None, seed: int):
+    if replicates is None:
+        return np.ones((1, len(split.groups)))
+    return row_weights(split.dataset, split.groups, replicates, seed).astype(float)
+
+
+def cell_replicate_axes(
+    cell: CellPredictions, replicates: Sequence[int] | np.ndarray | None, seed: int = 0
+) -> np.ndarray:
+    """The four axes of one cell in each replicate and seed: shape ``(B, S, 4)``.
+
+    Rows of ``replicates`` are bootstrap replicate numbers; the weights of the test rows come
+    from :func:`crsbench.stats.resample.row_weights`, so another process computing another
+    encoder's cell with the same numbers resamples the same patients. ``None`` weighs every
+    row once (the point estimate, shape ``(1, S, 4)``).
+    """
+    n_s = len(cell.seeds)
+    w = _weights(cell.test, replicates, seed)
+    y, task = cell.test.y, cell.task
+
+    def auc(p: np.ndarray, split_y=y, weights=w) -> np.ndarray:
+        return weighted_macro_auroc(split_y, p, task, weights)
+
+    d = _per_seed(cell.clean, n_s, auc)
+    c = _per_seed(cell.clean, n_s, lambda p: weighted_ece(y, p, task, w))
+    if cell.fractions:
+        ratios = [_per_seed(p, n_s, auc) / d for f, p in sorted(cell.fractions.items()) if f < 1]
+        ret = np.mean(ratios, axis=0)
+    else:
+        ret = np.full_like(d, np.nan)
+    drops = [d - _per_seed(p, n_s, auc) for _, p in sorted(cell.conditions.items())]
+    if cell.shift is not None:
+        split, p = cell.shift
+        wt = _weights(split, replicates, seed)
+        drops.append(d - _per_seed(p, n_s, lambda q: weighted_macro_auroc(split.y, q, task, wt)))
+    if drops:
+        stack = np.stack(drops, axis=-1)
+        r = 0.5 * stack.mean(axis=-1) + 0.5 * stack.max(axis=-1)
+    else:
+        r = np.full_like(d, np.nan)
+    return np.stack([d, c, ret, r], axis=-1)
+
+
+def seed_resampled_axes(per_seed: np.ndarray, seed_counts: np.ndarray) -> np.ndarray:
+    """Mean over the resampled seeds: ``(B, S, 4)`` axes and ``(B, S)`` counts → ``(B, 4)``."""
+    w = seed_counts.astype(float)
+    return np.einsum("bsk,bs->bk", per_seed, w) / w.sum(axis=1)[:, None]
+
+
+def _scores(
+    cells: Sequence[CellPredictions], raw: list[np.ndarray], anchors: Anchors
+) -> tuple[np.ndarray, list[str]]:
+    """Aggregate CRS per encoder of each replicate, ``(B, E)``, scored as the point estimate."""
+    n_b = raw[0].shape[0]
+    frame = pd.DataFrame(
+        {
+            "encoder": np.repeat([c.encoder for c in cells], n_b),
+            "dataset": np.repeat([c.dataset for c in cells], n_b),
+            "seed": np.tile(np.arange(n_b), len(cells)),
+        }
+    )
+    frame[list(AXES)] = np.concatenate(raw, axis=0)
+    cube = axes_cube(frame)
+    return replicate_scores(cube, np.eye(n_b, dtype=int), anchors), cube.encoders
+
+
+def _check_cells(cells: Sequence[CellPredictions]) -> None:
+    if not cells:
+        raise DataError("the test-set bootstrap needs at least one cell of predictions.")
+    seeds = {c.seeds for c in cells}
+    if len(seeds) > 1:
+        raise DataError(f"every cell must have the same seeds. Got {sorted(seeds)}.")
+    keys = [(c.encoder, c.dataset) for c in cells]
+    if len(set(keys)) != len(keys):
+        raise DataError("each (encoder, dataset) cell may appear once.")
+
+
+def patient_seed_bootstrap(
+    cells: Sequence[CellPredictions],
+    anchors: str | Anchors | None = None,
+    n_replicates: int = DEFAULT_REPLICATES,
+    seed: int = 0,
+    top_k: int = 3,
+    level: float = 0.95,
+    chunk: int = 250,
+) -> PatientBootstrapResult:
+    """Paired bootstrap over test patients × seeds of the aggregate-CRS ranking.
+
+    Parameters
+    ----------
+    cells : sequence of CellPredictions
+        One per (encoder, dataset) of the grid, all with the same seeds.
+    anchors : str, Anchors or None
+        Fixed anchors (default: the shipped version).
+    n_replicates : int
+        Replicates (default 2,000; 10,000 for publication figures).
+    seed : int
+        The bootstrap's seed; replicate ``b`` is the same draw in every cell.
+    top_k, level : int, float
+        ``p_top3`` counts ranks ``<= top_k``; the percentile intervals' level.
+    chunk : int
+        Replicates evaluated at once (memory ~ chunk × the largest test split).
+
+    Returns
+    -------
+    PatientBootstrapResult
+        As :func:`crsbench.stats.paired_seed_bootstrap`; ``ranks`` also has ``interval``
+        (the method's name); the per-replicate axes and test patients per dataset are kept.
+    """
+    _check_cells(cells)
+    anc = load_anchors(anchors)
+    n_s = len(cells[0].seeds)
+    ids = replicate_ids(n_replicates)
+    reps, axes = [], []
+    for start in range(0, n_replicates, chunk):
+        block = ids[start : start + chunk]
+        sc = resample_counts_for(SEED_STREAM, n_s, block, seed)
+        raw = [seed_resampled_axes(cell_replicate_axes(c, block, seed), sc) for c in cells]
+        scores, encoders = _scores(cells, raw, anc)
+        reps.append(scores)
+        axes.append(np.stack(raw, axis=1))
+    point_raw = [_point_axes(c) for c in cells]
+    point, encoders = _scores(cells, point_raw, anc)
+    base = _basic_intervals(
+        _summarise(encoders, point[0], np.concatenate(reps), top_k, level), point[0], level
+    )
+    base.ranks["interval"] = TEST_PATIENTS_X_SEEDS
+    return PatientBootstrapResult(
+        base.ranks,
+        base.pairwise,
+        base.replicates,
+        cell_keys=[(c.encoder, c.dataset) for c in cells],
+        axes=np.concatenate(axes),
+        point_axes=np.concatenate(point_raw),
+        n_patients=count_test_patients(cells),
+    )
+
+
+def _basic_intervals(res: BootstrapResult, point: np.ndarray, level: float) -> BootstrapResult:
+    """Replace percentile intervals by basic (bias-corrected) ones, ``2·θ̂ − q``, and recompute
+    the tiers from them.
+
+    ECE, the max inside R and the dominance share P are biased in finite test sets, and the
+    bootstrap repeats that bias on top of the estimate; the percentile interval then misses
+    the population value far more often than nominal (shown on planted truth,
+    ``benchmarks/coverage.py``), the basic interval corrects it.
+    """
+    alpha = (1 - level) / 2
+    reps = res.replicates
+    order = list(res.ranks["encoder"])
+    encoders = sorted(order)
+    q_lo, q_hi = np.nanquantile(reps, alpha, axis=0), np.nanquantile(reps, 1 - alpha, axis=0)
+    by_enc = dict(zip(encoders, range(len(encoders)), strict=True))
+    idx = [by_enc[e] for e in order]
+    ranks = res.ranks.copy()
+    ranks["crs_ci_low"] = 2 * point[idx] - q_hi[idx]
+    ranks["crs_ci_high"] = 2 * point[idx] - q_lo[idx]
+    diffs = reps[:, :, None] - reps[:, None, :]
+    d_point = point[:, None] - point[None, :]
+    d_lo = 2 * d_point - np.nanquantile(diffs, 1 - alpha, axis=0)
+    d_hi = 2 * d_point - np.nanquantile(diffs, alpha, axis=0)
+    pw = res.pairwise.copy()
+    ia = [by_enc[e] for e in pw["encoder_a"]]
+    ib = [by_enc[e] for e in pw["encoder_b"]]
+    pw["ci_low"], pw["ci_high"] = d_lo[ia, ib], d_hi[ia, ib]
+    tiers = _tiers(point, d_lo)
+    ranks["tier"] = [tiers[by_enc[e]] for e in order]
+    return BootstrapResult(ranks, pw, reps)
+
+
+def count_test_patients(cells: Sequence[CellPredictions]) -> dict[str, int]:
+    """Distinct test patients per dataset (and per shift target) of the cells."""
+    out: dict[str, int] = {}
+    for c in cells:
+        out[c.dataset] = c.test.n_patients
+        if c.shift is not None:
+            out[c.shift[0].dataset] = c.shift[0].n_patients
+    return out
+
+
+def per_seed_axes(cells: Sequence[CellPredictions]) -> pd.DataFrame:
+    """The per-(encoder, dataset, seed) axes on the test sets as drawn: the input of the
+    seed-only bootstrap (:func:`crsbench.stats.paired_seed_bootstrap`)."""
+    rows = []
+    for c in cells:
+        axes = cell_replicate_axes(c, None)[0]
+        for s, values in zip(c.seeds, axes, strict=True):
+            rows.append({"encoder": c.encoder, "dataset": c.dataset, "seed": s,
+                         **dict(zip(AXES, values, strict=True))})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _point_axes(cell: CellPredictions) -> np.ndarray:
+    """The cell's seed-mean axes on the test set as drawn (all weights 1): ``(1, 4)``."""
+    axes = cell_replicate_axes(cell, None)
+    return seed_resampled_axes(axes, np.ones((1, len(cell.seeds)), dtype=int))
