@@ -81,10 +81,14 @@ def link_line(line: str, page_uri: str, docs_dir: Path) -> str:
         if is_code and not re.fullmatch(r"`docs/[A-Za-z0-9_\-/]+\.md`", part):
             continue
         if is_code:
-            # the whole span is the reference; a section may follow in the next part
+            # the whole span is the reference; its section (§5, ...) opens the next part,
+            # whose rest is then scanned as plain text on the next iteration
             nxt = parts[i + 1] if i + 1 < len(parts) else ""
-            joined = REF.sub(replace, part + nxt, count=1)
-            parts[i], parts[i + 1 : i + 2] = joined, [""] if i + 1 < len(parts) else []
+            match = REF.match(part + nxt)
+            assert match is not None  # the span is exactly `docs/NAME.md`
+            parts[i] = replace(match)
+            if i + 1 < len(parts):
+                parts[i + 1] = (part + nxt)[match.end() :]
         else:
             parts[i] = REF.sub(replace, part)
     return "".join(parts)
