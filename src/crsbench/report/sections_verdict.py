@@ -29,27 +29,28 @@ def _estimate(value: float, lo: float, hi: float) -> str:
 
 
 def _runner_up(row: pd.Series) -> str:
+    """``ahead of B`` when the gap's interval excludes 0, else ``≈ B 0.812 (gap [lo, hi])``."""
     if row["runner_up"] is None or pd.isna(row["runner_up"]):
         return "— (only one encoder)"
     if bool(row["distinguishable"]):
-        return f"ahead of {row['runner_up']} (gap {row['gap']:.3f}, interval above 0)"
-    return (f"not distinguishable from {row['runner_up']} ({row['runner_up_value']:.3f}; gap "
-            f"{row['gap']:.3f} [{row['gap_ci_low']:.3f}, {row['gap_ci_high']:.3f}])")  # fmt: skip
+        return f"ahead of {row['runner_up']}"
+    return (f"≈ {row['runner_up']} {row['runner_up_value']:.3f} "
+            f"(gap [{row['gap_ci_low']:.3f}, {row['gap_ci_high']:.3f}])")  # fmt: skip
 
 
 def readable_verdict(verdict: pd.DataFrame, cat: PretrainingCatalog) -> pd.DataFrame:
-    """The page's table: question, leader (``†`` when its pretraining may include the data),
-    value with interval, runner-up sentence and the interval method."""
+    """The page's table: question with its measure (↑ higher / ↓ lower is better), leader
+    (``†`` when its pretraining may include the data), value with interval, runner-up
+    (named with its value when not distinguishable) and the interval method."""
     rows = []
     for _, r in verdict.iterrows():
         mark = f" {FLAG_MARK}" if _flagged(cat, r["leader"], r["dataset"]) else ""
+        arrow = "↑" if r["higher_is_better"] else "↓"
         rows.append({
             "dataset": r["dataset"],
-            "question": r["asks"],
+            "question": f"{r['asks']} ({r['value_name']} {arrow})",
             "leader": f"{r['leader']}{mark}",
             "value [95% interval]": _estimate(r["value"], r["ci_low"], r["ci_high"]),
-            "measured as": r["value_name"] + (" (higher is better)" if r["higher_is_better"]
-                                              else " (lower is better)"),
             "runner-up": _runner_up(r),
             "interval": r["interval"],
         })  # fmt: skip
@@ -74,8 +75,10 @@ def verdict_section(d: ReportData, b: BeyondData, w: Writer) -> Section:
     s.parts.append(f'<p class="legend">Intervals: {esc(methods)} bootstrap (the method is '
                    "named on every row; seed-only intervals ignore that the test set is a "
                    "sample, and are zero-width where the full-label probe does not vary "
-                   f"over seeds). {FLAG_MARK}: the leader's pretraining data may include this "
-                   "dataset (section 10).</p>")  # fmt: skip
+                   f"over seeds). ↑ / ↓: higher / lower is better. ≈: the runner-up is not "
+                   "distinguishable from the leader (the interval of the gap includes 0). "
+                   f"{FLAG_MARK}: the leader's pretraining data may include this dataset "
+                   "(section 10).</p>")  # fmt: skip
     for i, (dataset, part) in enumerate(table.groupby("dataset", sort=True)):
         s.parts.append(f"<h3>{esc(dataset)}</h3>")
         s.parts.append(table_html(part.drop(columns="dataset"), table_id=f"verdict-{i}"))

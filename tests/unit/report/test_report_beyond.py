@@ -31,7 +31,7 @@ def test_first_screen_answers_the_questions(small_report: Path) -> None:
 
 def test_overlap_and_weights_sections(small_report: Path) -> None:
     html = small_report.read_text(encoding="utf-8")
-    assert "pretraining overlap (section 10)" in _section(html, "leaderboard")
+    assert "pretrain overlap" in _section(html, "leaderboard")
     overlap = _section(html, "pretraining-overlap")
     assert "without_flagged" in overlap  # the Welch table with and without flagged results
     weights = _section(html, "weights")
