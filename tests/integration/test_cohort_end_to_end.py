@@ -27,13 +27,31 @@ PROBA_TOLERANCE = 1e-12
 
 @pytest.mark.slow
 def test_profile_verdict_export_predict(tmp_path: Path) -> None:
-    csv, images = write_cohort(tmp_path / "data", 300, classes=("benign", "malignant"),
-                               images_per_patient=2)
+    csv, images = write_cohort(
+        tmp_path / "data", 300, classes=("benign", "malignant"), images_per_patient=2
+    )
     out, model = tmp_path / "profile", tmp_path / "model"
     cli = CliRunner()
-    r = cli.invoke(app, ["profile", "--data", str(csv), "--images", str(images),
-                         "--label-columns", "diagnosis", "--group-column", "patient",
-                         "--encoders", "pixel,random_cnn", "--out", str(out), "--device", "cpu"])
+    r = cli.invoke(
+        app,
+        [
+            "profile",
+            "--data",
+            str(csv),
+            "--images",
+            str(images),
+            "--label-columns",
+            "diagnosis",
+            "--group-column",
+            "patient",
+            "--encoders",
+            "pixel,random_cnn",
+            "--out",
+            str(out),
+            "--device",
+            "cpu",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "seeds [0, 1, 2]" in r.output  # scaled down for a small cohort, with the reason
     cohort = json.loads((out / "cohort.json").read_text())
@@ -46,25 +64,47 @@ def test_profile_verdict_export_predict(tmp_path: Path) -> None:
     runs = load_runs(out)
     assert set(runs["fraction"]) == {0.01, 0.05, 0.1, 0.25, 1.0}
 
-    r = cli.invoke(app, ["export", "--store", str(out), "--encoder", "pixel",
-                         "--recalibrator", "temperature", "--out", str(model)])
+    r = cli.invoke(
+        app,
+        [
+            "export",
+            "--store",
+            str(out),
+            "--encoder",
+            "pixel",
+            "--recalibrator",
+            "temperature",
+            "--out",
+            str(model),
+        ],
+    )
     assert r.exit_code == 0, r.output
     refit = refit_cell(out, "pixel", "temperature")
     test_csv = tmp_path / "test.csv"
     pd.DataFrame({"path": refit.test_paths}).to_csv(test_csv, index=False)
     pred_csv = tmp_path / "pred.csv"
-    r = cli.invoke(app, ["predict", "--model", str(model), "--images", str(test_csv),
-                         "--out", str(pred_csv)])
+    r = cli.invoke(
+        app, ["predict", "--model", str(model), "--images", str(test_csv), "--out", str(pred_csv)]
+    )
     assert r.exit_code == 0, r.output
     pred = pd.read_csv(pred_csv)
     proba = pred[["p_benign", "p_malignant"]].to_numpy()
     assert list(pred["path"]) == [str(p) for p in refit.test_paths]
     assert np.abs(proba - refit.test_proba).max() <= PROBA_TOLERANCE
-    stored = runs[(runs["encoder"] == "pixel") & (runs["recalibrator"] == "temperature")
-                  & (runs["seed"] == 0) & (runs["condition"] == "clean")].iloc[0]
-    y = np.array([{"benign": 0, "malignant": 1}[v] for v in
-                  pd.read_csv(csv).set_index("path").loc[[Path(p).name for p in
-                                                          refit.test_paths], "diagnosis"]])
+    stored = runs[
+        (runs["encoder"] == "pixel")
+        & (runs["recalibrator"] == "temperature")
+        & (runs["seed"] == 0)
+        & (runs["condition"] == "clean")
+    ].iloc[0]
+    y = np.array(
+        [
+            {"benign": 0, "malignant": 1}[v]
+            for v in pd.read_csv(csv)
+            .set_index("path")
+            .loc[[Path(p).name for p in refit.test_paths], "diagnosis"]
+        ]
+    )
     got = score(y, proba, "multiclass")
     for m in ("auroc", "ece", "brier", "nll"):
         assert abs(got[m] - stored[m]) <= 1e-9, m

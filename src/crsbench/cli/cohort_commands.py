@@ -44,7 +44,8 @@ def _spec(config: Path | None, data: Path | None, images: Path | None, label_col
     missing = [k for k in ("data", "images", "label_columns") if not values.get(k)]
     if missing:
         raise ConfigError(
-            "profile needs " + ", ".join(f"--{k.replace('_', '-')}" for k in missing)
+            "profile needs "
+            + ", ".join(f"--{k.replace('_', '-')}" for k in missing)
             + " (or a --config YAML with those keys)."
         )
     return CohortSpec(**values)

@@ -111,8 +111,11 @@ def save_model(model: ModelArtefact, out_dir: Path) -> Path:
         "encoder": model.encoder,
         "task": model.task,
         "labels": list(model.labels),
-        "probe": {**model.probe, "logits": "features @ coef + intercept",
-                  "n_features": int(model.coef.shape[0])},  # fmt: skip
+        "probe": {
+            **model.probe,
+            "logits": "features @ coef + intercept",
+            "n_features": int(model.coef.shape[0]),
+        },  # fmt: skip
         "recalibrator": recal,
         "provenance": model.provenance,
         "files": {TENSORS_FILE: _sha256(blob)},

@@ -184,7 +184,8 @@ def check_images(ds: Any, csv: Path, path_column: str, rows: np.ndarray) -> list
         raise CohortError(
             f"{csv}: {len(problems)} of {len(ds.paths)} images are missing or unreadable; at "
             f"most {budget} ({MAX_BAD_FRACTION:.0%}) can be left out. "
-            + "; ".join(lines[:20]) + more,
+            + "; ".join(lines[:20])
+            + more,
             "put the missing files in place (paths are relative to --images), replace the "
             "unreadable ones, or delete their rows from the CSV.",
         )

@@ -85,8 +85,11 @@ def cohort_config(spec: CohortSpec, n_images: int) -> tuple[BenchmarkConfig, lis
         },
         "seeds": list(seeds),
         "fractions": list(DEFAULT_FRACTIONS),
-        "perturbations": {"names": list(PAPER_PERTURBATIONS), "severities": [1, 2, 3],
-                          "include_extra": False},  # fmt: skip
+        "perturbations": {
+            "names": list(PAPER_PERTURBATIONS),
+            "severities": [1, 2, 3],
+            "include_extra": False,
+        },  # fmt: skip
         "probes": {"mlp": None, "knn": None},
         "layers": [1.0],
         "output_dir": str(spec.out),

@@ -64,7 +64,9 @@ def list_images(source: Path, path_column: str = "path") -> tuple[list[str], lis
     return list(cells), paths
 
 
-def load_encoder(model: ModelArtefact, device: str = "cpu", weights_path: Path | None = None) -> Any:
+def load_encoder(
+    model: ModelArtefact, device: str = "cpu", weights_path: Path | None = None
+) -> Any:
     """Build the artefact's encoder and refuse weights whose sha256 differs from the export's."""
     from crsbench.encoders import build
 

@@ -117,7 +117,8 @@ def profile_cohort(
                         skip_missing=skip_missing)  # fmt: skip
     info = {**summary.as_dict(), "choices": reasons, "csv": str(Path(spec.data).resolve()),
             "images": str(Path(spec.images).resolve()), "label_columns": list(spec.label_columns),
-            "group_column": spec.group_column}  # fmt: skip
+            "group_column": spec.group_column,
+            "metadata_columns": [str(c) for c in ds.metadata.columns]}  # fmt: skip
     (run.out_dir / COHORT_FILE).write_text(json.dumps(info, indent=2), encoding="utf-8")
     page = None
     if verdict:

@@ -176,6 +176,6 @@ def refit_cell(store_dir: Path, encoder: str, recalibrator: str = "none",
                     "package_version": __version__, "recalibrator": recalibrator,
                     "test_metrics_reproduced": checked, "metric_tolerance": METRIC_TOLERANCE},
     )  # fmt: skip
-    return CellRefit(model, np.asarray(ds.image_ids)[cell.test], np.asarray(ds.paths)[cell.test],
-                     proba, checked)
-
+    return CellRefit(
+        model, np.asarray(ds.image_ids)[cell.test], np.asarray(ds.paths)[cell.test], proba, checked
+    )

@@ -82,8 +82,10 @@ def _sentence(row: Any, worst: pd.DataFrame, recal: pd.DataFrame) -> str:
         if method in ("isotonic", "dirichlet"):
             cal = f"better calibrated after {method} recalibration (ECE {before:.3f} → {after:.3f})"
     elif recal[(recal["encoder"] == enc) & (recal["recalibrator"] != "none")]["ece"].isna().all():
-        cal = (f"miscalibrated (ECE {before:.3f}); recalibration is undefined here (the "
-               "calibration split is below the protocol's minimum per class)")
+        cal = (
+            f"miscalibrated (ECE {before:.3f}); recalibration is undefined here (the "
+            "calibration split is below the protocol's minimum per class)"
+        )
     else:
         cal = f"miscalibrated (ECE {before:.3f}) and no recalibrator lowers it"
     parts = [f"AUROC {row['auroc']:.3f}", cal]

@@ -18,16 +18,29 @@ from crsbench.core.errors import DataError, EncoderError
 METHODS = ("temperature", "vector", "isotonic", "dirichlet")
 
 
-def _model(task: str, method: str | None, weights: str = "0" * 64) -> tuple[ModelArtefact, np.ndarray]:
+def _model(
+    task: str, method: str | None, weights: str = "0" * 64
+) -> tuple[ModelArtefact, np.ndarray]:
     rng = np.random.default_rng(1)
     d, k, n = 6, 3, 300
     X = rng.normal(size=(n, d))
     coef, intercept = rng.normal(size=(d, k)), rng.normal(size=k)
     model = ModelArtefact(
-        encoder={"name": "pixel", "weights_sha256": weights, "input_size": 64,
-                 "working_size": 224, "precision": "fp32", "revision": "x"},
-        task=task, labels=["a", "b", "c"], probe={"C": 0.1, "seed": 0},
-        coef=coef, intercept=intercept, mean=X.mean(0), scale=X.std(0),
+        encoder={
+            "name": "pixel",
+            "weights_sha256": weights,
+            "input_size": 64,
+            "working_size": 224,
+            "precision": "fp32",
+            "revision": "x",
+        },
+        task=task,
+        labels=["a", "b", "c"],
+        probe={"C": 0.1, "seed": 0},
+        coef=coef,
+        intercept=intercept,
+        mean=X.mean(0),
+        scale=X.std(0),
     )
     if method is not None:
         p = model.probe_proba(X)
