@@ -62,8 +62,9 @@ def _same_for_metrics(exact: np.ndarray, small: np.ndarray) -> bool:
     if np.any(np.diff(b, axis=0) < 0):
         return False
     edges = np.linspace(0.0, 1.0, ECE_BINS + 1)
-    if not np.array_equal(np.searchsorted(edges, exact, "right"), np.searchsorted(edges, small,
-                                                                                  "right")):
+    if not np.array_equal(
+        np.searchsorted(edges, exact, "right"), np.searchsorted(edges, small, "right")
+    ):
         return False
     return bool(np.array_equal(exact.argmax(axis=1), small.argmax(axis=1)))
 
@@ -87,9 +88,7 @@ def decode_matrix(
         raise StoreError(f"{where} must be stored as <f4 or <f8. Got dtype {dtype!r} instead.")
     data = np.frombuffer(bytes(blob), dtype=np.dtype(dtype))
     if data.size != int(n_rows) * int(n_cols):
-        raise StoreError(
-            f"{where} must hold {n_rows} x {n_cols} values. Got {data.size} instead."
-        )
+        raise StoreError(f"{where} must hold {n_rows} x {n_cols} values. Got {data.size} instead.")
     return data.reshape(int(n_rows), int(n_cols)).astype(np.float64)
 
 

@@ -21,11 +21,11 @@ import pyarrow as pa
 
 from crsbench.core.predictions import (
     BLOBS_TABLE,
+    EVAL_SPLIT,
     PREDICTION_TABLES,
     PREDICTIONS_TABLE,
-    SPLITS_TABLE,
-    EVAL_SPLIT,
     SHIFT_SPLIT,
+    SPLITS_TABLE,
     VAL_SPLIT,
     content_key,
     encode_matrix,
@@ -55,18 +55,34 @@ DDL: dict[str, str] = {
 }
 _ARROW: dict[str, pa.Schema] = {
     SPLITS_TABLE: pa.schema(
-        [("split_key", pa.string()), ("dataset", pa.string()), ("split", pa.string()),
-         ("task", pa.string()), ("n_rows", pa.int32()), ("n_targets", pa.int32()),
-         ("image_ids", pa.list_(pa.string())), ("groups", pa.list_(pa.string())),
-         ("targets", pa.binary())]  # fmt: skip
+        [
+            ("split_key", pa.string()),
+            ("dataset", pa.string()),
+            ("split", pa.string()),
+            ("task", pa.string()),
+            ("n_rows", pa.int32()),
+            ("n_targets", pa.int32()),
+            ("image_ids", pa.list_(pa.string())),
+            ("groups", pa.list_(pa.string())),
+            ("targets", pa.binary()),
+        ]  # fmt: skip
     ),
     BLOBS_TABLE: pa.schema(
-        [("prob_key", pa.string()), ("n_rows", pa.int32()), ("n_outputs", pa.int32()),
-         ("dtype", pa.string()), ("prob", pa.binary())]  # fmt: skip
+        [
+            ("prob_key", pa.string()),
+            ("n_rows", pa.int32()),
+            ("n_outputs", pa.int32()),
+            ("dtype", pa.string()),
+            ("prob", pa.binary()),
+        ]  # fmt: skip
     ),
     PREDICTIONS_TABLE: pa.schema(
-        [("run_key", pa.string()), ("split", pa.string()), ("split_key", pa.string()),
-         ("prob_key", pa.string())]  # fmt: skip
+        [
+            ("run_key", pa.string()),
+            ("split", pa.string()),
+            ("split_key", pa.string()),
+            ("prob_key", pa.string()),
+        ]  # fmt: skip
     ),
 }
 
@@ -200,8 +216,9 @@ def export_predictions(con: Any, folder: Path) -> dict[str, Path]:
     if not has_prediction_tables(con):
         return {}
     return {
-        name: export_query(con, f"SELECT * FROM {name} ORDER BY ALL", folder / f"{name}.parquet",
-                           "parquet")  # fmt: skip
+        name: export_query(
+            con, f"SELECT * FROM {name} ORDER BY ALL", folder / f"{name}.parquet", "parquet"
+        )  # fmt: skip
         for name in PREDICTION_TABLES
     }
 

@@ -174,7 +174,7 @@ def cell_replicate_axes(
     drops = [d - _per_seed(p, n_s, auc) for _, p in sorted(cell.conditions.items())]
     for split, p in cell.shifts:
         wt = _weights(split, replicates, seed)
-        drops.append(d - _per_seed(p, n_s, lambda q: weighted_macro_auroc(split.y, q, task, wt)))
+        drops.append(d - _per_seed(p, n_s, lambda q, s=split, w=wt: auc(q, s.y, w)))
     if drops:
         stack = np.stack(drops, axis=-1)
         r = 0.5 * stack.mean(axis=-1) + 0.5 * stack.max(axis=-1)
