@@ -24,12 +24,15 @@ from crsbench.report.html import (
     table_html,
 )
 from crsbench.report.quarantine import quarantine_lines
+from crsbench.report.sections_uncertainty import interval_notes
 
 BOARD_HEADERS = {
     "rank_crs": "CRS rank", "rank_auroc": "AUROC rank", "n_cells": "cells",
     "auroc": "D: AUROC", "ece": "C: ECE", "retention": "L: retention",
     "robustness_drop": "R: drop", "robustness_drop_extra": "extras: drop (not in R)",
     "p_rank1": "P(rank 1)", "p_top3": "P(top 3)", "missing": "missing (why NaN)",
+    "crs_ci_low": "CRS 95% CI low", "crs_ci_high": "CRS 95% CI high",
+    "interval": "interval method",
 }  # fmt: skip
 #: Read under the leaderboard: the headers wrap to fit the page, the legend spells them out.
 BOARD_LEGEND = (
@@ -98,6 +101,7 @@ def leaderboard(d: ReportData, w: Writer) -> Section:
     )  # fmt: skip
     s.parts.append(table_html(board, headers=BOARD_HEADERS, sortable=True, table_id="board"))
     s.parts.append(f'<p class="legend">{BOARD_LEGEND}</p>')
+    s.parts += interval_notes(d)
     s.parts.append(files_html([rel]))
     if d.cells_excluded:
         s.parts.append(note_html(
@@ -145,35 +149,6 @@ def rank_shift(d: ReportData, w: Writer) -> Section:
     ]))  # fmt: skip
     s.parts.append(figure_html(fr.rank_shift_figure(d.rank_moves, w.fig_dir), "Slope chart"))
     rels = [w.csv(d.rank_moves, "rank_moves"), w.csv(pd.DataFrame([a]), "agreement")]
-    s.parts.append(files_html(rels))
-    return s
-
-
-def uncertainty(d: ReportData, w: Writer) -> Section:
-    """Section 4: bootstrap rank probabilities, CRS intervals and the leader's gap."""
-    s = Section(
-        "uncertainty", "4. Uncertainty",
-        "How often each encoder comes first or in the top three when seeds are resampled; a "
-        "leader whose gap interval includes 0 is not reliably ahead of the runner-up.",
-    )  # fmt: skip
-    if d.bootstrap is None:
-        s.parts.append(_missing(d, "uncertainty"))
-        return s
-    g = d.leader_gap
-    if g is not None:
-        verdict = "excludes 0: the lead is significant" if g["ci_low"] > 0 else "includes 0"
-        s.parts.append(stats_html([
-            ("leader", g["leader"]), ("runner-up", g["runner_up"]),
-            ("CRS gap", f"{g['diff']:.3f}"),
-            ("95% CI of the gap", f"[{g['ci_low']:.3f}, {g['ci_high']:.3f}]"),
-            ("P(leader ahead)", f"{g['p_leader_better']:.2f}"),
-        ]))  # fmt: skip
-        s.parts.append(f'<p class="lede">The interval {verdict}.</p>')
-    fig = fr.uncertainty_figure(d.bootstrap, w.fig_dir, d.n_replicates)
-    s.parts.append(figure_html(fig, "Bootstrap rank probabilities"))
-    rels = [w.csv(d.bootstrap, "bootstrap_ranks")]
-    if g is not None:
-        rels.append(w.csv(pd.DataFrame([g]), "leader_gap"))
     s.parts.append(files_html(rels))
     return s
 
