@@ -134,3 +134,13 @@ def print_table(
     for r in rows:
         table.add_row(*(escape(_cell(r.get(k), "—")) for k in columns))
     console.print(table)
+
+
+#: ``--interval`` of ``score``, ``analyze`` and ``report``.
+INTERVAL_OPTION = typer.Option(
+    "test-patients",
+    "--interval",
+    help="Bootstrap of intervals and tiers: test-patients (test patients × seeds, paired; "
+    "needs the store's per-sample predictions, else falls back to seed-only with a note) or "
+    "seed-only (the paper's).",
+)

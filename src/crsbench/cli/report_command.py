@@ -7,7 +7,13 @@ from pathlib import Path
 import typer
 
 from crsbench.cli.app import app, fail
-from crsbench.cli.output import EXIT_CODES_HELP, QUIET_OPTION, VERBOSE_OPTION, verbosity
+from crsbench.cli.output import (
+    EXIT_CODES_HELP,
+    INTERVAL_OPTION,
+    QUIET_OPTION,
+    VERBOSE_OPTION,
+    verbosity,
+)
 
 
 @app.command("report", epilog=EXIT_CODES_HELP)
@@ -16,12 +22,13 @@ def report(
     out: Path = typer.Option(
         ..., "--out", help="Output directory for index.html, figures, tables."
     ),
-    replicates: int = typer.Option(2000, "--replicates", help="Paired-seed bootstrap replicates."),
+    replicates: int = typer.Option(2000, "--replicates", help="Bootstrap replicates."),
     seed: int = typer.Option(0, "--seed", help="Seed of every resampling."),
     anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
     cell: str | None = typer.Option(
         None, "--calibration-cell", help="ENCODER/DATASET cell of the calibration section."
     ),
+    interval: str = INTERVAL_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
@@ -40,7 +47,7 @@ def report(
         chosen = (parts[0], parts[1])
     try:
         index = build_report(store, out, n_replicates=replicates, seed=seed, anchors=anchors,
-                             calibration_cell=chosen)  # fmt: skip
+                             calibration_cell=chosen, interval=interval)  # fmt: skip
     except CrsbenchError as exc:
         fail(str(exc))
     typer.echo(f"wrote {index}")

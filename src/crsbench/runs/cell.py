@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from crsbench.core.predictions import EVAL_SPLIT, SHIFT_SPLIT, VAL_SPLIT
 from crsbench.probes import KNNProbe, MLPProbe, fit_probe_grid
 from crsbench.runs.cell_scoring import emit, model_key, score, targets
+from crsbench.runs.predictions import PredictionKeeper, cell_keeper
 
 __all__ = ["CellData", "CellSettings", "ShiftData", "evaluate_cell", "score", "targets"]
 
@@ -33,6 +35,8 @@ class ShiftData:
     X: np.ndarray
     y: np.ndarray
     details: Mapping[str, Any] = field(default_factory=dict)
+    image_ids: np.ndarray | None = None
+    groups: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,9 @@ class CellData:
         row of the cell carries it in ``details["n_quarantined"]``.
     quarantined : tuple of dict
         Those images (``dataset``, ``split``, ``image_id``, ``path``, ``error_class``, ``message``).
+    image_ids, groups : (N,) arrays or None
+        Image id and patient group of every row; with them the main-protocol rows keep their
+        per-sample predictions (:mod:`crsbench.runs.predictions`).
     """
 
     encoder: str
@@ -69,6 +76,8 @@ class CellData:
     shift: ShiftData | None = None
     n_quarantined: Mapping[str, int] = field(default_factory=dict)
     quarantined: tuple[Mapping[str, str], ...] = ()
+    image_ids: np.ndarray | None = None
+    groups: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -124,26 +133,22 @@ def _conditions(
     extra: Mapping[str, Any],
     memo: dict[Any, dict[str, Any]],
     mkey: str | None,
+    keeper: PredictionKeeper | None = None,
 ) -> None:
-    """Rows of a full-label model on every perturbed condition and the shift target."""
+    """Rows of a full-label model on every perturbed condition and the shift target
+    (``keeper``: keep their predictions)."""
     for (name, sev), X in cell.perturbed.items():
         t0 = time.perf_counter()
         ident = _row(cell, seed, probe, 1.0, 1.0, name, sev)
-        emit(
-            rows,
-            ident,
-            y[cell.test],
-            lambda X=X: predict(X),
-            cell.task,
-            extra,
-            t0,
-            memo,
-            None if mkey is None else (mkey, name, sev),
-        )
+        key = None if mkey is None else (mkey, name, sev)
+        p = emit(rows, ident, y[cell.test], lambda X=X: predict(X), cell.task, extra, t0, memo, key)
+        if keeper is not None:
+            keeper.keep(rows[-1], EVAL_SPLIT, key, p, lambda X=X: predict(X))
     if cell.shift is not None:
         t0 = time.perf_counter()
         ident = _row(cell, seed, probe, 1.0, 1.0, "shift", 0, eval_dataset=cell.shift.target)
-        emit(
+        key = None if mkey is None else (mkey, "shift")
+        p = emit(
             rows,
             ident,
             targets(cell.shift.y, cell.task),
@@ -152,8 +157,10 @@ def _conditions(
             {**extra, **cell.shift.details},
             t0,
             memo,
-            None if mkey is None else (mkey, "shift"),
+            key,
         )
+        if keeper is not None:
+            keeper.keep(rows[-1], SHIFT_SPLIT, key, p, lambda: predict(cell.shift.X))
 
 
 def _fit_grid(
@@ -186,6 +193,7 @@ def _logistic(
     t0 = time.perf_counter()
     fits = _fit_grid(cell, s, X, y, subsets)
     fit_time = (time.perf_counter() - t0) / max(1, len(fits))  # goes to wall_time_s only
+    keeper = cell_keeper(cell, y)
     for (f, seed), fit in fits.items():
         extra = {
             "C": fit.C,
@@ -197,21 +205,15 @@ def _logistic(
         }
         mkey = model_key("logistic", fit.coef, fit.intercept)
         t1 = time.perf_counter() - fit_time
-        emit(
-            rows,
-            _row(cell, seed, "logistic", 1.0, f),
-            y[cell.test],
-            lambda fit=fit: fit.predict_proba(X[cell.test]),
-            cell.task,
-            extra,
-            t1,
-            memo,
-            (mkey, "clean"),
-            bins=f == 1.0,
-        )
+        on_test = lambda fit=fit: fit.predict_proba(X[cell.test])  # noqa: E731
+        p = emit(rows, _row(cell, seed, "logistic", 1.0, f), y[cell.test], on_test, cell.task,
+                 extra, t1, memo, (mkey, "clean"), bins=f == 1.0)  # fmt: skip
+        keeper.keep(rows[-1], EVAL_SPLIT, (mkey, "clean"), p, on_test)
         if f != 1.0:
             continue
-        _conditions(cell, seed, "logistic", fit.predict_proba, y, rows, extra, memo, mkey)
+        on_val = lambda fit=fit: fit.predict_proba(X[cell.val])  # noqa: E731
+        keeper.keep(rows[-1], VAL_SPLIT, (mkey, "val"), None, on_val)
+        _conditions(cell, seed, "logistic", fit.predict_proba, y, rows, extra, memo, mkey, keeper)
         _recalibrated(cell, s, seed, fit.predict_proba, y, rows, extra, memo, mkey)
 
 

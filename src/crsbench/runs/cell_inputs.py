@@ -81,6 +81,8 @@ def _shift_data(
         np.asarray(fa.features),
         tds.labels[target.eval_rows][rows],
         {"shift_rows": target.shift_provenance(rows)},
+        image_ids=tids[rows],
+        groups=np.asarray(tds.groups)[target.eval_rows][rows],
     )
     return shift, entries
 
@@ -141,6 +143,8 @@ def cell_data(
         shift=shift,
         n_quarantined=counts,
         quarantined=tuple(entries),
+        image_ids=ids,
+        groups=np.asarray(ds.groups),
     )
 
 

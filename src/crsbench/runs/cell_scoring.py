@@ -65,12 +65,14 @@ def emit(
     memo: dict[Any, dict[str, Any]] | None = None,
     key: Any = None,
     bins: bool = False,
-) -> None:
+) -> Any:
     """Score a prediction and append the row; ``prob`` may be a callable (computed lazily).
 
     With ``memo`` and ``key``, a prediction already scored under ``key`` (the same model on
     the same rows, e.g. the full-label fit that every seed shares) is reused, not recomputed.
+    Returns the probabilities when they were computed here, None when the score was reused.
     """
+    p = None
     if memo is not None and key is not None and key in memo:
         metrics = copy.deepcopy(memo[key])
     else:
@@ -82,6 +84,7 @@ def emit(
         if memo is not None and key is not None:
             memo[key] = copy.deepcopy(metrics)
     rows.append({**ident, **metrics, "wall_time_s": time.perf_counter() - t0})
+    return p
 
 
 def model_key(*parts: Any) -> str:

@@ -20,6 +20,7 @@ from crsbench.core.storefile import LAST_RUN_FILE
 from crsbench.runs.cell import CellSettings
 from crsbench.runs.outdir import check_output_dir, claim_output_dir
 from crsbench.runs.plan import control_fractions, plan_cells
+from crsbench.runs.predictions import pop_predictions, prediction_batch
 from crsbench.runs.prepare import prepare_datasets
 from crsbench.runs.records import RunRecord, make_run_key
 from crsbench.runs.reliability import rebuild_reliability_table
@@ -256,6 +257,7 @@ def run_benchmark(
         try:
             for out_cell in ex.run_cells(cfg, todo, prepared, settings, progress=progress):
                 c = out_cell.plan
+                preds = pop_predictions(out_cell.rows)
                 records = to_records(
                     out_cell.rows,
                     cfg_hash=h,
@@ -266,7 +268,8 @@ def run_benchmark(
                     precision=out_cell.precision,
                 )
                 _report_quarantine(store, out_cell.quarantined, announced, emit)
-                written += store.append(records)
+                batch = prediction_batch([r.run_key for r in records], preds)
+                written += store.append(records, predictions=batch)
                 t_extract += out_cell.extract_s
                 t_eval += out_cell.evaluate_s
                 emit(

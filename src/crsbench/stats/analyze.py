@@ -20,7 +20,6 @@ from crsbench.scoring.anchors import load_anchors
 from crsbench.scoring.axes import axes_from_runs
 from crsbench.stats.agreement import rank_agreement, rank_moves
 from crsbench.stats.analyze_beyond import emit_beyond
-from crsbench.stats.bootstrap import paired_seed_bootstrap
 from crsbench.stats.calibration_effects import (
     discrimination_calibration_correlation,
     ece_increase_by_condition,
@@ -36,6 +35,7 @@ from crsbench.stats.label_efficiency import (
 from crsbench.stats.layers import layer_depth
 from crsbench.stats.regimes import regime_comparison
 from crsbench.stats.shift import default_groups, shift_auroc_by_encoder, shift_welch
+from crsbench.stats.uncertainty import crs_uncertainty, indistinguishable_sentences
 from crsbench.stats.validity import leave_one_dataset_out, shift_validity
 
 
@@ -60,10 +60,13 @@ def _records(df: pd.DataFrame) -> list[dict]:
 def run_analyses(
     runs: pd.DataFrame,
     out_dir: str | Path,
-    n_replicates: int = 10_000,
+    n_replicates: int = 2_000,
     seed: int = 0,
     anchors: str | Path | None = None,
     groups: dict[str, str] | None = None,
+    *,
+    store: str | Path | None = None,
+    interval: str = "test-patients",
 ) -> dict:
     """Run every analysis, write ``<name>.csv`` per analysis and ``summary.json``.
 
@@ -82,6 +85,9 @@ def run_analyses(
     groups : mapping, optional
         Encoder → ``general`` / ``medical`` for the shift test (default: encoder cards, then
         the ``encoder_group`` column).
+    store, interval
+        The bootstrap of tiers and intervals (:func:`crsbench.stats.uncertainty.crs_uncertainty`):
+        test patients × seeds on ``store``'s predictions by default, ``"seed-only"`` by name.
 
     Returns
     -------
@@ -140,13 +146,21 @@ def run_analyses(
     emit("agreement_auroc_vs_crs", agreement)
 
     def bootstrap() -> tuple[pd.DataFrame, dict]:
-        res = paired_seed_bootstrap(per_seed, anc, n_replicates=n_replicates, seed=seed)
-        res.pairwise.to_csv(out / "bootstrap_pairwise.csv", index=False)
-        top = res.ranks.iloc[:3]
-        return res.ranks, {
+        unc = crs_uncertainty(per_seed, anc, store=store, interval=interval,
+                              n_replicates=n_replicates, seed=seed)  # fmt: skip
+        ranks = unc.ranks()
+        unc.result.pairwise.assign(interval=unc.method).to_csv(
+            out / "bootstrap_pairwise.csv", index=False
+        )
+        top = ranks.iloc[:3]
+        return ranks, {
             "n_replicates": n_replicates,
+            "interval": unc.method,
+            "note": unc.note,
+            "n_test_patients": unc.n_patients,
             "p_rank1": dict(zip(top["encoder"], top["p_rank1"], strict=True)),
-            "leading_tier": res.ranks.loc[res.ranks["tier"] == 1, "encoder"].tolist(),
+            "leading_tier": ranks.loc[ranks["tier"] == 1, "encoder"].tolist(),
+            "indistinguishable": indistinguishable_sentences(unc),
         }
 
     emit("bootstrap", bootstrap)

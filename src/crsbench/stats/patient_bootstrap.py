@@ -76,6 +76,8 @@ class CellPredictions:
         Full-label probabilities on the same test rows under each robustness condition.
     shift : (EvalSplit, array) or None
         The shift target's rows and the full-label probabilities on them.
+    more_shifts : tuple of (EvalSplit, array)
+        Further shift targets inside R (each drop is one more condition).
     """
 
     encoder: str
@@ -87,6 +89,12 @@ class CellPredictions:
     fractions: Mapping[float, np.ndarray] = field(default_factory=dict)
     conditions: Mapping[tuple[str, int], np.ndarray] = field(default_factory=dict)
     shift: tuple[EvalSplit, np.ndarray] | None = None
+    more_shifts: tuple[tuple[EvalSplit, np.ndarray], ...] = ()
+
+    @property
+    def shifts(self) -> tuple[tuple[EvalSplit, np.ndarray], ...]:
+        """Every shift target inside R."""
+        return ((self.shift,) if self.shift is not None else ()) + tuple(self.more_shifts)
 
 
 @dataclass(frozen=True)
@@ -164,10 +172,9 @@ def cell_replicate_axes(
     else:
         ret = np.full_like(d, np.nan)
     drops = [d - _per_seed(p, n_s, auc) for _, p in sorted(cell.conditions.items())]
-    if cell.shift is not None:
-        split, p = cell.shift
+    for split, p in cell.shifts:
         wt = _weights(split, replicates, seed)
-        drops.append(d - _per_seed(p, n_s, lambda q: weighted_macro_auroc(split.y, q, task, wt)))
+        drops.append(d - _per_seed(p, n_s, lambda q, s=split, w=wt: auc(q, s.y, w)))
     if drops:
         stack = np.stack(drops, axis=-1)
         r = 0.5 * stack.mean(axis=-1) + 0.5 * stack.max(axis=-1)
@@ -183,7 +190,7 @@ def seed_resampled_axes(per_seed: np.ndarray, seed_counts: np.ndarray) -> np.nda
 
 
 def _scores(
-    cells: Sequence[CellPredictions], raw: list[np.ndarray], anchors: Anchors
+    cells: Sequence[CellPredictions], raw: list[np.ndarray], anchors: Anchors, rule: str = "fixed"
 ) -> tuple[np.ndarray, list[str]]:
     """Aggregate CRS per encoder of each replicate, ``(B, E)``, scored as the point estimate."""
     n_b = raw[0].shape[0]
@@ -196,7 +203,7 @@ def _scores(
     )
     frame[list(AXES)] = np.concatenate(raw, axis=0)
     cube = axes_cube(frame)
-    return replicate_scores(cube, np.eye(n_b, dtype=int), anchors), cube.encoders
+    return replicate_scores(cube, np.eye(n_b, dtype=int), anchors, rule), cube.encoders
 
 
 def _check_cells(cells: Sequence[CellPredictions]) -> None:
@@ -218,6 +225,7 @@ def patient_seed_bootstrap(
     top_k: int = 3,
     level: float = 0.95,
     chunk: int = 250,
+    rule: str = "fixed",
 ) -> PatientBootstrapResult:
     """Paired bootstrap over test patients × seeds of the aggregate-CRS ranking.
 
@@ -235,6 +243,8 @@ def patient_seed_bootstrap(
         ``p_top3`` counts ranks ``<= top_k``; the percentile intervals' level.
     chunk : int
         Replicates evaluated at once (memory ~ chunk × the largest test split).
+    rule : {"fixed", "cohort"}
+        How each replicate's axes are scored (as the point estimate is).
 
     Returns
     -------
@@ -251,11 +261,11 @@ def patient_seed_bootstrap(
         block = ids[start : start + chunk]
         sc = resample_counts_for(SEED_STREAM, n_s, block, seed)
         raw = [seed_resampled_axes(cell_replicate_axes(c, block, seed), sc) for c in cells]
-        scores, encoders = _scores(cells, raw, anc)
+        scores, encoders = _scores(cells, raw, anc, rule)
         reps.append(scores)
         axes.append(np.stack(raw, axis=1))
     point_raw = [_point_axes(c) for c in cells]
-    point, encoders = _scores(cells, point_raw, anc)
+    point, encoders = _scores(cells, point_raw, anc, rule)
     base = _basic_intervals(
         _summarise(encoders, point[0], np.concatenate(reps), top_k, level), point[0], level
     )
@@ -308,8 +318,8 @@ def count_test_patients(cells: Sequence[CellPredictions]) -> dict[str, int]:
     out: dict[str, int] = {}
     for c in cells:
         out[c.dataset] = c.test.n_patients
-        if c.shift is not None:
-            out[c.shift[0].dataset] = c.shift[0].n_patients
+        for split, _ in c.shifts:
+            out[split.dataset] = split.n_patients
     return out
 
 
