@@ -89,6 +89,50 @@ def recalibrated_rows(
             )
 
 
+def lora_recalibrated_rows(
+    recalibrators: list[str],
+    task: str,
+    seed: int,
+    calib: tuple[np.ndarray, np.ndarray],
+    test: tuple[np.ndarray, np.ndarray],
+    shift: tuple[np.ndarray, np.ndarray, dict[str, Any]] | None,
+    ident: Any,
+    details: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """The LoRA regime's recalibrated rows, under the same CV protocol as the frozen ones.
+
+    ``calib`` and ``test`` are ``(probabilities, labels)`` / ``(labels, probabilities)`` of
+    the adapted model; ``shift`` is ``(labels, probabilities, shift details)`` or ``None``;
+    ``ident(recalibrator, "clean" | "shift")`` gives a row's identity. A calibration split
+    below the protocol's minimum gives NaN rows with the reason, as in the frozen cells.
+    """
+    from crsbench.runs.cell import score
+
+    protocol = load_recal_protocol()
+    rows: list[dict[str, Any]] = []
+    for name in recalibrators:
+        t0 = time.perf_counter()
+        base = {**details, "n_calib": len(calib[1])}
+        try:
+            fit = fit_recalibrator(name, calib[0], calib[1], task, seed)
+        except CalibrationSplitTooSmall as exc:
+            info = {**protocol.summary(), "seed": int(seed), "choice": "undefined"}
+            base.update(recal=info, recal_choice="undefined")
+            rows.append(_undefined_row(ident(name, "clean"), base, str(exc), t0))
+            if shift is not None:
+                rows.append(
+                    _undefined_row(ident(name, "shift"), {**base, **shift[2]}, str(exc), t0)
+                )
+            continue
+        base.update(recal=fit.record(), recal_choice=fit.choice)
+        for where, y, prob, extra in (("clean", test[0], test[1], {}),
+                                      *([("shift", shift[0], shift[1], shift[2])] if shift else [])):  # fmt: skip
+            metrics = score(y, fit.predict_proba(prob), task)
+            metrics["details"].update({**base, **extra})
+            rows.append({**ident(name, where), **metrics, "wall_time_s": time.perf_counter() - t0})
+    return rows
+
+
 def _undefined_row(
     ident: dict[str, Any], details: dict[str, Any], reason: str, t0: float
 ) -> dict[str, Any]:

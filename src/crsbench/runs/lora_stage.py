@@ -185,7 +185,7 @@ def _seed_rows(
         save_checkpoint,
         train_lora,
     )
-    from crsbench.calibration import CALIBRATORS
+    from crsbench.runs.cell_recal import lora_recalibrated_rows
 
     s = train_settings(cfg)
     from crsbench.features.runner import forward_chunk
@@ -225,15 +225,11 @@ def _seed_rows(
             shift_prob = predict_proba(adapted, srows, ok, bs)
             emit((1.0, "shift", 0, "none"), y_shift, shift_prob, t1, {**det, **scored})
         calib_prob = predict_proba(adapted, cell.clean, cell.calib, bs)
-        for rec in cfg.recalibrators:
-            t1 = time.perf_counter()
-            c = CALIBRATORS.get(rec)(task=cell.task)
-            c.fit(calib_prob, cell.y[cell.calib])
-            rdet = {**det, "n_calib": int(len(cell.calib))}
-            emit((1.0, "clean", 0, rec), y_test, c.predict_proba(probs[0]), t1, rdet)
-            if shift_prob is not None:
-                emit((1.0, "shift", 0, rec), y_shift, c.predict_proba(shift_prob), t1,
-                     {**rdet, **scored})  # fmt: skip
+        shifted = None if shift_prob is None else (y_shift, shift_prob, scored)
+        rows += lora_recalibrated_rows(
+            cfg.recalibrators, cell.task, seed, (calib_prob, cell.y[cell.calib]),
+            (y_test, probs[0]), shifted, lambda rec, where: by_id[(1.0, where, 0, rec)], det,
+        )  # fmt: skip
     return rows
 
 
