@@ -104,6 +104,8 @@ def leaderboard_and_report(
                                   "retention", "robustness_drop", "CRS", "tier", "p_rank1")}  # fmt: skip
         print_table(console, board.sort_values("rank_crs").to_dict("records"), columns)
     console.print(
-        f"results: {out / 'results.duckdb'}  tables: {out / 'scores'}  analyses: {out / 'analysis'}"
+        f"results: {out / 'results.duckdb'}  tables: {out / 'scores'}  analyses: {out / 'analysis'}",
+        markup=False,
+        highlight=False,
     )
     return result

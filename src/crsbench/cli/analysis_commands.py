@@ -16,6 +16,7 @@ from crsbench.cli.output import (
     print_table,
     verbosity,
 )
+from crsbench.core.outputs import claim_results_folder, write_marker
 from crsbench.core.verbosity import NORMAL
 
 
@@ -85,7 +86,10 @@ def score(
              "robustness_drop_extra": "extras drop", "P": "P", "I": "I", "W": "W",
              "CRS": "CRS", "ci": "95% CI", "rank_auroc": "#auroc", "tier": "tier",
              "p_rank1": "P(1)"}  # fmt: skip
-    paths = write_tables(board, out or store / "scores")
+    try:
+        paths = write_tables(board, claim_results_folder(out or store / "scores"))
+    except CrsbenchError as exc:
+        fail(str(exc))
     rows = board.assign(ci=[_ci(lo, hi) for lo, hi in zip(board["crs_ci_low"],
                         board["crs_ci_high"], strict=True)])[list(shown)].to_dict("records")  # fmt: skip
     title = f"CRS-Bench leaderboard (rule={rule}, anchors {version})"
@@ -126,10 +130,11 @@ def analyze(
     if replicates < 1:
         fail(f"--replicates must be >= 1. Got {replicates} instead.")
     runs = _load(store)
-    target = out or store / "analysis"
     try:
+        target = claim_results_folder(out or store / "analysis", create=False)
         summary = run_analyses(runs, target, n_replicates=replicates, seed=seed, anchors=anchors,
                                store=store, interval=interval)  # fmt: skip
+        write_marker(target)
     except CrsbenchError as exc:
         fail(str(exc))
     if level >= NORMAL:

@@ -126,7 +126,7 @@ def print_table(
         return
     from rich.table import Table
 
-    table = Table(title=title or None)
+    table = Table(title=escape(title) if title else None)
     keep = set(whole) or {next(iter(columns))}
     for key, header in columns.items():
         justify = "right" if key in right else "left"

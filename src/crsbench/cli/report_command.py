@@ -14,6 +14,7 @@ from crsbench.cli.output import (
     VERBOSE_OPTION,
     verbosity,
 )
+from crsbench.core.outputs import claim_results_folder, write_marker
 
 
 @app.command("report", epilog=EXIT_CODES_HELP)
@@ -46,8 +47,10 @@ def report(
             fail(f"--calibration-cell must be ENCODER/DATASET. Got {cell!r} instead.")
         chosen = (parts[0], parts[1])
     try:
+        out = claim_results_folder(out, create=False)
         index = build_report(store, out, n_replicates=replicates, seed=seed, anchors=anchors,
                              calibration_cell=chosen, interval=interval)  # fmt: skip
     except CrsbenchError as exc:
         fail(str(exc))
+    write_marker(out)
     typer.echo(f"wrote {index}")

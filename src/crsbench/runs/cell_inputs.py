@@ -75,7 +75,8 @@ def _shift_data(
     entries = quarantine_entries(
         tds.name, tids, np.full(len(tids), "shift", dtype=object), rows, reported
     )
-    refuse_bad_images(tds.name, [(e["path"], e["error_class"]) for e in entries], len(tds))
+    # the budget is over the rows the shift evaluates, not the whole target dataset
+    refuse_bad_images(tds.name, [(e["path"], e["error_class"]) for e in entries], len(tids))
     shift = ShiftData(
         tds.name,
         np.asarray(fa.features),

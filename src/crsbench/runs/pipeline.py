@@ -123,6 +123,18 @@ def to_records(
     return out
 
 
+def _pin_working_size(cfg: BenchmarkConfig) -> BenchmarkConfig:
+    """``cfg`` with ``perturbations.working_size`` set to the run's W, computed from every
+    encoder of the config, so a run that skips encoders perturbs exactly as the full run does
+    (records keep the full config's hash, computed before)."""
+    from crsbench.runs.extract_cell import run_working_size
+
+    if cfg.perturbations.working_size is not None:
+        return cfg
+    pert = cfg.perturbations.model_copy(update={"working_size": run_working_size(cfg)})
+    return cfg.model_copy(update={"perturbations": pert})
+
+
 def _runnable(
     cfg: BenchmarkConfig, emit: ProgressFn, skip_missing: bool
 ) -> tuple[BenchmarkConfig, list[dict[str, str]]]:
@@ -214,6 +226,7 @@ def run_benchmark(
     cfg_json = cfg.model_dump_json()
     roots = [d.root for d in cfg.datasets.values()]
     check_output_dir(cfg.output_dir, dataset_roots=roots, force=force)
+    cfg = _pin_working_size(cfg)  # W of the whole config, whatever --skip-missing leaves out
     cfg, skipped = _runnable(cfg, emit, skip_missing) if check else (cfg, [])
     out = claim_output_dir(cfg.output_dir, dataset_roots=roots, force=force)
     t0 = time.perf_counter()

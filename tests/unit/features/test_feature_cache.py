@@ -1,4 +1,4 @@
-"""Feature cache: hits, key sensitivity, corruption, NaN rejection (RELIABILITY.md D1-D5, H1)."""
+"""Feature cache: hits, key sensitivity, corruption, NaN rejection."""
 
 from __future__ import annotations
 
