@@ -68,10 +68,13 @@ def probe_batch(plan: CellPlan, prep: Any, n_images: int, working_size: int | No
     if sp is None:
         return None
     rows = np.concatenate([np.asarray(sp.train), np.asarray(sp.val)])[:n_images]
+    labels = np.asarray(ds.labels)[rows]
+    if ds.task == "multiclass":  # one-hot rows -> the class vector the check's probe takes
+        labels = labels.argmax(axis=1)
     return ProbeBatch(
         image_ids=[str(i) for i in ds.image_ids[rows]],
         paths=[str(p) for p in ds.paths[rows]],
-        labels=np.asarray(ds.labels)[rows],
+        labels=labels,
         task=ds.task,
         n_outputs=len(ds.label_names),
         dataset_revision=ds.revision,

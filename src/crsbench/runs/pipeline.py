@@ -20,7 +20,7 @@ from crsbench.core.storefile import LAST_RUN_FILE
 from crsbench.runs.cell import CellSettings
 from crsbench.runs.outdir import check_output_dir, claim_output_dir
 from crsbench.runs.plan import control_fractions, plan_cells
-from crsbench.runs.predictions import pop_predictions, prediction_batch
+from crsbench.runs.predictions import PREDICTIONS_KEY, pop_predictions, prediction_batch
 from crsbench.runs.prepare import prepare_datasets
 from crsbench.runs.records import RunRecord, make_run_key
 from crsbench.runs.reliability import rebuild_reliability_table
@@ -96,6 +96,7 @@ def to_records(
     out = []
     for row in rows:
         row = dict(row)
+        row.pop(PREDICTIONS_KEY, None)  # per-sample predictions go to their own tables
         details = dict(row.pop("details", {}))
         wall = float(row.pop("wall_time_s", 0.0))
         undefined = dict(details.get("undefined") or {})
