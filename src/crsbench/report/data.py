@@ -18,6 +18,7 @@ import pandas as pd
 
 from crsbench.core.errors import CrsbenchError, DataError, StoreError
 from crsbench.core.storefile import STORE_FILE, read_tables
+from crsbench.scoring.planned import add_unrun_cells, planned_cells
 
 #: Columns of the optional ``reliability`` table (one row per reliability-diagram bin).
 RELIABILITY_COLUMNS: tuple[str, ...] = (
@@ -330,6 +331,7 @@ def compute_report_data(
             "main-protocol cell (frozen, logistic, layer 1.0, all four axes). Got none"
             + (" (" + "; ".join(why) + ")." if why else ".")
         )
+    cells = add_unrun_cells(cells, planned_cells(str(meta.get("config_json", ""))))
     board = aggregate_by_encoder(cells)
     for col in ("crs_ci_low", "crs_ci_high", "tier", "p_rank1", "p_top3"):
         board[col] = np.nan

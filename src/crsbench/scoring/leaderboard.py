@@ -11,6 +11,7 @@ import pandas as pd
 from crsbench.scoring.aggregate import aggregate_by_encoder, score_cells
 from crsbench.scoring.anchors import Anchors
 from crsbench.scoring.axes import axes_from_runs
+from crsbench.scoring.planned import add_unrun_cells, store_planned_cells
 
 LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "encoder", "n_cells", "n_cells_scored", "auroc", "ece", "retention",
@@ -56,6 +57,8 @@ def build_leaderboard(
     check_interval(interval)
     per_seed = axes_from_runs(runs, regime=regime)
     cells = score_cells(per_seed, anchors, rule=rule)
+    if store is not None:  # a planned cell the store lacks makes the encoder's row incomplete
+        cells = add_unrun_cells(cells, store_planned_cells(store))
     board = aggregate_by_encoder(cells)
     flags = pretraining_overlap(cells, shift_auroc_by_encoder(runs, regime))
     board["pretraining_overlap"] = board["encoder"].map(flags).fillna("")

@@ -18,6 +18,7 @@ from crsbench.core.errors import DataError
 from crsbench.scoring.aggregate import aggregate_by_encoder, encoder_means, score_cells
 from crsbench.scoring.anchors import load_anchors
 from crsbench.scoring.axes import axes_from_runs
+from crsbench.scoring.planned import add_unrun_cells, store_planned_cells
 from crsbench.stats.agreement import rank_agreement, rank_moves
 from crsbench.stats.analyze_beyond import emit_beyond
 from crsbench.stats.calibration_effects import (
@@ -103,6 +104,8 @@ def run_analyses(
         warnings.simplefilter("always", UserWarning)
         per_seed = axes_from_runs(runs)
         cells = score_cells(per_seed, anc)
+    if store is not None:  # a planned cell the store lacks makes the encoder's row incomplete
+        cells = add_unrun_cells(cells, store_planned_cells(store))
     summary["cells_left_out"] = [str(w.message) for w in caught]
     summary["cells_not_scored"] = {f"{e}/{d}": m for e, d, m, c in zip(
         cells["encoder"], cells["dataset"], cells["missing"], cells["CRS"], strict=True)
