@@ -241,6 +241,7 @@ def _add_robustness(data: ReportData) -> None:
         shift_auroc_by_encoder,
         shift_welch,
     )
+    from crsbench.stats.shift import paper_shift_auroc
 
     runs = data.runs
     rob = ece_increase_by_condition(runs)
@@ -256,7 +257,7 @@ def _add_robustness(data: ReportData) -> None:
     groups = _groups_from_column(runs, encoders) or default_groups(encoders, runs)
     shift["group"] = shift["encoder"].map(groups).fillna("unknown")
     data.shift = shift
-    target = shift.groupby("encoder")["shift_auroc"].mean().to_dict()
+    target = paper_shift_auroc(shift)
     try:
         data.shift_test = shift_welch(target, groups)
     except (CrsbenchError, ValueError) as exc:

@@ -35,7 +35,12 @@ from crsbench.stats.label_efficiency import (
 )
 from crsbench.stats.layers import layer_depth
 from crsbench.stats.regimes import regime_comparison
-from crsbench.stats.shift import default_groups, shift_auroc_by_encoder, shift_welch
+from crsbench.stats.shift import (
+    default_groups,
+    paper_shift_auroc,
+    shift_auroc_by_encoder,
+    shift_welch,
+)
 from crsbench.stats.uncertainty import crs_uncertainty, indistinguishable_sentences
 from crsbench.stats.validity import leave_one_dataset_out, shift_validity
 
@@ -184,7 +189,7 @@ def run_analyses(
         if per_enc.empty:
             return per_enc, {}
         per_enc.to_csv(out / "shift_auroc.csv", index=False)
-        target = per_enc.groupby("encoder")["shift_auroc"].mean().to_dict()
+        target = paper_shift_auroc(per_enc)
         grp = groups if groups is not None else default_groups(target, runs)
         table = shift_welch(target, grp)
         return table, _records(table)[0]

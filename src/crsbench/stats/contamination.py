@@ -16,7 +16,12 @@ import pandas as pd
 
 from crsbench.core.pretraining import LEVEL_WORDS, PretrainingCatalog, load_pretraining
 from crsbench.scoring.anchors import Anchors
-from crsbench.stats.shift import default_groups, shift_auroc_by_encoder, shift_welch
+from crsbench.stats.shift import (
+    default_groups,
+    paper_shift_auroc,
+    shift_auroc_by_encoder,
+    shift_welch,
+)
 from crsbench.stats.validity import shift_validity
 
 FLAG_COLUMNS: tuple[str, ...] = ("encoder", "dataset", "level", "flagged", "why",
@@ -79,7 +84,7 @@ def shift_flags(
 
 
 def _welch(shift: pd.DataFrame, groups: Mapping[str, str]) -> pd.DataFrame:
-    target = shift.groupby("encoder")["shift_auroc"].mean().to_dict()
+    target = paper_shift_auroc(shift)
     return shift_welch(target, groups)
 
 
