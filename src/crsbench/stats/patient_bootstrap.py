@@ -32,11 +32,11 @@ from crsbench.stats.bootstrap import (
 from crsbench.stats.resample import (
     DEFAULT_REPLICATES,
     SEED_STREAM,
+    patient_index,
     replicate_ids,
     resample_counts_for,
-    row_weights,
 )
-from crsbench.stats.weighted_metrics import weighted_ece, weighted_macro_auroc
+from crsbench.stats.weighted_metrics import ReplicateWeights, weighted_ece, weighted_macro_auroc
 
 #: How the report names the two interval methods.
 TEST_PATIENTS_X_SEEDS = "test patients × seeds"
@@ -141,10 +141,14 @@ def _per_seed(prob: np.ndarray, n_seeds: int, fn) -> np.ndarray:
     return np.stack([fn(p) for p in prob], axis=1)
 
 
-def _weights(split: EvalSplit, replicates: Sequence[int] | np.ndarray | None, seed: int):
+def _weights(
+    split: EvalSplit, replicates: Sequence[int] | np.ndarray | None, seed: int
+) -> ReplicateWeights:
     if replicates is None:
-        return np.ones((1, len(split.groups)))
-    return row_weights(split.dataset, split.groups, replicates, seed).astype(float)
+        return ReplicateWeights.of(np.ones((1, len(split.groups)), dtype=np.int32))
+    patients, inverse = patient_index(split.groups)
+    counts = resample_counts_for(split.dataset, len(patients), replicates, seed)
+    return ReplicateWeights.of(counts, inverse)
 
 
 def cell_replicate_axes(
