@@ -5,8 +5,9 @@
    ``sklearn.metrics.roc_auc_score`` on the same resampled rows (fewer replicates, linear
    extrapolation, said in the output).
 2. Projection: the measured time of one full cell (clean, 15 conditions, 4 fractions × 5 seeds,
-   a shift target) per (replicate × image × label × prediction) scaled to the paper grid at
-   paper-size test sets, at 2,000 replicates.
+   a shift target; 3,000 test images, one chunk of replicates as the bootstrap evaluates them)
+   per (replicate × image × label × prediction) scaled to the paper grid at paper-size test
+   sets, at 2,000 replicates.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from crsbench.core.conditions import PAPER_CONDITIONS
-from crsbench.stats.patient_bootstrap import CellPredictions, EvalSplit, cell_replicate_axes
+from crsbench.stats.patient_bootstrap import (
+    DEFAULT_CHUNK,
+    CellPredictions,
+    EvalSplit,
+    cell_replicate_axes,
+)
 from crsbench.stats.resample import row_weights
 from crsbench.stats.weighted_metrics import weighted_macro_auroc
 
@@ -70,14 +76,14 @@ def per_element_time(n: int, n_rep: int) -> float:
 def main(quick: bool = False) -> None:
     n, n_rep, n_loop = (1_000, 100, 5) if quick else (5_000, 500, 20)
     t_vec, t_loop, ratio = speed(n, n_rep, n_loop)
-    per = per_element_time(1_000 if quick else 3_000, 20 if quick else 50)
+    per = per_element_time(1_000 if quick else 3_000, 20 if quick else DEFAULT_CHUNK)
     elements = sum(e * n_img * k * (EVALS_PER_CELL + (ds == "chexpert"))
                    for ds, e, n_img, k in PAPER_GRID)  # fmt: skip
     projected = per * elements * 2_000
     print(f"test_images={n} labels={LABELS} replicates={n_rep}")
     print(f"vectorised_s={t_vec:.3f}")
     print(f"sklearn_loop_s_extrapolated={t_loop:.1f}  (loop timed on {n_loop} replicates)")
-    print(f"cell_s_per_element={per:.3e}  (replicate x image x label x prediction)")
+    print(f"cell_s_per_element={per:.3e}  (replicate x image x label x prediction; one chunk)")
     grid = "; ".join(f"{d}: {e} enc x {m} img x {k} labels" for d, e, m, k in PAPER_GRID)
     print(f"paper_grid={grid}")
     print(f"paper_grid_projection_min={projected / 60:.1f}  (2,000 replicates, one process)")

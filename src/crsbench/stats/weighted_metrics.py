@@ -17,6 +17,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtr
 
 from crsbench.core.errors import DataError
 
@@ -135,10 +136,15 @@ def weighted_macro_auroc(
         return np.where(n > 0, total / n, np.nan)
 
 
+def _bins(conf: np.ndarray, n_bins: int) -> np.ndarray:
+    """Each row's equal-width bin on [0, 1] (the ECE's binning)."""
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    return np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
+
+
 def _weighted_binned_ece(conf, acc, w: ReplicateWeights, rows, n_bins) -> np.ndarray:
     """ECE of each replicate: per bin, the weighted sum of ``acc − conf`` over its rows."""
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    bins = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
+    bins = _bins(conf, n_bins)
     order = np.argsort(bins, kind="mergesort")
     starts = np.flatnonzero(np.r_[True, bins[order][1:] != bins[order][:-1]])
     idx = order if rows is None else np.asarray(rows)[order]
@@ -149,6 +155,57 @@ def _weighted_binned_ece(conf, acc, w: ReplicateWeights, rows, n_bins) -> np.nda
         return np.where(total > 0, np.abs(gaps).sum(axis=1) / total, np.nan)
 
 
+def _mean_abs_normal(mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """``E|mu + sd·Z|`` for standard normal ``Z`` (``|mu|`` where ``sd`` is 0)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(sd > 0, mu / sd, 0.0)
+        folded = sd * np.sqrt(2 / np.pi) * np.exp(-(z**2) / 2) + mu * (1 - 2 * ndtr(-z))
+    return np.where(sd > 0, folded, np.abs(mu))
+
+
+def _debiased_binned_ece(conf, acc, w: ReplicateWeights, rows, n_bins) -> np.ndarray:
+    """Debiased ECE of each replicate (:func:`weighted_debiased_ece`) for one column."""
+    bins = _bins(conf, n_bins)
+    idx = np.arange(len(conf)) if rows is None else np.asarray(rows)
+    patients, cell = np.unique(w.inverse[idx] * n_bins + bins, return_inverse=True)
+    gap_sum = np.bincount(cell, weights=acc - conf)  # per (patient, bin) present
+    n_imgs = np.bincount(cell).astype(np.float64)
+    per_patient = np.zeros((w.counts.shape[1], n_bins, 5))
+    p_idx, b_idx = np.divmod(patients, n_bins)
+    per_patient[p_idx, b_idx] = np.stack(
+        [n_imgs, gap_sum, gap_sum**2, gap_sum * n_imgs, n_imgs**2], axis=1
+    )
+    sums = np.tensordot(w.counts.astype(np.float64), per_patient, axes=(1, 0))  # (B, bins, 5)
+    mass, gap, g2, gn, n2 = np.moveaxis(sums, -1, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(mass > 0, gap / mass, 0.0)
+        # cluster-robust variance of the bin mean (a patient's images are one cluster)
+        var = np.where(mass > 0, (g2 - 2 * mean * gn + mean**2 * n2) / mass**2, 0.0)
+        terms = mass * (2 * np.abs(mean) - _mean_abs_normal(mean, np.sqrt(np.maximum(var, 0))))
+        total = mass.sum(axis=1)
+        return np.where(total > 0, terms.sum(axis=1) / total, np.nan)
+
+
+def _per_column_ece(y, prob, task, w, n_bins, column_fn) -> np.ndarray:
+    """``column_fn`` over the ECE's columns (top label, or each label's labelled rows), averaged."""
+    rw = ReplicateWeights.of(w)
+    if task == "multiclass":
+        conf = prob.max(axis=1)
+        acc = (prob.argmax(axis=1) == y).astype(float)
+        return column_fn(conf, acc, rw, None, n_bins)
+    parts = []
+    for j in range(prob.shape[1]):
+        m = ~np.isnan(y[:, j])
+        if m.any():
+            rows = None if m.all() else np.flatnonzero(m)
+            parts.append(column_fn(prob[m, j], y[m, j], rw, rows, n_bins))
+    if not parts:
+        return np.full(rw.n_replicates, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(np.stack(parts), axis=0)
+
+
 def weighted_ece(
     y: np.ndarray,
     prob: np.ndarray,
@@ -157,19 +214,23 @@ def weighted_ece(
     n_bins: int = N_BINS,
 ) -> np.ndarray:
     """ECE (equal-width bins, top-label or mean per-label) for each replicate of ``w``."""
-    rw = ReplicateWeights.of(w)
-    if task == "multiclass":
-        conf = prob.max(axis=1)
-        acc = (prob.argmax(axis=1) == y).astype(float)
-        return _weighted_binned_ece(conf, acc, rw, None, n_bins)
-    parts = []
-    for j in range(prob.shape[1]):
-        m = ~np.isnan(y[:, j])
-        if m.any():
-            rows = None if m.all() else np.flatnonzero(m)
-            parts.append(_weighted_binned_ece(prob[m, j], y[m, j], rw, rows, n_bins))
-    if not parts:
-        return np.full(rw.n_replicates, np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(np.stack(parts), axis=0)
+    return _per_column_ece(y, prob, task, w, n_bins, _weighted_binned_ece)
+
+
+def weighted_debiased_ece(
+    y: np.ndarray,
+    prob: np.ndarray,
+    task: str,
+    w: np.ndarray | ReplicateWeights,
+    n_bins: int = N_BINS,
+) -> np.ndarray:
+    """A debiased estimate of the population binned ECE for each replicate of ``w``.
+
+    The plug-in ECE averages ``|mean gap|`` over bins, and ``E|x̂| > |x|`` for a noisy bin
+    mean ``x̂``: it overstates the population ECE on finite test sets. Following Kumar et al.
+    (2019, *Verified uncertainty calibration*), each bin's term is corrected by its estimated
+    bias under a normal approximation of the bin mean, ``2|x̂| − E|x̂ + s·Z|`` (``s`` the
+    bin mean's standard error, cluster-robust over patients), same bins and weights as
+    :func:`weighted_ece`. For intervals only: the reported ECE stays the plug-in.
+    """
+    return _per_column_ece(y, prob, task, w, n_bins, _debiased_binned_ece)
