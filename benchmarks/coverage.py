@@ -42,7 +42,7 @@ def main() -> None:
     main_cov = rep.protocol_min(TEST_PATIENTS_X_SEEDS)
     seed_cov = rep.protocol_min(SEED_ONLY)
     print(f"ece_debiased_interval_coverage={cov.loc[DEBIASED_ECE, TEST_PATIENTS_X_SEEDS]:.3f}  "
-          "(basic interval around the debiased ECE; not in coverage=)")  # fmt: skip
+          "(interval around the debiased ECE; not in coverage=)")  # fmt: skip
     print(f"coverage={main_cov:.3f} seed_only_coverage={seed_cov:.3f} "
           f"rank1_in_tier1={rep.leader_in_tier1.mean():.3f}")  # fmt: skip
 

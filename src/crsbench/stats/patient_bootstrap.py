@@ -358,13 +358,16 @@ def debiased_ece_intervals(
     seed: int = 0,
     level: float = 0.95,
 ) -> pd.DataFrame:
-    """Basic bootstrap interval of each cell's population ECE around the debiased estimate.
+    """Bootstrap interval of each cell's population ECE around the debiased estimate.
 
     Same paired replicates as :func:`patient_seed_bootstrap`, but each replicate's ECE is
     :func:`crsbench.stats.weighted_metrics.weighted_debiased_ece`: the plug-in's upward bias,
     larger on the population side than the bootstrap reproduces, no longer shifts the
-    interval. Columns: encoder, dataset, value (the plug-in ECE, as reported), debiased,
-    ci_low (not below 0), ci_high.
+    interval. The pivot is the basic interval's: a replicate's debiased ECE minus the ECE of
+    the world it was drawn from (the test set as drawn, whose ECE is the plug-in) stands for
+    the debiased ECE minus the population's, ``[θ̃ + θ̂ − q_hi, θ̃ + θ̂ − q_lo]``.
+    Columns: encoder, dataset, value (the plug-in ECE, as reported), debiased, ci_low (not
+    below 0), ci_high.
     """
     alpha, rows = (1 - level) / 2, []
     ids = replicate_ids(n_replicates)
@@ -382,12 +385,11 @@ def debiased_ece_intervals(
         reps = np.concatenate(
             [ece(ids[i : i + DEFAULT_CHUNK], weighted_debiased_ece) for i in chunks]
         )
-        point = ece(None, weighted_debiased_ece)[0]
-        lo, hi = (
-            2 * point - np.nanquantile(reps, 1 - alpha),
-            2 * point - np.nanquantile(reps, alpha),
-        )
-        rows.append((c.encoder, c.dataset, ece(None, weighted_ece)[0], point, max(lo, 0.0), hi))
+        point, plug = ece(None, weighted_debiased_ece)[0], ece(None, weighted_ece)[0]
+        # pivot: the resampled debiased ECE estimates the resampled world's ECE, the plug-in
+        lo = point + plug - np.nanquantile(reps, 1 - alpha)
+        hi = point + plug - np.nanquantile(reps, alpha)
+        rows.append((c.encoder, c.dataset, plug, point, max(lo, 0.0), hi))
     return pd.DataFrame(
         rows, columns=["encoder", "dataset", "value", "debiased", "ci_low", "ci_high"]
     )
