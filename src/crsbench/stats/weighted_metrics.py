@@ -23,6 +23,7 @@ from crsbench.core.errors import DataError
 
 N_BINS = 15
 _INT32_MAX = np.iinfo(np.int32).max
+_CACHE_ELEMENTS = 1 << 18  # cumulative sums per block of replicates (about 1 MiB of int32)
 
 
 @dataclass(frozen=True)
@@ -87,15 +88,29 @@ def weighted_auroc_column(
     neg_scores, pos_scores = score[neg_local], score[pos]
     below = np.searchsorted(neg_scores, pos_scores, side="left")
     upto = np.searchsorted(neg_scores, pos_scores, side="right")
-    cum = np.zeros((w.n_replicates, len(neg_local) + 1), dtype=w.sum_dtype)
-    np.cumsum(w.columns(idx[neg_local]), axis=1, dtype=w.sum_dtype, out=cum[:, 1:])
+    neg_cols, pos_cols = w.inverse[idx[neg_local]], w.inverse[idx[pos]]
+    ties = not np.array_equal(below, upto)
+    # blocks of replicates small enough that the cumulative sums stay in cache
+    step = max(8, _CACHE_ELEMENTS // max(len(neg_local), 1))
+    out = np.empty(w.n_replicates)
+    for start in range(0, w.n_replicates, step):
+        counts = w.counts[start : start + step]
+        out[start : start + step] = _sorted_auroc(counts, neg_cols, pos_cols, below, upto, ties,
+                                                  w.sum_dtype)  # fmt: skip
+    return out
+
+
+def _sorted_auroc(counts, neg_cols, pos_cols, below, upto, ties: bool, dtype) -> np.ndarray:
+    """AUROC per row of ``counts`` from the negatives in score order and each positive's place."""
+    cum = np.zeros((counts.shape[0], len(neg_cols) + 1), dtype=dtype)
+    np.cumsum(counts.take(neg_cols, axis=1), axis=1, dtype=dtype, out=cum[:, 1:])
     # twice the weighted negatives below each positive, ties with a negative counted one half
     twice = cum.take(below, axis=1)
-    if np.array_equal(below, upto):
-        twice *= 2
-    else:
+    if ties:
         twice += cum.take(upto, axis=1)
-    w_pos = w.columns(idx[pos]).astype(w.sum_dtype, copy=False)
+    else:
+        twice *= 2
+    w_pos = counts.take(pos_cols, axis=1).astype(dtype, copy=False)
     num = np.einsum("bi,bi->b", twice, w_pos)
     den = 2.0 * w_pos.sum(axis=1, dtype=np.float64) * cum[:, -1].astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):

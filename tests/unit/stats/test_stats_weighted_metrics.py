@@ -12,6 +12,7 @@ from sklearn.metrics import roc_auc_score
 
 from crsbench.core.errors import DataError
 from crsbench.metrics import auroc_batch, expected_calibration_error
+from crsbench.stats import weighted_metrics
 from crsbench.stats.patient_bootstrap import debiased_ece_intervals
 from crsbench.stats.resample import patient_index, resample_counts_for
 from crsbench.stats.weighted_metrics import (
@@ -159,3 +160,15 @@ def test_debiased_ece_intervals_report_the_plug_in_and_bracket_the_debiased_valu
         assert row.value == pytest.approx(plug, abs=1e-12)
         assert row.debiased < row.value  # the correction lowers the estimate
         assert 0.0 <= row.ci_low <= row.debiased <= row.ci_high
+
+
+def test_replicates_in_cache_sized_blocks_give_the_same_values(monkeypatch):
+    rng = np.random.default_rng(6)
+    n = 400
+    y = (rng.random(n) < 0.3).astype(float)
+    s = np.round(rng.random(n) + 0.2 * y, 2)
+    rw, expanded = _patient_weights(rng, n, 27)
+    monkeypatch.setattr(weighted_metrics, "_CACHE_ELEMENTS", 1)  # blocks of 8 replicates
+    np.testing.assert_allclose(weighted_auroc_column(y, s, rw),
+                               auroc_batch(y, s, sample_weight=expanded.astype(float)),
+                               atol=1e-12)  # fmt: skip
