@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from crsbench.calibration import CalibrationSplitTooSmall, fit_recalibrator, load_recal_protocol
-from crsbench.runs.cell_scoring import emit, targets
+from crsbench.runs.cell_scoring import Lazy, emit, shift_reference, targets
 
 _METRICS = ("auroc", "ece", "brier", "nll", "sens_at_spec90", "sens_at_spec95")
 
@@ -33,10 +33,10 @@ def recalibrated_rows(
     memo: dict[Any, dict[str, Any]],
     mkey: str,
 ) -> None:
-    """Append the clean-test (and shift-target) rows of each recalibrator.
+    """Append the clean-test (and every shift target's) rows of each recalibrator.
 
-    ``ident(recalibrator, shift)`` builds a row's identity; the memo key includes the seed
-    because the CV folds do.
+    ``ident(recalibrator, target)`` builds a row's identity (``target`` None: the clean test
+    rows); the memo key includes the seed because the CV folds do.
     """
     X = cell.features[1.0]
     protocol = load_recal_protocol()
@@ -52,10 +52,10 @@ def recalibrated_rows(
                 "recal": info,
                 "recal_choice": "undefined",
             }
-            rows.append(_undefined_row(ident(name, False), details, str(exc), t0))
-            if cell.shift is not None:
-                shift_details = {**details, **cell.shift.details}
-                rows.append(_undefined_row(ident(name, True), shift_details, str(exc), t0))
+            rows.append(_undefined_row(ident(name, None), details, str(exc), t0))
+            for sh in cell.shifts:
+                shift_details = {**details, **sh.details}
+                rows.append(_undefined_row(ident(name, sh.target), shift_details, str(exc), t0))
             continue
         details = {
             **extra,
@@ -63,11 +63,12 @@ def recalibrated_rows(
             "recal": fit.record(),
             "recal_choice": fit.choice,
         }
+        clean = Lazy(lambda fit=fit: fit.predict_proba(predict(X[cell.test])))
         emit(
             rows,
-            ident(name, False),
+            ident(name, None),
             y[cell.test],
-            lambda fit=fit: fit.predict_proba(predict(X[cell.test])),
+            clean,
             cell.task,
             details,
             t0,
@@ -75,17 +76,21 @@ def recalibrated_rows(
             (mkey, "recal", name, seed, "clean"),
             bins=True,
         )
-        if cell.shift is not None:
+        for sh in cell.shifts:
             emit(
                 rows,
-                ident(name, True),
-                targets(cell.shift.y, cell.task),
-                lambda fit=fit: fit.predict_proba(predict(cell.shift.X)),
+                ident(name, sh.target),
+                targets(sh.y, cell.task),
+                lambda fit=fit, sh=sh: fit.predict_proba(predict(sh.X)),
                 cell.task,
-                {**details, **cell.shift.details},
+                lambda sh=sh, clean=clean, details=details: {
+                    **details,
+                    **sh.details,
+                    **shift_reference(sh, y[cell.test], clean),
+                },
                 time.perf_counter(),
                 memo,
-                (mkey, "recal", name, seed, "shift"),
+                (mkey, "recal", name, seed, "shift", sh.target),
             )
 
 
