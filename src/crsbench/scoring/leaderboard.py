@@ -15,6 +15,7 @@ from crsbench.scoring.axes import axes_from_runs
 LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "encoder", "n_cells", "n_cells_scored", "auroc", "ece", "retention",
     "robustness_drop", "robustness_drop_extra", "robustness_drop_with_extra",
+    "robustness_drop_all_shifts",
     "P", "I", "W", "CRS", "rank_auroc", "tier", "p_rank1", "p_top3", "rule", "anchors_version",
     "missing",
 )  # fmt: skip
