@@ -86,6 +86,17 @@ def shift_label_details(
     return out
 
 
+def _entry(details: object) -> dict | None:
+    """``details["shift_labels"]`` of a record (JSON text or mapping), or None."""
+    if isinstance(details, str):
+        try:
+            details = json.loads(details)
+        except ValueError:
+            return None
+    entry = details.get(SHIFT_LABELS) if isinstance(details, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
 def source_reference(details: object) -> float | None:
     """The source's clean AUROC a shift row's drop is measured from, read from its details.
 
@@ -93,15 +104,16 @@ def source_reference(details: object) -> float | None:
     reference is the source's clean AUROC), NaN when it records one whose reference is
     undefined, else the recorded value. ``details`` is the store's JSON text or a mapping.
     """
-    if isinstance(details, str):
-        try:
-            details = json.loads(details)
-        except ValueError:
-            return None
-    if not isinstance(details, dict):
-        return None
-    entry = details.get(SHIFT_LABELS)
-    if not isinstance(entry, dict):
+    entry = _entry(details)
+    if entry is None:
         return None
     value = entry.get("source_clean_auroc")
     return float("nan") if value is None else float(value)
+
+
+def compared_labels(details: object) -> str:
+    """``all``, or the names of the labels a restricted shift record compares, ``; ``-joined."""
+    entry = _entry(details)
+    if entry is None:
+        return "all"
+    return "; ".join(str(n) for n in entry.get("compared", []))

@@ -33,8 +33,13 @@ from crsbench.stats.label_efficiency import (
 )
 from crsbench.stats.layers import layer_depth
 from crsbench.stats.regimes import regime_comparison
-from crsbench.stats.shift import default_groups, shift_auroc_by_encoder, shift_welch
-from crsbench.stats.validity import leave_one_dataset_out, shift_validity
+from crsbench.stats.shift import (
+    default_groups,
+    shift_auroc_by_encoder,
+    shift_drop_matrix,
+    shift_welch_by_target,
+)
+from crsbench.stats.validity import leave_one_dataset_out, leave_one_target_out, shift_validity
 
 
 def _jsonable(value: object) -> object:
@@ -163,16 +168,18 @@ def run_analyses(
         if per_enc.empty:
             return per_enc, {}
         per_enc.to_csv(out / "shift_auroc.csv", index=False)
-        target = per_enc.groupby("encoder")["shift_auroc"].mean().to_dict()
-        grp = groups if groups is not None else default_groups(target, runs)
-        table = shift_welch(target, grp)
-        return table, _records(table)[0]
+        shift_drop_matrix(per_enc).to_csv(out / "shift_drop.csv")
+        encoders = sorted(per_enc["encoder"].unique())
+        grp = groups if groups is not None else default_groups(encoders, runs)
+        table = shift_welch_by_target(per_enc, grp)
+        return table, {f"{r['source']}->{r['target']}": r for r in _records(table)}
 
     emit("shift_welch", shift)
     emit("label_efficiency_cells", lambda: label_efficiency_cells(runs, cells))
     emit("label_efficiency_correlations", lambda: label_efficiency_correlations(cells))
     emit("external_validity_shift", lambda: shift_validity(runs, anc))
     emit("leave_one_dataset_out", lambda: leave_one_dataset_out(cells))
+    emit("leave_one_target_out", lambda: leave_one_target_out(runs, anc))
     emit(
         "regime_comparison",
         lambda: regime_comparison(runs, anc),
