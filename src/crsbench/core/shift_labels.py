@@ -69,10 +69,17 @@ def restricts_source(
     return any(name not in kept for name in source_provided)
 
 
+NO_BOTH_CLASSES = "no compared label has both classes on the source's test split"
+
+
 def shift_label_details(
-    label_names: Sequence[str], mask: np.ndarray, source_clean_auroc: float
+    label_names: Sequence[str],
+    mask: np.ndarray,
+    source_clean_auroc: float,
+    why_undefined: str = NO_BOTH_CLASSES,
 ) -> dict[str, Any]:
-    """``details["shift_labels"]`` of a shift record whose comparison is restricted."""
+    """``details["shift_labels"]`` of a shift record whose comparison is restricted
+    (``why_undefined`` is recorded when the reference is NaN)."""
     names = list(label_names)
     out: dict[str, Any] = {
         "compared": [n for n, m in zip(names, mask, strict=True) if m],
@@ -82,7 +89,7 @@ def shift_label_details(
         else None,
     }
     if out["source_clean_auroc"] is None:
-        out["undefined"] = "no compared label has both classes on the source's test split"
+        out["undefined"] = why_undefined
     return out
 
 

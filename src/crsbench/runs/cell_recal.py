@@ -54,7 +54,7 @@ def recalibrated_rows(
             }
             rows.append(_undefined_row(ident(name, None), details, str(exc), t0))
             for sh in cell.shifts:
-                shift_details = {**details, **sh.details}
+                shift_details = {**details, **sh.details, **shift_reference(sh, y, None)}
                 rows.append(_undefined_row(ident(name, sh.target), shift_details, str(exc), t0))
             continue
         details = {

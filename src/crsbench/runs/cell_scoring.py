@@ -111,7 +111,7 @@ class Lazy:
         return self._value
 
 
-def shift_reference(shift: Any, y_test: np.ndarray, clean_prob: Callable[[], Any]) -> dict:
+def shift_reference(shift: Any, y_test: np.ndarray, clean_prob: Callable[[], Any] | None) -> dict:
     """``{"shift_labels": ...}`` for a shift whose compared labels leave out a source label:
     the model's clean macro-AUROC on the source's test rows over the compared labels only
     (:mod:`crsbench.core.shift_labels`); ``{}`` when every source label is compared.
@@ -123,6 +123,9 @@ def shift_reference(shift: Any, y_test: np.ndarray, clean_prob: Callable[[], Any
     if mask is None:
         return {}
     mask = np.asarray(mask, dtype=bool)
+    if clean_prob is None:  # no prediction (an undefined row): the labels, no reference
+        why = "the row's metrics are undefined"
+        return {SHIFT_LABELS: shift_label_details(shift.label_names, mask, float("nan"), why)}
     prob = np.asarray(clean_prob())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
