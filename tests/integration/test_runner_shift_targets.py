@@ -28,8 +28,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory):
     from crsbench.datasets.synthetic import write_all
 
     root = tmp_path_factory.mktemp("shift_targets")
-    sizes = {**TINY_SIZES, "nih_cxr14": 60, "padchest": 40}
-    write_all(root / "data", size=sizes, seed=0, names=("chexpert", *TARGETS))
+    write_all(root / "data", size=TINY_SIZES, seed=0, names=("chexpert", *TARGETS))
     raw = tiny_config_dict(root / "data", root / "out")
     raw["datasets"] = {n: {"root": str(root / "data" / n)} for n in ("chexpert", *TARGETS)}
     raw["shifts"] = [{"source": "chexpert", "target": t, "rows": r} for t, r in TARGETS.items()]
