@@ -11,9 +11,13 @@ import pandas as pd
 
 from crsbench.core.storefile import skipped_cells
 from crsbench.report import sections
+from crsbench.report.beyond_data import compute_beyond
 from crsbench.report.data import ReportData, compute_report_data
 from crsbench.report.html import page_html
 from crsbench.report.sections_control import control_probes
+from crsbench.report.sections_overlap import overlap_section
+from crsbench.report.sections_verdict import verdict_section
+from crsbench.report.sections_weights import weights_section
 
 
 def _distinct(runs: pd.DataFrame, col: str) -> str:
@@ -109,7 +113,10 @@ def build_report(
                             "not imputed" for (enc, ds), why in skipped_cells(store).items()]  # fmt: skip
     writer = sections.Writer(out)
     now = dt.datetime.now(dt.timezone.utc)
+    with np.errstate(all="ignore"):
+        beyond = compute_beyond(data)
     body = [
+        verdict_section(data, beyond, writer),
         sections.leaderboard(data, writer),
         sections.profiles(data, writer),
         sections.rank_shift(data, writer),
@@ -119,6 +126,8 @@ def build_report(
         sections.robustness(data, writer),
         sections.layer_depth(data, writer),
         control_probes(data, writer),
+        overlap_section(data, beyond, writer),
+        weights_section(data, beyond, writer),
         sections.provenance(data, writer, _provenance_facts(data, store, now)),
     ]
     leader = data.board["encoder"].iloc[0]

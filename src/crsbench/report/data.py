@@ -27,7 +27,7 @@ RELIABILITY_COLUMNS: tuple[str, ...] = (
 BOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "rank_auroc", "encoder", "n_cells", "auroc", "ece", "retention",
     "robustness_drop", "robustness_drop_extra", "P", "I", "W", "CRS", "tier", "p_rank1",
-    "p_top3", "missing",
+    "p_top3", "pretraining_overlap", "missing",
 )  # fmt: skip
 
 
@@ -65,6 +65,8 @@ class ReportData:
     cells_excluded: list[str] = field(default_factory=list)
     #: One sentence per shift target: which rows were scored, images and patients.
     shift_rows: list[str] = field(default_factory=list)
+    #: The loaded anchors the scores use.
+    anchors: Any = None
 
 
 def read_store_extras(store_dir: str | Path) -> tuple[dict[str, Any], pd.DataFrame | None]:
@@ -325,7 +327,7 @@ def compute_report_data(
                       n_replicates=n_replicates, seed=seed, meta=meta, reliability=reliability,
                       cells_left_out=[str(w.message) for w in caught],
                       cells_excluded=excluded_cells(meta),
-                      shift_rows=shift_rows_sentences(runs))  # fmt: skip
+                      shift_rows=shift_rows_sentences(runs), anchors=anc)  # fmt: skip
     scored = board[board["CRS"].notna()]
     if len(scored) >= 2:
         auc = dict(zip(scored["encoder"], scored["auroc"], strict=True))

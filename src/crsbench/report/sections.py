@@ -30,6 +30,7 @@ BOARD_HEADERS = {
     "auroc": "D: AUROC", "ece": "C: ECE", "retention": "L: retention",
     "robustness_drop": "R: drop", "robustness_drop_extra": "extras: drop (not in R)",
     "p_rank1": "P(rank 1)", "p_top3": "P(top 3)", "missing": "missing (why NaN)",
+    "pretraining_overlap": "pretrain overlap",
 }  # fmt: skip
 #: Read under the leaderboard: the headers wrap to fit the page, the legend spells them out.
 BOARD_LEGEND = (
@@ -38,7 +39,9 @@ BOARD_LEGEND = (
     "under the 15 conditions, lower is better) · P: Pareto dominance · I: ideal proximity · "
     "W: worst axis · CRS = 0.60·P + 0.25·I + 0.15·W (means over the encoder's cells) · "
     "tier: bootstrap tier (same tier = not significantly different) · P(rank 1), P(top 3): "
-    "bootstrap probabilities. Definitions: docs/protocol.md, sections 7 and 8."
+    "bootstrap probabilities · pretrain overlap: † n = n cells or shift targets that the "
+    "encoder's pretraining data may include (named in section 10 and leaderboard.csv). Definitions: docs/protocol.md, sections 7 "
+    "and 8."
 )
 
 
@@ -85,6 +88,15 @@ def _curve_section(
     return s
 
 
+def _overlap_marker(board: pd.DataFrame) -> pd.DataFrame:
+    """The page shows ``† n`` (n flagged cells or shift targets) so the board fits the page;
+    the CSV and section 10 name them."""
+    if "pretraining_overlap" not in board:
+        return board
+    marks = board["pretraining_overlap"].fillna("")
+    return board.assign(pretraining_overlap=[f"† {len(m.split('; '))}" if m else "" for m in marks])
+
+
 def leaderboard(d: ReportData, w: Writer) -> Section:
     """Section 1: the sortable leaderboard."""
     board = d.board.copy()
@@ -96,7 +108,8 @@ def leaderboard(d: ReportData, w: Writer) -> Section:
         "reliability changes the choice. Encoders in the same bootstrap tier are not "
         "significantly different; click a column header to sort.",
     )  # fmt: skip
-    s.parts.append(table_html(board, headers=BOARD_HEADERS, sortable=True, table_id="board"))
+    s.parts.append(table_html(_overlap_marker(board), headers=BOARD_HEADERS, sortable=True,
+                              table_id="board"))  # fmt: skip
     s.parts.append(f'<p class="legend">{BOARD_LEGEND}</p>')
     s.parts.append(files_html([rel]))
     if d.cells_excluded:
@@ -297,7 +310,7 @@ def provenance(d: ReportData, w: Writer, facts: list[tuple[str, object]]) -> Sec
     from crsbench.report.html import kv_html
 
     s = Section(
-        "provenance", "10. Provenance",
+        "provenance", "12. Provenance",
         "What produced these numbers: cite the package and anchors versions with any result, "
         "and check the encoder and dataset revisions before comparing with another report.",
     )  # fmt: skip

@@ -17,7 +17,7 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "robustness_drop", "robustness_drop_extra", "robustness_drop_with_extra",
     "robustness_drop_all_shifts",
     "P", "I", "W", "CRS", "rank_auroc", "tier", "p_rank1", "p_top3", "rule", "anchors_version",
-    "missing",
+    "pretraining_overlap", "missing",
 )  # fmt: skip
 
 
@@ -35,12 +35,18 @@ def build_leaderboard(
     with ``n_replicates`` replicates (``0`` skips the bootstrap: tier and probabilities NaN).
     An encoder with a cell that cannot be scored keeps its row, with NaN CRS, no rank, no
     tier, and the reason in ``missing``; the extras' robustness is beside R, never inside.
+    ``pretraining_overlap`` names the encoder's cells and shift targets that its pretraining
+    data may include (:func:`crsbench.stats.contamination.pretraining_overlap`).
     """
     from crsbench.stats.bootstrap import paired_seed_bootstrap
+    from crsbench.stats.contamination import pretraining_overlap
+    from crsbench.stats.shift import shift_auroc_by_encoder
 
     per_seed = axes_from_runs(runs, regime=regime)
     cells = score_cells(per_seed, anchors, rule=rule)
     board = aggregate_by_encoder(cells)
+    flags = pretraining_overlap(cells, shift_auroc_by_encoder(runs, regime))
+    board["pretraining_overlap"] = board["encoder"].map(flags).fillna("")
     board["tier"] = np.nan
     board["p_rank1"] = np.nan
     board["p_top3"] = np.nan

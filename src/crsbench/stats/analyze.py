@@ -19,12 +19,14 @@ from crsbench.scoring.aggregate import aggregate_by_encoder, encoder_means, scor
 from crsbench.scoring.anchors import load_anchors
 from crsbench.scoring.axes import axes_from_runs
 from crsbench.stats.agreement import rank_agreement, rank_moves
+from crsbench.stats.analyze_beyond import emit_beyond
 from crsbench.stats.bootstrap import paired_seed_bootstrap
 from crsbench.stats.calibration_effects import (
     discrimination_calibration_correlation,
     ece_increase_by_condition,
     recalibration_effect,
 )
+from crsbench.stats.contamination import pretraining_overlap
 from crsbench.stats.control_probes import agreement_headline, control_probe_agreement
 from crsbench.stats.insertion import insertion_experiment, insertion_summary
 from crsbench.stats.label_efficiency import (
@@ -110,6 +112,8 @@ def run_analyses(
             "the store has no complete main-protocol cell (frozen, logistic, last layer, every "
             "fraction and condition): nothing to analyse. `crsbench status` shows what is left."
         )
+    board["pretraining_overlap"] = board["encoder"].map(
+        pretraining_overlap(cells, shift_auroc_by_encoder(runs))).fillna("")  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
 
     def emit(
@@ -198,5 +202,6 @@ def run_analyses(
         control_probes,
         "no control-probe rows in the store (probe other than logistic)",
     )
+    emit_beyond(emit, runs, cells, board, per_seed, anc, groups, n_replicates, seed)
     (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2), encoding="utf-8")
     return summary

@@ -110,8 +110,8 @@ def test_report_loads_offline_without_errors(big_report: Path, browser: DevTools
         " rows: document.querySelectorAll('#board tbody tr').length})"
     ))["result"]["value"]  # fmt: skip
     info = json.loads(state)
-    assert info["sections"] == 10
-    assert info["total"] >= 9 and info["images"] == info["total"]  # every figure decoded
+    assert info["sections"] == 13
+    assert info["total"] >= 10 and info["images"] == info["total"]  # every figure decoded
     assert info["rows"] == 15
     shot = base64.b64decode(browser.call("Page.captureScreenshot", format="png")["data"])
     out = tmp_path / "report_screenshot.png"

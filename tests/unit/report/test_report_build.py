@@ -10,12 +10,13 @@ import pandas as pd
 import pytest
 
 SECTION_IDS = (
-    "leaderboard", "profiles", "rank-shift", "uncertainty", "calibration",
-    "label-efficiency", "robustness", "layer-depth", "control-probes", "provenance",
+    "at-a-glance", "leaderboard", "profiles", "rank-shift", "uncertainty", "calibration",
+    "label-efficiency", "robustness", "layer-depth", "control-probes", "pretraining-overlap",
+    "weights", "provenance",
 )  # fmt: skip
 FULL_FIGURES = (
     "profiles", "rank_shift", "uncertainty", "calibration_cell", "recalibration",
-    "label_efficiency", "robustness", "shift", "shift_drop", "layer_depth",
+    "label_efficiency", "robustness", "shift", "shift_drop", "layer_depth", "weights_pareto",
 )  # fmt: skip
 
 
