@@ -37,11 +37,26 @@ def finished(tmp_path_factory: pytest.TempPathFactory):
     run_benchmark(cfg, progress=False)
     with duckdb.connect(str(Path(cfg.output_dir) / "results.duckdb"), read_only=True) as con:
         runs = con.execute("SELECT * FROM runs").df()
-    return cfg, runs
+        preds = con.execute(
+            "SELECT p.run_key, s.dataset, s.split, s.n_rows FROM predictions p "
+            "JOIN eval_splits s USING (split_key)"
+        ).df()
+    return cfg, runs, preds
+
+
+def test_each_targets_predictions_are_kept_on_its_own_rows(finished) -> None:
+    _, runs, preds = finished
+    main = runs[(runs["condition"] == "shift") & (runs["probe"] == "logistic")
+                & (runs["recalibrator"] == "none")]  # fmt: skip
+    got = preds.merge(main[["run_key", "eval_dataset", "details"]], on="run_key")
+    assert len(got) == len(main) == 3 * 2  # three targets, two seeds
+    assert (got["dataset"] == got["eval_dataset"]).all() and (got["split"] == "shift").all()
+    for n, text in zip(got["n_rows"], got["details"], strict=True):
+        assert n == json.loads(text)["shift_rows"]["n_images"]
 
 
 def test_every_target_is_planned_and_stored(finished) -> None:
-    cfg, runs = finished
+    cfg, runs, _ = finished
     (plan,) = plan_cells(cfg, {"chexpert": "chest_xray"})
     assert plan.shift_targets == tuple(TARGETS) and plan.n_extractions == 1 + 15 + 3
     assert set(runs["run_key"]) == {make_run_key(i, config_hash(cfg)) for i in plan.identities}
@@ -58,7 +73,7 @@ def test_every_target_is_planned_and_stored(finished) -> None:
 
 
 def test_labels_are_compared_like_with_like(finished) -> None:
-    _, runs = finished
+    _, runs, _ = finished
     shift = runs[runs["condition"] == "shift"]
     details = shift["details"].map(json.loads)
     for target, det in zip(shift["eval_dataset"], details, strict=True):
@@ -79,7 +94,7 @@ def test_axes_variant_and_leave_one_target_out_from_the_store(finished) -> None:
     from crsbench.scoring import axes_from_runs, load_runs
     from crsbench.stats import leave_one_target_out, shift_auroc_by_encoder
 
-    cfg, _ = finished
+    cfg, _, _ = finished
     runs = load_runs(cfg.output_dir)
     axes = axes_from_runs(runs)
     assert (axes["n_conditions"] == 16).all() and (axes["n_extra_conditions"] == 2).all()
