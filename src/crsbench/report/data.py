@@ -54,6 +54,8 @@ class ReportData:
     robustness: pd.DataFrame | None = None
     shift: pd.DataFrame | None = None
     shift_test: pd.DataFrame | None = None
+    #: External validity leave-one-target-out (crsbench.stats.leave_one_target_out).
+    shift_validity: pd.DataFrame | None = None
     depth_curves: pd.DataFrame | None = None
     control_agreement: pd.DataFrame | None = None
     control_coverage: pd.DataFrame | None = None
@@ -234,14 +236,14 @@ def _groups_from_column(runs: pd.DataFrame, encoders: list[str]) -> dict[str, st
     return found if all(e in found for e in encoders) else None
 
 
-def _add_robustness(data: ReportData) -> None:
+def _add_robustness(data: ReportData, anchors: Any = None) -> None:
     from crsbench.stats import (
         default_groups,
         ece_increase_by_condition,
+        leave_one_target_out,
         shift_auroc_by_encoder,
-        shift_welch,
+        shift_welch_by_target,
     )
-    from crsbench.stats.shift import paper_shift_auroc
 
     runs = data.runs
     rob = ece_increase_by_condition(runs)
@@ -257,11 +259,19 @@ def _add_robustness(data: ReportData) -> None:
     groups = _groups_from_column(runs, encoders) or default_groups(encoders, runs)
     shift["group"] = shift["encoder"].map(groups).fillna("unknown")
     data.shift = shift
-    target = paper_shift_auroc(shift)
     try:
-        data.shift_test = shift_welch(target, groups)
+        data.shift_test = shift_welch_by_target(shift, groups)
     except (CrsbenchError, ValueError) as exc:
         data.missing["shift_test"] = str(exc)
+    try:
+        loto = leave_one_target_out(data.runs, anchors)
+    except (CrsbenchError, ValueError) as exc:
+        data.missing["shift_validity"] = str(exc)
+        return
+    if loto.empty:
+        data.missing["shift_validity"] = "no shift target with scored encoders"
+    else:
+        data.shift_validity = loto
 
 
 def _add_control_probes(data: ReportData, anchors: Any) -> None:
@@ -353,7 +363,7 @@ def compute_report_data(
         data.missing["rank_shift"] = "rank agreement needs at least two scored encoders"
     _add_bootstrap(data, per_seed, anc)
     _add_calibration(data, calibration_cell)
-    _add_robustness(data)
+    _add_robustness(data, anc)
     clean = _clean_full(runs, fraction=None)
     if clean["fraction"].nunique() >= 2:
         data.label_curves = _curves(clean, "fraction")

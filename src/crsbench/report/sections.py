@@ -269,13 +269,13 @@ def robustness(d: ReportData, w: Writer) -> Section:
     if d.shift is None:
         s.parts.append(_missing(d, "shift"))
     else:
+        from crsbench.report.sections_shift import shift_target_parts
+
         s.parts.append(figure_html(fd.shift_figure(d.shift, w.fig_dir), "Shift AUROC bars"))
         rels.append(w.csv(d.shift, "shift"))
-        if d.shift_test is not None:
-            s.parts.append(table_html(d.shift_test, table_id="shift-test"))
-            rels.append(w.csv(d.shift_test, "shift_welch"))
-        else:
-            s.parts.append(note_html("Welch test not run: " + d.missing.get("shift_test", "")))
+        parts, shift_rels = shift_target_parts(d, w)
+        s.parts.extend(parts)
+        rels.extend(shift_rels)
     s.parts.append(files_html(rels))
     return s
 

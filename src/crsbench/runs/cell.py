@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from crsbench.core.predictions import EVAL_SPLIT, SHIFT_SPLIT, VAL_SPLIT
+from crsbench.core.predictions import EVAL_SPLIT, VAL_SPLIT
 from crsbench.probes import KNNProbe, MLPProbe, fit_probe_grid
-from crsbench.runs.cell_scoring import emit, model_key, score, targets
-from crsbench.runs.predictions import PredictionKeeper, cell_keeper
+from crsbench.runs.cell_scoring import Lazy, emit, model_key, score, shift_reference, targets
+from crsbench.runs.predictions import PredictionKeeper, cell_keeper, shift_split
 
 __all__ = ["CellData", "CellSettings", "ShiftData", "evaluate_cell", "score", "targets"]
 
@@ -28,7 +28,10 @@ class ShiftData:
     """Clean features and labels of a shift target's evaluation rows.
 
     ``details`` go into every shift record's ``details`` (``shift_rows``: which rows, how many
-    images and patients).
+    images and patients). ``compared`` is the mask of the label columns both sides provide when
+    it leaves out a label the source provides (``y`` is then NaN outside it, and each record
+    also carries the source's clean AUROC on those labels, see
+    :mod:`crsbench.core.shift_labels`); ``None`` when every source label is compared.
     """
 
     target: str
@@ -37,6 +40,8 @@ class ShiftData:
     details: Mapping[str, Any] = field(default_factory=dict)
     image_ids: np.ndarray | None = None
     groups: np.ndarray | None = None
+    compared: np.ndarray | None = None
+    label_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,8 @@ class CellData:
         Depth-1.0 features of the test rows (in ``test`` order) under each condition.
     subsets : mapping (fraction, seed) → index array into ``train``
         Nested label subsamples.
+    shifts : tuple of ShiftData
+        The shift targets of this cell's dataset, in the config's order.
     n_quarantined : mapping split → int
         Undecodable images left out per split (``shift``: the target's rows); every run
         row of the cell carries it in ``details["n_quarantined"]``.
@@ -73,7 +80,7 @@ class CellData:
     features: Mapping[float, np.ndarray]
     perturbed: Mapping[tuple[str, int], np.ndarray]
     subsets: Mapping[tuple[float, int], np.ndarray]
-    shift: ShiftData | None = None
+    shifts: tuple[ShiftData, ...] = ()
     n_quarantined: Mapping[str, int] = field(default_factory=dict)
     quarantined: tuple[Mapping[str, str], ...] = ()
     image_ids: np.ndarray | None = None
@@ -135,7 +142,7 @@ def _conditions(
     mkey: str | None,
     keeper: PredictionKeeper | None = None,
 ) -> None:
-    """Rows of a full-label model on every perturbed condition and the shift target
+    """Rows of a full-label model on every perturbed condition and every shift target
     (``keeper``: keep their predictions)."""
     for (name, sev), X in cell.perturbed.items():
         t0 = time.perf_counter()
@@ -144,23 +151,24 @@ def _conditions(
         p = emit(rows, ident, y[cell.test], lambda X=X: predict(X), cell.task, extra, t0, memo, key)
         if keeper is not None:
             keeper.keep(rows[-1], EVAL_SPLIT, key, p, lambda X=X: predict(X))
-    if cell.shift is not None:
+    clean = Lazy(lambda: predict(cell.features[1.0][cell.test]))
+    for sh in cell.shifts:
         t0 = time.perf_counter()
-        ident = _row(cell, seed, probe, 1.0, 1.0, "shift", 0, eval_dataset=cell.shift.target)
-        key = None if mkey is None else (mkey, "shift")
+        ident = _row(cell, seed, probe, 1.0, 1.0, "shift", 0, eval_dataset=sh.target)
+        key = None if mkey is None else (mkey, "shift", sh.target)
         p = emit(
             rows,
             ident,
-            targets(cell.shift.y, cell.task),
-            lambda: predict(cell.shift.X),
+            targets(sh.y, cell.task),
+            lambda sh=sh: predict(sh.X),
             cell.task,
-            {**extra, **cell.shift.details},
+            lambda sh=sh: {**extra, **sh.details, **shift_reference(sh, y[cell.test], clean)},
             t0,
             memo,
             key,
         )
         if keeper is not None:
-            keeper.keep(rows[-1], SHIFT_SPLIT, key, p, lambda: predict(cell.shift.X))
+            keeper.keep(rows[-1], shift_split(sh.target), key, p, lambda sh=sh: predict(sh.X))
 
 
 def _fit_grid(
@@ -233,10 +241,9 @@ def _recalibrated(
         return
     from crsbench.runs.cell_recal import recalibrated_rows
 
-    def ident(name: str, shift: bool) -> dict[str, Any]:
-        if not shift:
+    def ident(name: str, target: str | None) -> dict[str, Any]:
+        if target is None:
             return _row(cell, seed, "logistic", 1.0, 1.0, recalibrator=name)
-        target = cell.shift.target if cell.shift is not None else None
         return _row(cell, seed, "logistic", 1.0, 1.0, "shift", 0, name, eval_dataset=target)
 
     recalibrated_rows(cell, s.recalibrators, ident, seed, predict, y, rows, extra, memo, mkey)

@@ -254,13 +254,14 @@ class PredictionKeeper:
         rows = self.splits.get(split)
         if rows is None:
             return
+        name = EVAL_SPLIT if split.startswith(SHIFT_SPLIT) else split  # a target's test rows
         if key is None or key not in self.probs:
             value = as_float64(prob if prob is not None else compute())
             if key is None:
-                attach(row, EVAL_SPLIT if split == SHIFT_SPLIT else split, rows, value)
+                attach(row, name, rows, value)
                 return
             self.probs[key] = value
-        attach(row, EVAL_SPLIT if split == SHIFT_SPLIT else split, rows, self.probs[key])
+        attach(row, name, rows, self.probs[key])
 
 
 def cell_keeper(cell: Any, y: np.ndarray) -> PredictionKeeper:
@@ -277,11 +278,17 @@ def cell_keeper(cell: Any, y: np.ndarray) -> PredictionKeeper:
         EVAL_SPLIT: split_rows(EVAL_SPLIT, cell.test),
         VAL_SPLIT: split_rows(VAL_SPLIT, cell.val),
     }
-    sh = cell.shift
-    if sh is not None and sh.image_ids is not None and sh.groups is not None:
-        from crsbench.runs.cell_scoring import targets
+    from crsbench.runs.cell_scoring import targets
 
-        splits[SHIFT_SPLIT] = SplitRows(sh.target, SHIFT_SPLIT, cell.task,
-                                        np.asarray(sh.image_ids), np.asarray(sh.groups),
-                                        targets(sh.y, cell.task))  # fmt: skip
+    for sh in cell.shifts:
+        if sh.image_ids is not None and sh.groups is not None:
+            splits[shift_split(sh.target)] = SplitRows(
+                sh.target, SHIFT_SPLIT, cell.task, np.asarray(sh.image_ids),
+                np.asarray(sh.groups), targets(sh.y, cell.task),
+            )  # fmt: skip
     return PredictionKeeper(splits)
+
+
+def shift_split(target: str) -> str:
+    """The keeper's name of shift target ``target``'s evaluation rows (one per target)."""
+    return f"{SHIFT_SPLIT}:{target}"

@@ -16,6 +16,7 @@ from crsbench.scoring.planned import add_unrun_cells, store_planned_cells
 LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "encoder", "n_cells", "n_cells_scored", "auroc", "ece", "retention",
     "robustness_drop", "robustness_drop_extra", "robustness_drop_with_extra",
+    "robustness_drop_all_shifts",
     "P", "I", "W", "CRS", "crs_ci_low", "crs_ci_high", "interval", "rank_auroc", "tier",
     "p_rank1", "p_top3", "rule", "anchors_version", "pretraining_overlap", "missing",
 )  # fmt: skip

@@ -37,12 +37,12 @@ from crsbench.stats.layers import layer_depth
 from crsbench.stats.regimes import regime_comparison
 from crsbench.stats.shift import (
     default_groups,
-    paper_shift_auroc,
     shift_auroc_by_encoder,
-    shift_welch,
+    shift_drop_matrix,
+    shift_welch_by_target,
 )
 from crsbench.stats.uncertainty import crs_uncertainty, indistinguishable_sentences
-from crsbench.stats.validity import leave_one_dataset_out, shift_validity
+from crsbench.stats.validity import leave_one_dataset_out, leave_one_target_out, shift_validity
 
 
 def _jsonable(value: object) -> object:
@@ -189,16 +189,20 @@ def run_analyses(
         if per_enc.empty:
             return per_enc, {}
         per_enc.to_csv(out / "shift_auroc.csv", index=False)
-        target = paper_shift_auroc(per_enc)
-        grp = groups if groups is not None else default_groups(target, runs)
-        table = shift_welch(target, grp)
-        return table, _records(table)[0]
+        shift_drop_matrix(per_enc).to_csv(out / "shift_drop.csv")
+        encoders = sorted(per_enc["encoder"].unique())
+        grp = groups if groups is not None else default_groups(encoders, runs)
+        # one test per (source, target): the paper's CheXpert -> MIMIC-CXR row first, extra
+        # targets each on their own row, never pooled
+        table = shift_welch_by_target(per_enc, grp)
+        return table, {f"{r['source']}->{r['target']}": r for r in _records(table)}
 
     emit("shift_welch", shift)
     emit("label_efficiency_cells", lambda: label_efficiency_cells(runs, cells))
     emit("label_efficiency_correlations", lambda: label_efficiency_correlations(cells))
     emit("external_validity_shift", lambda: shift_validity(runs, anc))
     emit("leave_one_dataset_out", lambda: leave_one_dataset_out(cells))
+    emit("leave_one_target_out", lambda: leave_one_target_out(runs, anc))
     emit(
         "regime_comparison",
         lambda: regime_comparison(runs, anc),

@@ -16,7 +16,7 @@ SECTION_IDS = (
 )  # fmt: skip
 FULL_FIGURES = (
     "profiles", "rank_shift", "uncertainty", "calibration_cell", "recalibration",
-    "label_efficiency", "robustness", "shift", "layer_depth", "weights_pareto",
+    "label_efficiency", "robustness", "shift", "shift_drop", "layer_depth", "weights_pareto",
 )  # fmt: skip
 
 
