@@ -11,6 +11,7 @@ from crsbench.cli.app import app, console, fail
 from crsbench.cli.output import (
     EXIT_CODES_HELP,
     EXIT_INTERRUPTED,
+    INTERVAL_OPTION,
     QUIET_OPTION,
     VERBOSE_OPTION,
     print_json,
@@ -190,13 +191,19 @@ def verdict(
     store: Path = typer.Option(..., "--store", help="The profile's output directory."),
     compare: Path | None = typer.Option(None, "--compare", help="A benchmark store to show beside the cohort."),
     out: Path | None = typer.Option(None, "--out", help="HTML file (default STORE/verdict.html)."),
+    interval: str = INTERVAL_OPTION,
 ) -> None:  # fmt: skip
     """The one-page verdict of a cohort profile (self-contained HTML)."""
-    from crsbench.report.verdict import write_verdict
+    from crsbench.report.verdict import save_verdict
+    from crsbench.report.verdict_data import compute_verdict
 
     try:
-        path = write_verdict(store, compare=compare, out=out)
+        data = compute_verdict(store, compare, interval)
+        path = save_verdict(data, store, out)
     except CrsbenchError as exc:
         fail(str(exc))
         return
-    typer.echo(f"wrote {path}")
+    if data.interval_note:
+        typer.echo(f"NOTE: {data.interval_note}.", err=True)
+    typer.echo(f"wrote {path}" + (f" (CRS intervals: {data.interval} bootstrap)"
+                                  if data.interval else ""))  # fmt: skip

@@ -13,12 +13,13 @@ from pathlib import Path
 import pandas as pd
 
 from crsbench.report.html import Section, esc, kv_html, note_html, page_html, stats_html, table_html
-from crsbench.report.verdict_data import VerdictData, compute_verdict
+from crsbench.report.verdict_data import N_REPLICATES, VerdictData, compute_verdict
+from crsbench.stats.patient_bootstrap import SEED_ONLY, TEST_PATIENTS_X_SEEDS
 
 VERDICT_FILE = "verdict.html"
 _RANK_COLUMNS = {
     "rank_crs": "rank", "encoder": "encoder", "CRS": "CRS", "crs_ci_low": "CRS 95% low",
-    "crs_ci_high": "CRS 95% high", "auroc": "AUROC (D)", "ece": "ECE (C)",
+    "crs_ci_high": "CRS 95% high", "interval": "interval", "auroc": "AUROC (D)", "ece": "ECE (C)",
     "retention": "retention (L)", "robustness_drop": "robustness drop (R)",
     "worst_condition": "worst condition", "worst_severity": "severity",
     "worst_drop": "AUROC lost there",
@@ -38,13 +39,25 @@ def _verdict_section(d: VerdictData) -> Section:
     return Section("verdict", "Verdict", lede, [stats_html(stats), f"<ul>{items}</ul>"])
 
 
+def interval_lede(d: VerdictData) -> str:
+    """What the ranking's intervals are: the bootstrap that made them, in words."""
+    if d.interval == TEST_PATIENTS_X_SEEDS:
+        counts = ", ".join(f"{k} {v:,}" for k, v in sorted(d.n_patients.items()))
+        return (f"Intervals: 95 % paired bootstrap over test patients × seeds "
+                f"({N_REPLICATES:,} replicates; test patients: {counts}).")  # fmt: skip
+    if d.interval == SEED_ONLY:
+        return (f"Intervals: 95 % seed-only bootstrap ({N_REPLICATES:,} replicates; the seeds "
+                "re-draw the label subsamples, test-set variation is not in them).")  # fmt: skip
+    return "No CRS intervals (see the note)."
+
+
 def _ranking_section(d: VerdictData) -> Section:
     cols = [c for c in _RANK_COLUMNS if c in d.board]
-    parts = [table_html(d.board[cols], headers=_RANK_COLUMNS, sortable=True, table_id="ranking")]
+    parts = [] if not d.interval_note else [note_html(f"NOTE: {d.interval_note}.")]
+    parts += [table_html(d.board[cols], headers=_RANK_COLUMNS, sortable=True, table_id="ranking")]
     parts += [note_html(n) for n in d.notes]
     lede = ("Encoders by CRS on the fixed anchors (comparable with any published crsbench "
-            "leaderboard). Intervals: 95 % paired-seed bootstrap (the seeds re-draw the label "
-            "subsamples; test-set variation is not in them).")  # fmt: skip
+            "leaderboard). " + interval_lede(d))  # fmt: skip
     return Section("ranking", "Ranking on this cohort", lede, parts)
 
 
@@ -93,14 +106,19 @@ def verdict_html(d: VerdictData, store_dir: Path) -> str:
                      f"crsbench profile verdict, written {now}.")  # fmt: skip
 
 
-def write_verdict(store_dir: Path | str, compare: Path | None = None,
-                  out: Path | None = None) -> Path:  # fmt: skip
-    """Compute the verdict of the profile in ``store_dir`` and write it (default
-    ``store_dir/verdict.html``); return the path."""
+def save_verdict(d: VerdictData, store_dir: Path | str, out: Path | None = None) -> Path:
+    """Write the page of ``d`` (default ``store_dir/verdict.html``, atomically); return the path."""
     store_dir = Path(store_dir)
-    page = verdict_html(compute_verdict(store_dir, compare), store_dir)
     path = Path(out) if out is not None else store_dir / VERDICT_FILE
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
+    tmp.write_text(verdict_html(d, store_dir), encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def write_verdict(store_dir: Path | str, compare: Path | None = None, out: Path | None = None,
+                  interval: str = "test-patients") -> Path:  # fmt: skip
+    """Compute the verdict of the profile in ``store_dir`` and write it (default
+    ``store_dir/verdict.html``); return the path. ``compare`` and ``interval`` as
+    :func:`~crsbench.report.verdict_data.compute_verdict`."""
+    return save_verdict(compute_verdict(Path(store_dir), compare, interval), store_dir, out)

@@ -1,8 +1,10 @@
 """What the verdict page of a cohort profile says, computed from the profile's store.
 
-Read-only: the runs table (:func:`crsbench.scoring.load_runs`) and ``cohort.json``. Per
-encoder: the four axes and the CRS on the fixed anchors with a paired-seed bootstrap interval,
-the worst of the 15 paper conditions, the best recalibrator on the clean test split; then the
+Read-only: the runs table (:func:`crsbench.scoring.load_runs`), its per-sample predictions and
+``cohort.json``. Per encoder: the four axes and the CRS on the fixed anchors with a 95 %
+interval (by default the paired bootstrap over test patients × seeds,
+:func:`crsbench.stats.uncertainty.crs_uncertainty`; seed-only, with a note saying why, where
+the store has no predictions), the worst of the 15 paper conditions, the best recalibrator on the clean test split; then the
 recommendation and, given a benchmark store, the benchmark's numbers for the same encoders.
 """
 
@@ -19,8 +21,13 @@ import pandas as pd
 
 #: ECE below this reads "well calibrated" in the sentences (a reading aid, not a protocol value).
 WELL_CALIBRATED_ECE = 0.05
-#: Paired-seed bootstrap replicates of the CRS intervals.
+#: Bootstrap replicates of the CRS intervals.
 N_REPLICATES = 2000
+#: Why a seed-only interval is left out with fewer than two seeds.
+ONE_SEED_NOTE = (
+    "no CRS interval: the seed-only bootstrap needs at least two seeds and this profile has "
+    "one (its interval would have zero width)"
+)
 
 
 @dataclass
@@ -36,6 +43,9 @@ class VerdictData:
     why: str
     compare: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
+    interval: str = ""
+    interval_note: str = ""
+    n_patients: dict[str, int] = field(default_factory=dict)
 
 
 def _worst_condition(runs: pd.DataFrame) -> pd.DataFrame:
@@ -101,23 +111,39 @@ def _sentence(row: Any, worst: pd.DataFrame, recal: pd.DataFrame) -> str:
     return "; ".join(parts) + "."
 
 
-def _board(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+def _board(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """The encoders' axes and CRS on the fixed anchors, the per-seed axes, and the warnings."""
     from crsbench.scoring import aggregate_by_encoder, axes_from_runs, load_anchors, score_cells
-    from crsbench.stats import paired_seed_bootstrap
 
-    anchors = load_anchors(None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         per_seed = axes_from_runs(runs)
-        board = aggregate_by_encoder(score_cells(per_seed, anchors))
-    notes = [str(w.message) for w in caught]
+        board = aggregate_by_encoder(score_cells(per_seed, load_anchors(None)))
+    return board, per_seed, [str(w.message) for w in caught]
+
+
+def _add_intervals(board: pd.DataFrame, per_seed: pd.DataFrame, store_dir: Path,
+                   interval: str) -> tuple[str, str, dict[str, int]]:  # fmt: skip
+    """Fill ``crs_ci_low``/``crs_ci_high``/``interval`` of ``board`` in place with the method
+    ``interval`` names; return (method, note on a fallback or a missing interval, test
+    patients per dataset)."""
+    from crsbench.stats.patient_bootstrap import SEED_ONLY
+    from crsbench.stats.uncertainty import check_interval, crs_uncertainty
+
+    check_interval(interval)
     board["crs_ci_low"] = board["crs_ci_high"] = np.nan
-    if per_seed["seed"].nunique() >= 2 and board["CRS"].notna().any():
-        boot = paired_seed_bootstrap(per_seed, anchors, n_replicates=N_REPLICATES, seed=0)
-        ci = boot.ranks.set_index("encoder")
-        board["crs_ci_low"] = board["encoder"].map(ci["crs_ci_low"])
-        board["crs_ci_high"] = board["encoder"].map(ci["crs_ci_high"])
-    return board, notes
+    board["interval"] = ""
+    if not board["CRS"].notna().any():
+        return "", "", {}
+    unc = crs_uncertainty(per_seed, None, store=store_dir, interval=interval,
+                          n_replicates=N_REPLICATES, seed=0)  # fmt: skip
+    if unc.method == SEED_ONLY and per_seed["seed"].nunique() < 2:
+        return "", "; ".join(x for x in (unc.note, ONE_SEED_NOTE) if x), {}
+    ci = unc.result.ranks.set_index("encoder")
+    for col in ("crs_ci_low", "crs_ci_high"):
+        board[col] = board["encoder"].map(ci[col])
+    board["interval"] = np.where(board["crs_ci_low"].notna(), unc.method, "")
+    return unc.method, unc.note, dict(unc.n_patients)
 
 
 def _compare(board: pd.DataFrame, store: Path) -> pd.DataFrame:
@@ -132,14 +158,26 @@ def _compare(board: pd.DataFrame, store: Path) -> pd.DataFrame:
     return mine.merge(theirs, on="encoder", how="left")
 
 
-def compute_verdict(store_dir: Path, compare: Path | None = None) -> VerdictData:
-    """Everything the verdict page shows (see the module)."""
+def compute_verdict(store_dir: Path, compare: Path | None = None,
+                    interval: str = "test-patients") -> VerdictData:  # fmt: skip
+    """Everything the verdict page shows (see the module).
+
+    Parameters
+    ----------
+    store_dir : Path
+        The profile's output directory.
+    compare : Path, optional
+        A benchmark store whose numbers for the same encoders go beside the cohort's.
+    interval : {"test-patients", "seed-only"}
+        The bootstrap of the CRS intervals (:func:`crsbench.stats.uncertainty.crs_uncertainty`).
+    """
     from crsbench.scoring import load_runs
 
     runs = load_runs(store_dir)
     cohort_file = Path(store_dir) / "cohort.json"
     cohort = json.loads(cohort_file.read_text(encoding="utf-8")) if cohort_file.is_file() else {}
-    board, notes = _board(runs)
+    board, per_seed, notes = _board(runs)
+    method, note, n_patients = _add_intervals(board, per_seed, Path(store_dir), interval)
     worst = _worst_condition(runs)
     recal = recal_table(runs)
     board = board.merge(worst.rename(columns={"condition": "worst_condition",
@@ -155,6 +193,7 @@ def compute_verdict(store_dir: Path, compare: Path | None = None) -> VerdictData
         why = "highest AUROC; no encoder has a CRS on this cohort (see the notes)"
     else:
         best, why = None, "no encoder has a defined AUROC on this cohort"
-    method = best_recalibrator(recal, best)[0] if best else "none"
-    return VerdictData(board, recal, cohort, sentences, best, method, why,
-                       None if compare is None else _compare(board, compare), notes)  # fmt: skip
+    recal_method = best_recalibrator(recal, best)[0] if best else "none"
+    return VerdictData(board, recal, cohort, sentences, best, recal_method, why,
+                       None if compare is None else _compare(board, compare), notes,
+                       method, note, n_patients)  # fmt: skip
