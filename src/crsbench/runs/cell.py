@@ -37,6 +37,7 @@ class ShiftData:
     details: Mapping[str, Any] = field(default_factory=dict)
     image_ids: np.ndarray | None = None
     groups: np.ndarray | None = None
+    metadata: Mapping[str, np.ndarray] | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,9 @@ class CellData:
     image_ids, groups : (N,) arrays or None
         Image id and patient group of every row; with them the main-protocol rows keep their
         per-sample predictions (:mod:`crsbench.runs.predictions`).
+    metadata : mapping attribute → (N,) array of str, or None
+        Subgroup attributes of every row (:func:`crsbench.datasets.subgroups.subgroup_columns`),
+        stored with the predictions.
     """
 
     encoder: str
@@ -78,6 +82,7 @@ class CellData:
     quarantined: tuple[Mapping[str, str], ...] = ()
     image_ids: np.ndarray | None = None
     groups: np.ndarray | None = None
+    metadata: Mapping[str, np.ndarray] | None = None
 
 
 @dataclass(frozen=True)
