@@ -1,7 +1,7 @@
 """The per-image subgroup attributes the results store keeps beside the predictions.
 
 From a :class:`~crsbench.datasets.base.Dataset`'s ``metadata`` the four attributes the subgroup
-analysis reads (``docs/analyses.md``, "Subgroups"), each as a string per row, blank where the
+analysis reads (``docs/scoring.md``, "Subgroups, operating points, flips"), each as a string per row, blank where the
 dataset does not record it:
 
 - ``sex``: ``female`` / ``male`` (any case in the source);

@@ -85,8 +85,9 @@ def _shift_data(
         {"shift_rows": target.shift_provenance(rows)},
         image_ids=tids[rows],
         groups=np.asarray(tds.groups)[target.eval_rows][rows],
-        metadata={k: v[target.eval_rows][rows]
-                  for k, v in subgroup_columns(tds.metadata).items()},  # fmt: skip
+        metadata={
+            k: v[target.eval_rows][rows] for k, v in subgroup_columns(tds.metadata).items()
+        },  # fmt: skip
     )
     return shift, entries
 

@@ -1,4 +1,4 @@
-"""Prediction flips under perturbation (``docs/analyses.md``, "Prediction flips").
+"""Prediction flips under perturbation (``docs/scoring.md``, "Subgroups, operating points, flips").
 
 The share of test images whose decision changes between the clean and the perturbed image:
 the predicted class (argmax) for multi-class tasks; for multi-label tasks, any label's

@@ -1,4 +1,4 @@
-"""Operating points and their transfer under shift (``docs/analyses.md``, "Operating points").
+"""Operating points and their transfer under shift (``docs/scoring.md``, "Subgroups, operating points, flips").
 
 Per label (one-vs-rest per class for multi-class), the threshold is picked on the source
 validation split from the full-label fit's stored validation predictions: the largest

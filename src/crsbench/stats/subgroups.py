@@ -1,6 +1,6 @@
 """Subgroups: AUROC, ECE and the robustness drop per subgroup the stored metadata carries
 (sex, age band, view, anatomical site), the worst subgroup and the gap per encoder, with the
-test-patient bootstrap's intervals (``docs/analyses.md``, "Subgroups").
+test-patient bootstrap's intervals (``docs/scoring.md``, "Subgroups, operating points, flips").
 
 Every replicate resamples the test patients with :func:`crsbench.stats.resample.row_weights`
 (the same patients for every encoder: paired), and a subgroup's value in a replicate is the
