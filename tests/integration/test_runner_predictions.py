@@ -192,3 +192,35 @@ def test_report_names_the_method_and_the_patients(store, tmp_path):
     # the method is named beside the intervals, in the leaderboard's interval column
     assert "CRS 95% CI (test patients × seeds)" in html
     assert "seed-only bootstrap because" not in html
+
+
+def test_subgroup_metadata_and_prediction_analyses(store, tmp_path):
+    from crsbench.stats.analyze_predictions import emit_prediction_analyses
+    from crsbench.stats.store_predictions import load_store_predictions
+
+    cfg, out = store
+    meta = _query(out, "SELECT s.dataset, s.split, m.attribute, m.vals, s.image_ids FROM "
+                  "split_metadata m JOIN eval_splits s USING (split_key)")  # fmt: skip
+    prepared = prepare_datasets(cfg)
+    isic = meta[(meta.dataset == "isic2019") & (meta.split == "test")]
+    assert {"sex", "age", "site"} <= set(isic["attribute"])
+    p = prepared["isic2019"]
+    site = isic[isic.attribute == "site"].iloc[0]
+    want = p.dataset.metadata["site"].fillna("").str.lower().to_numpy()[p.splits.test]
+    assert list(site["vals"]) == [str(v) for v in want]
+    runs = load_runs(out)
+    per_seed = axes_from_runs(runs)
+    keys = sorted(set(zip(per_seed.encoder, per_seed.dataset, strict=True)))
+    found = load_store_predictions(out, keys, sorted(per_seed.seed.unique()))
+    assert all(c.val is not None for c in found.cells.values())
+    done: dict = {}
+
+    def emit(name, fn, why=""):
+        res = fn()
+        done[name] = res[0] if isinstance(res, tuple) else res
+
+    cells = per_seed.groupby(["encoder", "dataset"], as_index=False)["auroc"].mean()
+    emit_prediction_analyses(emit, tmp_path, out, cells, per_seed, 5, 0)
+    flips = done["prediction_flips"]
+    assert not flips.empty and flips["flip_share"].between(0, 1).all()
+    assert "status" in pd.read_csv(tmp_path / "subgroup_cells.csv").columns

@@ -11,6 +11,9 @@ Three tables (``docs/config_and_store.md``, "Per-sample predictions"):
   and the top class of every row are those of the float64 values), else float64
   (``dtype``): probabilities that differ by less than float32 resolution, as a collapsed
   feature gives, would otherwise tie and change the AUROC.
+- ``split_metadata``: the subgroup attributes of a split's rows (``sex``, ``age``, ``view``,
+  ``site``; :mod:`crsbench.datasets.subgroups`), one row per (split, attribute), values in the
+  split's order; optional (stores written before it have none).
 - ``predictions``: which blob a run record's prediction is, on which split:
   ``run_key`` (→ ``runs``), ``split``, ``split_key``, ``prob_key``.
 """
@@ -27,6 +30,7 @@ from crsbench.core.errors import StoreError
 SPLITS_TABLE = "eval_splits"
 BLOBS_TABLE = "prediction_blobs"
 PREDICTIONS_TABLE = "predictions"
+SPLIT_META_TABLE = "split_metadata"
 #: Every table of the predictions layout, in the order they are exported and restored.
 PREDICTION_TABLES: tuple[str, ...] = (SPLITS_TABLE, BLOBS_TABLE, PREDICTIONS_TABLE)
 #: How labels, and probabilities when lossless, are stored (little-endian float32, row-major).

@@ -42,6 +42,7 @@ class ShiftData:
     groups: np.ndarray | None = None
     compared: np.ndarray | None = None
     label_names: tuple[str, ...] = ()
+    metadata: Mapping[str, np.ndarray] | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,9 @@ class CellData:
     image_ids, groups : (N,) arrays or None
         Image id and patient group of every row; with them the main-protocol rows keep their
         per-sample predictions (:mod:`crsbench.runs.predictions`).
+    metadata : mapping attribute → (N,) array of str, or None
+        Subgroup attributes of every row (:func:`crsbench.datasets.subgroups.subgroup_columns`),
+        stored with the predictions.
     """
 
     encoder: str
@@ -85,6 +89,7 @@ class CellData:
     quarantined: tuple[Mapping[str, str], ...] = ()
     image_ids: np.ndarray | None = None
     groups: np.ndarray | None = None
+    metadata: Mapping[str, np.ndarray] | None = None
 
 
 @dataclass(frozen=True)

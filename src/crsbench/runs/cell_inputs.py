@@ -9,6 +9,7 @@ import numpy as np
 
 from crsbench.core.errors import DataError
 from crsbench.datasets.bad_images import refuse_bad_images
+from crsbench.datasets.subgroups import subgroup_columns
 from crsbench.runs.cell import CellData, ShiftData
 from crsbench.runs.plan import CellPlan
 from crsbench.runs.prepare import PreparedDataset
@@ -88,6 +89,9 @@ def _shift_data(
         groups=np.asarray(tds.groups)[target.eval_rows][rows],
         compared=compared,
         label_names=tuple(source.label_names),
+        metadata={
+            k: v[target.eval_rows][rows] for k, v in subgroup_columns(tds.metadata).items()
+        },  # fmt: skip
     )
     return shift, entries
 
@@ -183,6 +187,7 @@ def cell_data(
         quarantined=tuple(entries),
         image_ids=ids,
         groups=np.asarray(ds.groups),
+        metadata=subgroup_columns(ds.metadata),
     )
 
 

@@ -11,7 +11,7 @@ all (a resumed run never sees one without the other).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from crsbench.core.predictions import (
     PREDICTION_TABLES,
     PREDICTIONS_TABLE,
     SHIFT_SPLIT,
+    SPLIT_META_TABLE,
     SPLITS_TABLE,
     VAL_SPLIT,
     content_key,
@@ -52,7 +53,13 @@ DDL: dict[str, str] = {
         "split VARCHAR NOT NULL, split_key VARCHAR NOT NULL, prob_key VARCHAR NOT NULL, "
         "PRIMARY KEY (run_key, split))"
     ),
+    SPLIT_META_TABLE: (
+        f"CREATE TABLE IF NOT EXISTS {SPLIT_META_TABLE} (split_key VARCHAR NOT NULL, "
+        "attribute VARCHAR NOT NULL, vals VARCHAR[] NOT NULL, PRIMARY KEY (split_key, attribute))"
+    ),
 }
+#: Every table a batch inserts (the metadata table is optional for readers).
+_BATCH_TABLES: tuple[str, ...] = (*PREDICTION_TABLES, SPLIT_META_TABLE)
 _ARROW: dict[str, pa.Schema] = {
     SPLITS_TABLE: pa.schema(
         [
@@ -84,13 +91,18 @@ _ARROW: dict[str, pa.Schema] = {
             ("prob_key", pa.string()),
         ]  # fmt: skip
     ),
+    SPLIT_META_TABLE: pa.schema(
+        [("split_key", pa.string()), ("attribute", pa.string()), ("vals", pa.list_(pa.string()))]
+    ),
 }
 
 
 @dataclass(frozen=True, eq=False)
 class SplitRows:
     """The rows a prediction is scored on: whose, which split, image ids, patient groups and
-    the targets exactly as scored (class indices, or the 0/1/NaN label matrix)."""
+    the targets exactly as scored (class indices, or the 0/1/NaN label matrix); ``metadata``:
+    subgroup attribute → values per row (:mod:`crsbench.datasets.subgroups`), a function of
+    the image ids, so not part of the key."""
 
     dataset: str
     split: str
@@ -98,6 +110,7 @@ class SplitRows:
     image_ids: np.ndarray
     groups: np.ndarray
     targets: np.ndarray
+    metadata: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @cached_property
     def key(self) -> str:
@@ -139,9 +152,11 @@ class PredictionBatch:
     def insert(self, con: Any) -> None:
         """Create the tables when absent and insert, skipping what is already stored (a
         re-run of the same cell stores nothing twice). Call inside a transaction."""
-        for name in PREDICTION_TABLES:
+        for name in _BATCH_TABLES:
             con.execute(DDL[name]).fetchall()
-            table = self.tables[name]
+            table = self.tables.get(name)
+            if table is None:
+                continue
             if table.num_rows == 0:
                 continue
             con.register("_incoming_pred", table)
@@ -162,6 +177,7 @@ def prediction_batch(
     by several rows, e.g. the full-label fit every seed reuses, are hashed once).
     """
     splits: dict[str, dict[str, Any]] = {}
+    meta: list[dict[str, Any]] = []
     blobs: dict[str, dict[str, Any]] = {}
     refs: list[dict[str, str]] = []
     hashed: dict[int, str] = {}
@@ -169,6 +185,7 @@ def prediction_batch(
         for split, (rows, prob) in (preds or {}).items():
             if rows.key not in splits:
                 splits[rows.key] = _split_row(rows)
+                meta += _meta_rows(rows)
             pk = hashed.get(id(prob))
             if pk is None:
                 data, dtype = encode_probabilities(prob)
@@ -182,7 +199,7 @@ def prediction_batch(
     if not refs:
         return None
     rows_of = {SPLITS_TABLE: list(splits.values()), BLOBS_TABLE: list(blobs.values()),
-               PREDICTIONS_TABLE: refs}  # fmt: skip
+               PREDICTIONS_TABLE: refs, SPLIT_META_TABLE: meta}  # fmt: skip
     return PredictionBatch(
         {name: pa.Table.from_pylist(rows_of[name], schema=_ARROW[name]) for name in rows_of}
     )
@@ -203,6 +220,18 @@ def _split_row(rows: SplitRows) -> dict[str, Any]:
     }
 
 
+def _meta_rows(rows: SplitRows) -> list[dict[str, Any]]:
+    n = len(np.asarray(rows.image_ids))
+    out = []
+    for attr, vals in sorted(rows.metadata.items()):
+        v = [str(x) for x in np.asarray(vals).tolist()]
+        if len(v) != n:
+            raise ValueError(f"metadata {attr!r} of {rows.dataset}/{rows.split} must have {n} "
+                             f"values (one per row). Got {len(v)} instead.")  # fmt: skip
+        out.append({"split_key": rows.key, "attribute": attr, "vals": v})
+    return out
+
+
 def has_prediction_tables(con: Any) -> bool:
     """Whether the store has every predictions table (stores written before them do not)."""
     q = "SELECT count(*) FROM information_schema.tables WHERE table_name = ?"
@@ -215,11 +244,14 @@ def export_predictions(con: Any, folder: Path) -> dict[str, Path]:
 
     if not has_prediction_tables(con):
         return {}
+    q = "SELECT count(*) FROM information_schema.tables WHERE table_name = ?"
+    has_meta = con.execute(q, [SPLIT_META_TABLE]).fetchall()[0][0]
+    names = (*PREDICTION_TABLES, SPLIT_META_TABLE) if has_meta else PREDICTION_TABLES
     return {
         name: export_query(
             con, f"SELECT * FROM {name} ORDER BY ALL", folder / f"{name}.parquet", "parquet"
         )  # fmt: skip
-        for name in PREDICTION_TABLES
+        for name in names
     }
 
 
@@ -231,6 +263,9 @@ def restore_predictions(con: Any, folder: Path) -> int:
         return 0
     import pyarrow.parquet as pq
 
+    meta = folder / f"{SPLIT_META_TABLE}.parquet"
+    if meta.is_file():
+        paths[SPLIT_META_TABLE] = meta
     batch = PredictionBatch({n: pq.read_table(p).cast(_ARROW[n]) for n, p in paths.items()})
     batch.insert(con)
     return batch.n_predictions
@@ -270,9 +305,11 @@ def cell_keeper(cell: Any, y: np.ndarray) -> PredictionKeeper:
     if cell.image_ids is None or cell.groups is None:
         return PredictionKeeper({})
     ids, groups = np.asarray(cell.image_ids), np.asarray(cell.groups)
+    meta = getattr(cell, "metadata", None) or {}
 
     def split_rows(name: str, idx: np.ndarray) -> SplitRows:
-        return SplitRows(cell.dataset, name, cell.task, ids[idx], groups[idx], y[idx])
+        m = {k: np.asarray(v)[idx] for k, v in meta.items()}
+        return SplitRows(cell.dataset, name, cell.task, ids[idx], groups[idx], y[idx], m)
 
     splits: dict[str, SplitRows | None] = {
         EVAL_SPLIT: split_rows(EVAL_SPLIT, cell.test),
@@ -285,6 +322,7 @@ def cell_keeper(cell: Any, y: np.ndarray) -> PredictionKeeper:
             splits[shift_split(sh.target)] = SplitRows(
                 sh.target, SHIFT_SPLIT, cell.task, np.asarray(sh.image_ids),
                 np.asarray(sh.groups), targets(sh.y, cell.task),
+                dict(sh.metadata or {}),
             )  # fmt: skip
     return PredictionKeeper(splits)
 

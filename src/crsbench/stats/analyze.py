@@ -21,6 +21,7 @@ from crsbench.scoring.axes import axes_from_runs
 from crsbench.scoring.planned import add_unrun_cells, store_planned_cells
 from crsbench.stats.agreement import rank_agreement, rank_moves
 from crsbench.stats.analyze_beyond import emit_beyond
+from crsbench.stats.analyze_predictions import emit_prediction_analyses
 from crsbench.stats.calibration_effects import (
     discrimination_calibration_correlation,
     ece_increase_by_condition,
@@ -222,5 +223,6 @@ def run_analyses(
         "no control-probe rows in the store (probe other than logistic)",
     )
     emit_beyond(emit, runs, cells, board, per_seed, anc, groups, n_replicates, seed)
+    emit_prediction_analyses(emit, out, store, cells, per_seed, n_replicates, seed)
     (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2), encoding="utf-8")
     return summary

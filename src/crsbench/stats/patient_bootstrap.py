@@ -54,11 +54,14 @@ DEFAULT_CHUNK = 250
 @dataclass(frozen=True)
 class EvalSplit:
     """The rows one prediction is evaluated on: whose patients, which patient each row is,
-    and the targets (class indices, or an ``(n, L)`` 0/1/NaN matrix)."""
+    and the targets (class indices, or an ``(n, L)`` 0/1/NaN matrix); read from a store, also
+    the image ids and the subgroup attributes stored with them (attribute → ``(n,)`` str)."""
 
     dataset: str
     groups: np.ndarray
     y: np.ndarray
+    image_ids: np.ndarray | None = None
+    metadata: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_patients(self) -> int:
@@ -85,6 +88,8 @@ class CellPredictions:
         The shift target's rows and the full-label probabilities on them.
     more_shifts : tuple of (EvalSplit, array)
         Further shift targets inside R (each drop is one more condition).
+    val : (EvalSplit, array) or None
+        The full-label fit's validation rows and probabilities (operating points).
     """
 
     encoder: str
@@ -97,6 +102,7 @@ class CellPredictions:
     conditions: Mapping[tuple[str, int], np.ndarray] = field(default_factory=dict)
     shift: tuple[EvalSplit, np.ndarray] | None = None
     more_shifts: tuple[tuple[EvalSplit, np.ndarray], ...] = ()
+    val: tuple[EvalSplit, np.ndarray] | None = None
 
     @property
     def shifts(self) -> tuple[tuple[EvalSplit, np.ndarray], ...]:

@@ -22,7 +22,9 @@ from crsbench.core.predictions import (
     EVAL_SPLIT,
     PREDICTION_TABLES,
     PREDICTIONS_TABLE,
+    SPLIT_META_TABLE,
     SPLITS_TABLE,
+    VAL_SPLIT,
     decode_matrix,
 )
 from crsbench.core.storefile import STORE_FILE, read_queries
@@ -31,16 +33,19 @@ from crsbench.stats.patient_bootstrap import CellPredictions, EvalSplit
 
 _MAIN = (
     f"FROM runs r JOIN {PREDICTIONS_TABLE} p ON p.run_key = r.run_key "
-    f"WHERE p.split = '{EVAL_SPLIT}' AND r.regime = 'frozen' AND r.probe = 'logistic' "
+    f"WHERE p.split IN ('{EVAL_SPLIT}', '{VAL_SPLIT}') AND r.regime = 'frozen' AND r.probe = 'logistic' "
     "AND abs(r.layer - 1.0) < 1e-9 AND r.recalibrator = 'none'"
 )
 _QUERIES = {
     "rows": "SELECT r.encoder, r.dataset, r.eval_dataset, r.seed, r.fraction, r.condition, "
-    f"r.severity, p.split_key, p.prob_key {_MAIN}",
+    f"r.severity, p.split, p.split_key, p.prob_key {_MAIN}",
     "blobs": f"SELECT * FROM {BLOBS_TABLE} WHERE prob_key IN (SELECT p.prob_key {_MAIN})",
     "splits": f"SELECT * FROM {SPLITS_TABLE} WHERE split_key IN (SELECT p.split_key {_MAIN})",
 }
 _NEEDS = {name: ("runs", *PREDICTION_TABLES) for name in _QUERIES}
+_QUERIES["meta"] = (f"SELECT * FROM {SPLIT_META_TABLE} "
+                    f"WHERE split_key IN (SELECT p.split_key {_MAIN})")  # fmt: skip
+_NEEDS["meta"] = (*_NEEDS["rows"], SPLIT_META_TABLE)
 
 
 @dataclass
@@ -63,9 +68,14 @@ def _frac(f: float) -> float:
 class _Blobs:
     """Decoded probability matrices and splits, each decoded once."""
 
-    def __init__(self, blobs: pd.DataFrame, splits: pd.DataFrame) -> None:
+    def __init__(
+        self, blobs: pd.DataFrame, splits: pd.DataFrame, meta: pd.DataFrame | None = None
+    ) -> None:
         self._blobs = {r.prob_key: r for r in blobs.itertuples(index=False)}
         self._splits = {r.split_key: r for r in splits.itertuples(index=False)}
+        self._meta: dict[str, dict[str, np.ndarray]] = {}
+        for r in (meta if meta is not None else pd.DataFrame()).itertuples(index=False):
+            self._meta.setdefault(r.split_key, {})[r.attribute] = np.asarray(r.vals, dtype=str)
         self._probs: dict[str, np.ndarray] = {}
         self._evals: dict[str, EvalSplit] = {}
 
@@ -82,7 +92,10 @@ class _Blobs:
         if key not in self._evals:
             t = decode_matrix(s.targets, s.n_rows, s.n_targets, f"split {key[:12]}")
             y = t[:, 0].astype(np.int64) if s.task == "multiclass" else t
-            self._evals[key] = EvalSplit(s.dataset, np.asarray(s.groups, dtype=str), y)
+            self._evals[key] = EvalSplit(
+                s.dataset, np.asarray(s.groups, dtype=str), y,
+                image_ids=np.asarray(s.image_ids, dtype=str), metadata=self._meta.get(key, {}),
+            )  # fmt: skip
         return self._evals[key], s.task
 
     def per_seed(self, keys: list[str]) -> np.ndarray:
@@ -102,17 +115,26 @@ def _paper_targets(rows: pd.DataFrame) -> dict[str, tuple[str, ...]]:
     return {ds: tuple(sorted(t)) for ds, t in out.items()}
 
 
-def _index(rows: pd.DataFrame) -> dict[tuple, tuple[str, str]]:
-    """(encoder, dataset, eval_dataset, seed, fraction, condition, severity) → (split, prob)."""
+def _index(rows: pd.DataFrame, split: str = EVAL_SPLIT) -> dict[tuple, tuple[str, str]]:
+    """(encoder, dataset, eval_dataset, seed, fraction, condition, severity) → (split, prob)
+    of the predictions on ``split`` (the evaluated rows, or the validation rows)."""
     out = {}
-    for r in rows.itertuples(index=False):
+    for r in rows[rows["split"] == split].itertuples(index=False):
         key = (r.encoder, r.dataset, r.eval_dataset, int(r.seed), _frac(r.fraction),
                str(r.condition), int(r.severity))  # fmt: skip
         out[key] = (r.split_key, r.prob_key)
     return out
 
 
-def _cell(enc, ds, seeds, index, blobs, targets) -> CellPredictions | str:
+def _val(enc, ds, seeds, val_index, blobs) -> tuple[EvalSplit, np.ndarray] | None:
+    """The full-label fit's validation rows and probabilities (None when not stored)."""
+    found = [val_index.get((enc, ds, ds, s, 1.0, CLEAN, 0)) for s in seeds]
+    if any(k is None for k in found) or len({k[0] for k in found}) != 1:
+        return None
+    return blobs.split(found[0][0])[0], blobs.per_seed([k[1] for k in found])
+
+
+def _cell(enc, ds, seeds, index, blobs, targets, val_index=None) -> CellPredictions | str:
     """The cell's predictions, or a sentence saying what it lacks."""
 
     def keys(ev: str, f: float, cond: str, sev: int, what: str) -> list[tuple[str, str]] | str:
@@ -146,6 +168,7 @@ def _cell(enc, ds, seeds, index, blobs, targets) -> CellPredictions | str:
         enc, ds, task, test, tuple(seeds), blobs.per_seed([k[1] for k in clean]),
         fractions=parts["fractions"], conditions=parts["conditions"],
         shift=shifts[0] if shifts else None, more_shifts=tuple(shifts[1:]),
+        val=_val(enc, ds, seeds, val_index or {}, blobs),
     )  # fmt: skip
 
 
@@ -164,13 +187,13 @@ def load_store_predictions(
     if "rows" not in found:
         return StorePredictions(available=False)
     rows = found["rows"]
-    blobs = _Blobs(found["blobs"], found["splits"])
-    index = _index(rows)
+    blobs = _Blobs(found["blobs"], found["splits"], found.get("meta"))
+    index, val_index = _index(rows), _index(rows, VAL_SPLIT)
     targets = _paper_targets(rows)
     seed_list = sorted(int(s) for s in seeds)
     out = StorePredictions(available=True)
     for enc, ds in cells:
-        got = _cell(enc, ds, seed_list, index, blobs, targets)
+        got = _cell(enc, ds, seed_list, index, blobs, targets, val_index)
         if isinstance(got, str):
             out.missing[f"{enc}/{ds}"] = got
         else:
