@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from crsbench.config import parse_config
-from crsbench.core.conditions import PAPER_CONDITIONS
 from crsbench.metrics import expected_calibration_error, macro_auroc
+from crsbench.protocol import PAPER_CONDITIONS
 from crsbench.runs.pipeline import run_benchmark
 from crsbench.runs.prepare import prepare_datasets
 from crsbench.runs.repair import repair_store

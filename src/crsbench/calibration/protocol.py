@@ -17,9 +17,9 @@ import numpy as np
 import yaml
 
 from crsbench.core.errors import ConfigError, DataError
+from crsbench.protocol import RECALIBRATORS
 
 DEFAULT_PROTOCOL_PATH = Path(__file__).with_name("recal_v1.yaml")
-METHODS: tuple[str, ...] = ("temperature", "vector", "isotonic", "dirichlet")
 
 
 class CalibrationSplitTooSmall(DataError):
@@ -95,7 +95,7 @@ def _load(path: Path) -> RecalProtocol:
             f"recalibration protocol {path}: min_per_class must be an integer >= n_folds "
             f"({n_folds}). Got {min_n!r} instead."
         )
-    grids = {m: _candidates(path, m, doc["grids"].get(m)) for m in METHODS}
+    grids = {m: _candidates(path, m, doc["grids"].get(m)) for m in RECALIBRATORS}
     return RecalProtocol(str(doc["version"]), "nll", n_folds, min_n, grids)
 
 

@@ -7,13 +7,6 @@ for photographs). Severity values: ``severities_v1.yaml``; see ``docs/perturbati
 
 from __future__ import annotations
 
-from crsbench.core.conditions import (
-    EXTRA_CONDITIONS,
-    EXTRA_PERTURBATIONS,
-    PAPER_CONDITIONS,
-    PAPER_PERTURBATIONS,
-    SEVERITIES,
-)
 from crsbench.perturb.api import apply, apply_batch, conditions, describe
 from crsbench.perturb.registry import MODALITIES, PERTURBATIONS, PerturbationSpec
 from crsbench.perturb.severities import (
@@ -21,6 +14,13 @@ from crsbench.perturb.severities import (
     SeverityTable,
     build_table,
     load_severities,
+)
+from crsbench.protocol import (
+    EXTRA_CONDITIONS,
+    EXTRA_PERTURBATIONS,
+    PAPER_CONDITIONS,
+    PAPER_PERTURBATIONS,
+    SEVERITIES,
 )
 
 __all__ = [

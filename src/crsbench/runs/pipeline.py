@@ -59,15 +59,8 @@ def cell_settings(cfg: BenchmarkConfig) -> CellSettings:
         tol=cfg.probes.logistic.tol,
         layers=tuple(cfg.layers),
         recalibrators=tuple(cfg.recalibrators),
-        mlp=None
-        if mlp is None
-        else {
-            "hidden": mlp.hidden_size,
-            "max_epochs": mlp.epochs,
-            "lr": mlp.lr,
-            "alpha": mlp.weight_decay,
-        },
-        knn=None if knn is None else {"k": knn.k, "metric": knn.metric},
+        mlp=None if mlp is None else mlp.model_dump(),
+        knn=None if knn is None else knn.model_dump(),
         control_fractions=control_fractions(cfg),
     )
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
 
-from crsbench.core.conditions import UNPERTURBED_CONDITIONS
 from crsbench.core.errors import StoreError
 from crsbench.core.schema import IDENTITY_COLUMNS
+from crsbench.protocol import UNPERTURBED_CONDITIONS
 from crsbench.splits.policy import SPLIT_NAMES
 
 #: Version of the ``runs`` / ``metrics`` / ``meta`` table layout.

@@ -18,13 +18,12 @@ import numpy as np
 import yaml
 
 from crsbench.core.errors import ConfigError
+from crsbench.protocol import ANCHORS_VERSION
 
 #: The four axes, in the order of every utility vector.
 AXES: tuple[str, ...] = ("auroc", "ece", "retention", "robustness_drop")
 #: Utility column names, same order as :data:`AXES`.
 UTILITY_COLUMNS: tuple[str, ...] = ("u_auroc", "u_ece", "u_retention", "u_robustness")
-#: The version :func:`load_anchors` returns when given no argument.
-CURRENT_VERSION = "v1"
 _WEIGHT_KEYS = ("P", "I", "W")
 _HALTON_BASES = (2, 3, 5, 7)
 
@@ -209,7 +208,7 @@ def load_anchors(source: str | Path | Anchors | None = None) -> Anchors:
     if isinstance(source, Anchors):
         return source
     if source is None:
-        source = CURRENT_VERSION
+        source = ANCHORS_VERSION
     path = Path(source)
     if not path.suffix and not path.exists():
         res = resources.files("crsbench.anchors").joinpath(f"{source}.yaml")

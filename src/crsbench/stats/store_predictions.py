@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from crsbench.core.conditions import CLEAN, PAPER_CONDITIONS, PAPER_SHIFTS, SHIFT
 from crsbench.core.predictions import (
     BLOBS_TABLE,
     EVAL_SPLIT,
@@ -28,7 +27,7 @@ from crsbench.core.predictions import (
     decode_matrix,
 )
 from crsbench.core.storefile import STORE_FILE, read_queries
-from crsbench.metrics.label_efficiency import DEFAULT_FRACTIONS
+from crsbench.protocol import CLEAN, PAPER_CONDITIONS, PAPER_SHIFTS, RETENTION_FRACTIONS, SHIFT
 from crsbench.stats.patient_bootstrap import CellPredictions, EvalSplit
 
 _MAIN = (
@@ -149,7 +148,7 @@ def _cell(enc, ds, seeds, index, blobs, targets, val_index=None) -> CellPredicti
         return "the clean test rows differ between seeds"
     test, task = blobs.split(clean[0][0])
     parts: dict[str, dict] = {"fractions": {}, "conditions": {}}
-    wanted = [("fractions", f, (ds, f, CLEAN, 0), f"fraction {f}") for f in DEFAULT_FRACTIONS]
+    wanted = [("fractions", f, (ds, f, CLEAN, 0), f"fraction {f}") for f in RETENTION_FRACTIONS]
     wanted += [("conditions", c, (ds, 1.0, *c), f"condition {c[0]}/{c[1]}")
                for c in PAPER_CONDITIONS]  # fmt: skip
     for part, name, (ev, f, cond, sev), what in wanted:
