@@ -43,7 +43,7 @@ def folder_options(spec: CohortSpec) -> dict[str, Any]:
 
 
 def default_encoders() -> list[str]:
-    """The paper's encoder panel (``crsbench/configs/paper.yaml``)."""
+    """The paper's encoder panel (``crsbench/resources/configs/paper.yaml``)."""
     from crsbench.config import load_packaged_config
 
     return [e.name for e in load_packaged_config("paper").encoders]

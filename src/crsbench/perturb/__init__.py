@@ -2,7 +2,7 @@
 
 The paper's five (Gaussian blur, JPEG, contrast, Rician noise, field-of-view crop) at three
 severities, plus modality-appropriate noise (Poisson–Gaussian for radiographs, sensor noise
-for photographs). Severity values: ``severities_v1.yaml``; see ``docs/perturbations.md``.
+for photographs). Severity values: ``crsbench/resources/perturb/severities_v1.yaml``; see ``docs/perturbations.md``.
 """
 
 from __future__ import annotations
