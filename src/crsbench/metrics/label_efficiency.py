@@ -44,7 +44,8 @@ def retention(
     ----------
     auroc_by_fraction : Mapping[float, float]
         Label fraction (in (0, 1]) → macro-AUROC; must contain 1.0 and every ``fractions`` entry.
-    fractions : iterable of float, default (0.01, 0.05, 0.10, 0.25)
+    fractions : iterable of float, default :data:`crsbench.protocol.RETENTION_FRACTIONS`
+        The protocol's 1, 5, 10 and 25 %.
 
     Returns
     -------

@@ -187,9 +187,9 @@ def label_subsamples(
     train_labels : ndarray of shape (n, k)
         Labels of the training split (one-hot for multi-class; 0/1/NaN for multi-label).
     task : {"multiclass", "multilabel"}
-    fractions : sequence of float, default (0.01, 0.05, 0.10, 0.25, 1.0)
+    fractions : sequence of float, default :data:`crsbench.protocol.LABEL_FRACTIONS`
         Each in (0, 1], distinct.
-    seeds : sequence of int, default (0, 1, 2, 3, 4)
+    seeds : sequence of int, default :data:`crsbench.protocol.SEEDS`
         Non-negative, distinct.
     key : str, default "dataset"
         Stream name (use the dataset name and split digest): the rows depend only on the
