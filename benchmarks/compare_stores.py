@@ -21,8 +21,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from crsbench.core.schema import IDENTITY_COLUMNS
-from crsbench.core.storefile import STORE_FILE
+from crsbench.store.columns import IDENTITY_COLUMNS
+from crsbench.store.files import STORE_FILE
 
 #: The metric columns compared (spelled here, not imported, so that the comparison does not
 #: move when the package's own list does).
