@@ -70,6 +70,7 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
 
+
 __all__ = [
     "GROUP_COLUMNS",
     "IDENTITY_COLUMNS",
