@@ -236,9 +236,7 @@ class ResultsStore:
             rows.append(rec.to_row())
         return self._append_arrow(pa.Table.from_pylist(rows, schema=ARROW_SCHEMA), predictions)
 
-    def append_frame(
-        self, frame: pd.DataFrame, predictions: PredictionBatch | None = None
-    ) -> int:
+    def append_frame(self, frame: pd.DataFrame, predictions: PredictionBatch | None = None) -> int:
         """Bulk form of :meth:`append` for a DataFrame of :data:`RUN_COLUMNS` (``details`` as
         JSON text; ``run_key`` is recomputed and must match when present). Validated
         column-wise with the same rules as :class:`RunRecord`; ``predictions`` are written in

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from crsbench.scoring.anchors import Anchors
 from crsbench.stats.flips import prediction_flips
 from crsbench.stats.operating_points import operating_point_transfer, sensitivity_lost
 from crsbench.stats.store_predictions import load_store_predictions
-from crsbench.scoring.anchors import Anchors
 from crsbench.stats.subgroup_crs import worst_subgroup_crs, worst_subgroup_ranking
 from crsbench.stats.subgroups import subgroup_analysis
 

@@ -78,8 +78,13 @@ def worst_subgroup_crs(
         row = {"encoder": enc, "dataset": ds}
         for a, (vals, where) in axes.items():
             row.update({f"{a}_worst": float(vals[0]), f"{a}_worst_subgroup": where})
-        row.update(retention=float(cell["retention"]), crs_worst_subgroup=float(crs[0]),
-                   crs_worst_subgroup_lo=lo, crs_worst_subgroup_hi=hi, CRS=float(cell["CRS"]))
+        row.update(
+            retention=float(cell["retention"]),
+            crs_worst_subgroup=float(crs[0]),
+            crs_worst_subgroup_lo=lo,
+            crs_worst_subgroup_hi=hi,
+            CRS=float(cell["CRS"]),
+        )
         rows.append(row)
     return pd.DataFrame(rows), reps
 

@@ -26,7 +26,7 @@ def toy_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _section(html: str, sid: str) -> str:
     start = html.index(f'id="{sid}"')
     end = html.find("<section", start)
-    return html[start:end if end > 0 else None]
+    return html[start : end if end > 0 else None]
 
 
 def test_sections_show_planted_values(toy_report: Path) -> None:
@@ -36,7 +36,9 @@ def test_sections_show_planted_values(toy_report: Path) -> None:
     assert "too small" in sub and "worst-subgroup CRS [95% CI]" in sub
     ops = _section(html, "operating-points")
     assert "13. Operating points under shift" in ops
-    assert "mimic_cxr" in ops and "nih_cxr14" in ops and "No Finding" in ops  # a label name, never an index
+    assert (
+        "mimic_cxr" in ops and "nih_cxr14" in ops and "No Finding" in ops
+    )  # a label name, never an index
     flips = _section(html, "flips")
     assert "14. Prediction flips" in flips and "How to read" in flips
     tables = toy_report.parent / "tables"

@@ -115,8 +115,15 @@ def test_analyze_writes_every_table(toy, tmp_path):
     from crsbench.stats import run_analyses
 
     summary = run_analyses(load_runs(toy[0]), tmp_path, n_replicates=20, store=toy[0])
-    for name in ("subgroup_cells", "subgroups", "subgroup_crs", "subgroup_ranking",
-                 "operating_point_transfer", "operating_points", "prediction_flips"):
+    for name in (
+        "subgroup_cells",
+        "subgroups",
+        "subgroup_crs",
+        "subgroup_ranking",
+        "operating_point_transfer",
+        "operating_points",
+        "prediction_flips",
+    ):
         assert (tmp_path / f"{name}.csv").is_file(), (name, summary["skipped"])
     ranking = pd.read_csv(tmp_path / "subgroup_ranking.csv")
     assert ranking["encoder"].iloc[-1] == "resnet50"
