@@ -255,4 +255,8 @@ def subgroup_analysis(
         worst += _worst(cell, reps, level)
         if reps:
             axes[key] = _worst_axes(reps)
-    return SubgroupResult(pd.DataFrame(sub), pd.DataFrame(worst), axes)
+    table = pd.DataFrame(sub)
+    for name in (*WORST_IS_MAX, *(f"{m}_{e}" for m in WORST_IS_MAX for e in ("lo", "hi"))):
+        if not table.empty and name not in table:
+            table[name] = np.nan  # every subgroup too small: the columns, all NaN
+    return SubgroupResult(table, pd.DataFrame(worst), axes)
