@@ -73,8 +73,9 @@ def leaderboard_and_report(
     leaderboard and the result paths to ``console``.
     """
     loud = loud or console
-    from crsbench.scoring import build_leaderboard, load_runs, write_tables
+    from crsbench.scoring import build_leaderboard, write_tables
     from crsbench.stats import run_analyses
+    from crsbench.store import load_runs
 
     result: dict[str, Any] = {}
     runs = load_runs(out)

@@ -16,8 +16,7 @@ from crsbench.core.conditions import PAPER_CONDITIONS
 from crsbench.metrics import expected_calibration_error, macro_auroc
 from crsbench.runs.pipeline import run_benchmark
 from crsbench.runs.prepare import prepare_datasets
-from crsbench.runs.repair import repair_store
-from crsbench.scoring import axes_from_runs, build_leaderboard, load_runs
+from crsbench.scoring import axes_from_runs, build_leaderboard
 from crsbench.stats.patient_bootstrap import (
     TEST_PATIENTS_X_SEEDS,
     CellPredictions,
@@ -25,6 +24,8 @@ from crsbench.stats.patient_bootstrap import (
     patient_seed_bootstrap,
 )
 from crsbench.stats.uncertainty import crs_uncertainty
+from crsbench.store import load_runs
+from crsbench.store.repair import repair_store
 
 from .runner_fixtures import tiny_config_dict, write_tiny_data
 

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.core.storefile import skipped_cells
 from crsbench.report import sections
 from crsbench.report.beyond_data import compute_beyond
 from crsbench.report.data import ReportData, compute_report_data
@@ -19,6 +18,7 @@ from crsbench.report.sections_overlap import overlap_section
 from crsbench.report.sections_uncertainty import uncertainty
 from crsbench.report.sections_verdict import verdict_section
 from crsbench.report.sections_weights import weights_section
+from crsbench.store.reader import skipped_cells
 
 
 def _distinct(runs: pd.DataFrame, col: str) -> str:

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from crsbench.core.predictions import EVAL_SPLIT, VAL_SPLIT
 from crsbench.probes import FittedLinear, KNNProbe, MLPProbe, fit_probe_grid
 from crsbench.runs.cell_scoring import (
     Evaluation,
@@ -29,7 +28,8 @@ from crsbench.runs.cell_scoring import (
 from crsbench.runs.cell_data import CellData, CellRun, CellSettings, FittedProbe, ShiftData
 from crsbench.runs.cell_recal import recalibrated_rows
 from crsbench.runs.identity import CellIdentity, RunIdentity
-from crsbench.runs.predictions import cell_keeper, shift_split
+from crsbench.runs.prediction_keeper import cell_keeper, shift_split
+from crsbench.store.prediction_layout import EVAL_SPLIT, VAL_SPLIT
 
 __all__ = ["CellData", "CellSettings", "ShiftData", "evaluate_cell", "score", "targets"]
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from crsbench.runs.cell_scoring import RowScorer
 from crsbench.runs.identity import CellIdentity
-from crsbench.runs.predictions import PredictionKeeper
+from crsbench.runs.prediction_keeper import PredictionKeeper
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class CellData:
         Those images (``dataset``, ``split``, ``image_id``, ``path``, ``error_class``, ``message``).
     image_ids, groups : (N,) arrays or None
         Image id and patient group of every row; with them the main-protocol rows keep their
-        per-sample predictions (:mod:`crsbench.runs.predictions`).
+        per-sample predictions (:mod:`crsbench.runs.prediction_keeper`).
     metadata : mapping attribute → (N,) array of str, or None
         Subgroup attributes of every row (:func:`crsbench.datasets.subgroups.subgroup_columns`),
         stored with the predictions.

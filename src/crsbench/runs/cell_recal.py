@@ -27,7 +27,7 @@ from crsbench.runs.cell_scoring import (
     targets,
 )
 from crsbench.runs.identity import RunIdentity
-from crsbench.runs.records import METRIC_COLUMNS
+from crsbench.store.columns import METRIC_COLUMNS
 
 #: A recalibrated row's identity from (recalibrator, shift target or None for the test rows).
 FrozenIdent = Callable[[str, str | None], RunIdentity]

@@ -21,7 +21,7 @@ from crsbench.metrics import (
     sensitivity_at_specificity,
 )
 from crsbench.runs.identity import RunIdentity
-from crsbench.runs.reliability import reliability_bins
+from crsbench.store.reliability import reliability_bins
 
 
 #: One run row: the identity columns, the metric values, ``details`` and ``wall_time_s``

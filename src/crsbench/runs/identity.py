@@ -1,6 +1,6 @@
 """Run identities of the orchestration, built in one place.
 
-A run's identity is a :class:`~crsbench.runs.records.RunIdentity` (the results store's type:
+A run's identity is a :class:`~crsbench.store.records.RunIdentity` (the results store's type:
 its columns are the store schema's ``IDENTITY_COLUMNS``). The planner, the cell evaluator and
 the LoRA stage all build it with :meth:`CellIdentity.run`, so the identities ``crsbench
 status`` counts are exactly the ones the evaluators write.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crsbench.runs.records import RunIdentity
+from crsbench.store.records import RunIdentity
 
 __all__ = ["CellIdentity", "RunIdentity"]
 

@@ -4,7 +4,7 @@ One :class:`~crsbench.stats.patient_bootstrap.CellPredictions` per (encoder, dat
 from exactly the rows the point estimate's axes use (:func:`crsbench.scoring.axes_from_runs`):
 the clean full-label test set (D, C), the clean test set at each protocol label fraction (L),
 the 15 paper conditions and the paper's shift targets at full labels (R). Layout of the
-tables: :mod:`crsbench.core.predictions`.
+tables: :mod:`crsbench.store.prediction_layout`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,10 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.conditions import CLEAN, PAPER_CONDITIONS, PAPER_SHIFTS, SHIFT
-from crsbench.core.predictions import (
+from crsbench.metrics.label_efficiency import DEFAULT_FRACTIONS
+from crsbench.stats.patient_bootstrap import CellPredictions, EvalSplit
+from crsbench.store.files import STORE_FILE
+from crsbench.store.prediction_layout import (
     BLOBS_TABLE,
     EVAL_SPLIT,
     PREDICTION_TABLES,
@@ -27,9 +30,7 @@ from crsbench.core.predictions import (
     VAL_SPLIT,
     decode_matrix,
 )
-from crsbench.core.storefile import STORE_FILE, read_queries
-from crsbench.metrics.label_efficiency import DEFAULT_FRACTIONS
-from crsbench.stats.patient_bootstrap import CellPredictions, EvalSplit
+from crsbench.store.reader import read_queries
 
 _MAIN = (
     f"FROM runs r JOIN {PREDICTIONS_TABLE} p ON p.run_key = r.run_key "

@@ -74,7 +74,8 @@ def test_page_is_self_contained(small_report: Path) -> None:
 
 
 def test_leaderboard_matches_scoring(small_store: Path, small_report: Path) -> None:
-    from crsbench.scoring import build_leaderboard, load_runs
+    from crsbench.scoring import build_leaderboard
+    from crsbench.store import load_runs
 
     written = pd.read_csv(small_report.parent / "tables" / "leaderboard.csv")
     ref = build_leaderboard(load_runs(small_store), n_replicates=60, seed=0)

@@ -18,36 +18,14 @@ from typing import Any
 
 from crsbench.core.conditions import UNPERTURBED_CONDITIONS
 from crsbench.core.errors import StoreError
-from crsbench.core.schema import IDENTITY_COLUMNS
-from crsbench.splits.policy import SPLIT_NAMES
+from crsbench.core.types import SPLIT_NAMES
+from crsbench.store.columns import (
+    IDENTITY_COLUMNS,
+    METRIC_COLUMNS,
+    REQUIRED_METRICS,
+    SCHEMA_VERSION,
+)
 
-#: Version of the ``runs`` / ``metrics`` / ``meta`` table layout.
-SCHEMA_VERSION = 1
-METRIC_COLUMNS: tuple[str, ...] = (
-    "auroc",
-    "ece",
-    "brier",
-    "nll",
-    "sens_at_spec90",
-    "sens_at_spec95",
-)
-#: Metrics that may be NULL only with a reason in ``details["undefined"][metric]``.
-REQUIRED_METRICS: tuple[str, ...] = ("auroc", "ece", "brier", "nll")
-PROVENANCE_COLUMNS: tuple[str, ...] = (
-    "run_key",
-    "config_hash",
-    "package_version",
-    "encoder_revision",
-    "dataset_revision",
-    "anchors_version",
-    "wall_time_s",
-    "created_at",
-    "schema_version",
-    "details",
-)
-RUN_COLUMNS: tuple[str, ...] = IDENTITY_COLUMNS + METRIC_COLUMNS + PROVENANCE_COLUMNS
-#: Provenance that differs between two honest computations of the same run.
-VOLATILE_COLUMNS: tuple[str, ...] = ("wall_time_s", "created_at")
 REGIMES: tuple[str, ...] = ("frozen", "lora")
 #: Keys of ``details["n_quarantined"]``: the splits and the shift target's rows.
 QUARANTINE_KEYS: tuple[str, ...] = (*SPLIT_NAMES, "shift")

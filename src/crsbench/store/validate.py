@@ -1,6 +1,6 @@
 """Column-wise validation of a DataFrame of run rows (the bulk path of the results store).
 
-The rules are those of :class:`~crsbench.runs.records.RunRecord`, applied with vectorised
+The rules are those of :class:`~crsbench.store.records.RunRecord`, applied with vectorised
 pandas operations so a million rows validate in seconds. Errors name the column, the first
 offending 1-based rows and how many rows are affected.
 """
@@ -12,15 +12,17 @@ import json
 import numpy as np
 import pandas as pd
 
+from crsbench.core.conditions import UNPERTURBED_CONDITIONS
 from crsbench.core.errors import StoreError
-from crsbench.runs.records import (
+from crsbench.store.columns import (
     IDENTITY_COLUMNS,
     METRIC_COLUMNS,
-    REGIMES,
     REQUIRED_METRICS,
     RUN_COLUMNS,
     SCHEMA_VERSION,
-    UNPERTURBED_CONDITIONS,
+)
+from crsbench.store.records import (
+    REGIMES,
     details_json,
     keys_for_columns,
     quarantine_problems,
