@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from crsbench.probes import FittedLinear, KNNProbe, MLPProbe, fit_probe_grid
+from crsbench.runs.cell_data import CellData, CellRun, CellSettings, FittedProbe, ShiftData
+from crsbench.runs.cell_recal import recalibrated_rows
 from crsbench.runs.cell_scoring import (
     Evaluation,
     Lazy,
@@ -25,8 +27,6 @@ from crsbench.runs.cell_scoring import (
     shift_reference,
     targets,
 )
-from crsbench.runs.cell_data import CellData, CellRun, CellSettings, FittedProbe, ShiftData
-from crsbench.runs.cell_recal import recalibrated_rows
 from crsbench.runs.identity import CellIdentity, RunIdentity
 from crsbench.runs.prediction_keeper import cell_keeper, shift_split
 from crsbench.store.prediction_layout import EVAL_SPLIT, VAL_SPLIT
@@ -52,7 +52,9 @@ def _conditions(run: CellRun, model: FittedProbe, keep: bool) -> list[RunRow]:
         key = (model.mkey, "shift", sh.target)
         on_sh = lambda sh=sh: predict(sh.X)  # noqa: E731
         extra = lambda sh=sh: {  # noqa: E731
-            **model.extra, **sh.details, **shift_reference(sh, run.y_test, clean)
+            **model.extra,
+            **sh.details,
+            **shift_reference(sh, run.y_test, clean),
         }
         ident = run.ids.shift(model.seed, model.probe, sh.target)
         got = run.scorer(Evaluation(ident, targets(sh.y, cell.task), on_sh, extra, t0, key))

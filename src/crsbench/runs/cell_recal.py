@@ -154,9 +154,7 @@ def lora_recalibrated_rows(
     return rows
 
 
-def _undefined_row(
-    ident: RunIdentity, details: dict[str, Any], reason: str, t0: float
-) -> RunRow:
+def _undefined_row(ident: RunIdentity, details: dict[str, Any], reason: str, t0: float) -> RunRow:
     """A row whose every metric is NaN, each with ``reason`` in ``details["undefined"]``."""
     return {
         **ident.as_dict(),

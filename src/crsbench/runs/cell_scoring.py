@@ -23,7 +23,6 @@ from crsbench.metrics import (
 from crsbench.runs.identity import RunIdentity
 from crsbench.store.reliability import reliability_bins
 
-
 #: One run row: the identity columns, the metric values, ``details`` and ``wall_time_s``
 #: (plus the predictions a keeper attaches); :func:`crsbench.runs.rows.to_records` makes it a
 #: validated record.
