@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -171,20 +172,19 @@ def extract_cell_features(
         rows) and ``shift_quarantined`` (target → list); ``precision`` is the precision decision's record
         (:class:`~crsbench.features.precision.PrecisionDecision`), for the runs' details.
     """
-    from crsbench.features import FeatureCache, extract
+    from crsbench.features import ExtractSettings, FeatureCache, extract
 
     enc = get_encoder(cfg, plan.encoder)
     cache = FeatureCache(cfg.resolved_cache_dir)
     decision = resolve_cell_precision(cfg, plan, prep, enc, cache)
-    common = {
-        "cache": cache,
-        "batch_size": cfg.batch_size,
-        "num_workers": cfg.num_workers,
-        "progress": progress,
-        "depths": tuple(cfg.layers),
-        "precision": decision.precision,
-        "working_size": run_working_size(cfg),
-    }
+    common = ExtractSettings(
+        batch_size=cfg.batch_size,
+        num_workers=cfg.num_workers,
+        progress=progress,
+        depths=tuple(cfg.layers),
+        precision=decision.precision,
+        working_size=run_working_size(cfg),
+    )
     ds = prep.dataset
     test = np.asarray(prep.splits.test)
     rest = np.setdiff1d(np.arange(len(ds.image_ids)), test)  # sorted; test keeps split order
@@ -202,11 +202,14 @@ def extract_cell_features(
                 enc,
                 ds.image_ids[rows],
                 ds.paths[rows],
+                cache=cache,
                 dataset_revision=ds.revision,
-                conditions=conds,
-                perturbed_depths=(1.0,),
-                max_bad_fraction=_bad_share(len(ds.image_ids), len(rows)),
-                **common,
+                settings=replace(
+                    common,
+                    conditions=conds,
+                    perturbed_depths=(1.0,),
+                    max_bad_fraction=_bad_share(len(ds.image_ids), len(rows)),
+                ),
             )
         )
     clean = {
@@ -228,10 +231,14 @@ def extract_cell_features(
                 enc,
                 tds.image_ids[rows],
                 tds.paths[rows],
+                cache=cache,
                 dataset_revision=tds.revision,
-                conditions=(("clean", 0),),
-                max_bad_fraction=_bad_share(len(tds.image_ids), len(rows)),
-                **{**common, "depths": (1.0,)},
+                settings=replace(
+                    common,
+                    conditions=(("clean", 0),),
+                    max_bad_fraction=_bad_share(len(tds.image_ids), len(rows)),
+                    depths=(1.0,),
+                ),
             )
             feats["shift"][name] = res_s[("clean", 1.0)]
             feats["shift_quarantined"][name] = _quarantined([res_s])
