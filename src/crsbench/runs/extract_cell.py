@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from crsbench.config import BenchmarkConfig
 from crsbench.runs.plan import CellPlan
+
+if TYPE_CHECKING:  # crsbench.features imports torch: loaded when a cell is extracted
+    from crsbench.features import ExtractionResult, ExtractSettings
 
 _ENCODERS: dict[tuple[str, str, int | None], Any] = {}
 
@@ -145,6 +148,44 @@ def _quarantined(results: list[Any]) -> list[dict[str, str]]:
     return list(seen.values())
 
 
+@dataclass(frozen=True)
+class _Extraction:
+    """The encoder, cache and settings every extraction pass of one cell shares."""
+
+    encoder: Any
+    cache: Any
+    settings: ExtractSettings
+
+    def run(self, ds: Any, rows: np.ndarray, **changes: Any) -> ExtractionResult:
+        """Extract ``rows`` of dataset ``ds`` with the shared settings, ``changes`` applied."""
+        from crsbench.features import extract
+
+        bad = _bad_share(len(ds.image_ids), len(rows))
+        settings = replace(self.settings, max_bad_fraction=bad, **changes)
+        return extract(self.encoder, ds.image_ids[rows], ds.paths[rows], cache=self.cache,
+                       dataset_revision=ds.revision, settings=settings)  # fmt: skip
+
+
+def _dataset_passes(
+    job: _Extraction, plan: CellPlan, ds: Any, test: np.ndarray
+) -> list[ExtractionResult]:
+    """The test rows with every condition (perturbed features at the last layer only), then
+    the other rows clean; one clean pass over every row when the cell has no condition."""
+    rest = np.setdiff1d(np.arange(len(ds.image_ids)), test)  # sorted; test keeps split order
+    clean_only = (("clean", 0),)
+    if plan.conditions:
+        groups = [(test, (*clean_only, *plan.conditions)), (rest, clean_only)]
+    else:
+        groups = [(np.arange(len(ds.image_ids)), clean_only)]
+    return [job.run(ds, rows, conditions=conds, perturbed_depths=(1.0,))
+            for rows, conds in groups if len(rows)]  # fmt: skip
+
+
+def _shift_pass(job: _Extraction, target: Any) -> ExtractionResult:
+    """Clean last-layer features of a shift target's evaluation rows."""
+    return job.run(target.dataset, target.eval_rows, conditions=(("clean", 0),), depths=(1.0,))
+
+
 def extract_cell_features(
     cfg: BenchmarkConfig,
     plan: CellPlan,
@@ -172,7 +213,7 @@ def extract_cell_features(
         rows) and ``shift_quarantined`` (target → list); ``precision`` is the precision decision's record
         (:class:`~crsbench.features.precision.PrecisionDecision`), for the runs' details.
     """
-    from crsbench.features import ExtractSettings, FeatureCache, extract
+    from crsbench.features import ExtractSettings, FeatureCache
 
     enc = get_encoder(cfg, plan.encoder)
     cache = FeatureCache(cfg.resolved_cache_dir)
@@ -185,33 +226,9 @@ def extract_cell_features(
         precision=decision.precision,
         working_size=run_working_size(cfg),
     )
+    job = _Extraction(enc, cache, common)
+    results = _dataset_passes(job, plan, prep.dataset, np.asarray(prep.splits.test))
     ds = prep.dataset
-    test = np.asarray(prep.splits.test)
-    rest = np.setdiff1d(np.arange(len(ds.image_ids)), test)  # sorted; test keeps split order
-    clean_only = (("clean", 0),)
-    if plan.conditions:
-        groups = [(test, (*clean_only, *plan.conditions)), (rest, clean_only)]
-    else:
-        groups = [(np.arange(len(ds.image_ids)), clean_only)]
-    results = []
-    for rows, conds in groups:
-        if len(rows) == 0:
-            continue
-        results.append(
-            extract(
-                enc,
-                ds.image_ids[rows],
-                ds.paths[rows],
-                cache=cache,
-                dataset_revision=ds.revision,
-                settings=replace(
-                    common,
-                    conditions=conds,
-                    perturbed_depths=(1.0,),
-                    max_bad_fraction=_bad_share(len(ds.image_ids), len(rows)),
-                ),
-            )
-        )
     clean = {
         d: _in_dataset_order([r[("clean", d)] for r in results], ds.image_ids) for d in cfg.layers
     }
@@ -226,20 +243,7 @@ def extract_cell_features(
     if targets:
         feats["shift"], feats["shift_quarantined"] = {}, {}
         for name, target in targets.items():
-            tds, rows = target.dataset, target.eval_rows
-            res_s = extract(
-                enc,
-                tds.image_ids[rows],
-                tds.paths[rows],
-                cache=cache,
-                dataset_revision=tds.revision,
-                settings=replace(
-                    common,
-                    conditions=(("clean", 0),),
-                    max_bad_fraction=_bad_share(len(tds.image_ids), len(rows)),
-                    depths=(1.0,),
-                ),
-            )
+            res_s = _shift_pass(job, target)
             feats["shift"][name] = res_s[("clean", 1.0)]
             feats["shift_quarantined"][name] = _quarantined([res_s])
     return feats, encoder_revision(enc, decision.precision)
