@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from crsbench.store.files import STORE_FILE
+
 DEMO_REPLICATES = 2_000
 
 
@@ -102,7 +104,7 @@ def leaderboard_and_report(
                                   "retention", "robustness_drop", "CRS", "tier", "p_rank1")}  # fmt: skip
         print_table(console, board.sort_values("rank_crs").to_dict("records"), columns)
     console.print(
-        f"results: {out / 'results.duckdb'}  tables: {out / 'scores'}  analyses: {out / 'analysis'}",
+        f"results: {out / STORE_FILE}  tables: {out / 'scores'}  analyses: {out / 'analysis'}",
         markup=False,
         highlight=False,
     )

@@ -90,11 +90,17 @@ def _identity_share(rows: pd.DataFrame) -> float:
 def _perturbation_cells(runs: pd.DataFrame, regime: str) -> pd.DataFrame:
     """Per (cell, condition, severity): seed-mean AUROC / ECE beside the clean ones, the AUROC
     drop, the ECE increase and the condition's ``kind`` (``paper`` or ``extra``)."""
-    clean = select_runs(runs, regime=regime).groupby(list(CELL_COLUMNS))[["auroc", "ece"]].mean(skipna=False)
+    clean = (
+        select_runs(runs, regime=regime)
+        .groupby(list(CELL_COLUMNS))[["auroc", "ece"]]
+        .mean(skipna=False)
+    )
     pert = select_runs(runs, regime=regime, condition=None)
     roles = condition_roles(pert["condition"], pert["severity"])
     pert = pert[np.isin(roles, ["paper", "extra"])]
-    per = pert.groupby([*CELL_COLUMNS, "condition", "severity"])[["auroc", "ece"]].mean(skipna=False)
+    per = pert.groupby([*CELL_COLUMNS, "condition", "severity"])[["auroc", "ece"]].mean(
+        skipna=False
+    )
     joined = per.join(clean.add_suffix("_clean"), how="inner").reset_index()
     joined["auroc_drop"] = joined["auroc_clean"] - joined["auroc"]
     joined["ece_increase"] = joined["ece"] - joined["ece_clean"]

@@ -16,7 +16,11 @@ def label_efficiency_cells(
 ) -> pd.DataFrame:
     """Per cell: AUROC at ``low_fraction`` labels (seed mean) beside the full-label AUROC,
     retention and AULC from ``cells`` (seed-mean axes)."""
-    low = select_runs(runs, regime=regime, fraction=low_fraction).groupby(list(CELL_COLUMNS))["auroc"].mean()
+    low = (
+        select_runs(runs, regime=regime, fraction=low_fraction)
+        .groupby(list(CELL_COLUMNS))["auroc"]
+        .mean()
+    )
     out = cells[[*CELL_COLUMNS, "auroc", "retention", "aulc"]].copy()
     out.insert(
         2,

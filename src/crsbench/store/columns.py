@@ -23,6 +23,12 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
     "severity",
     "recalibrator",
 )
+#: The identity columns by type: integers >= 0, numbers in (0, 1], non-empty strings.
+INT_IDENTITY_COLUMNS: tuple[str, ...] = ("seed", "severity")
+FLOAT_IDENTITY_COLUMNS: tuple[str, ...] = ("layer", "fraction")
+TEXT_IDENTITY_COLUMNS: tuple[str, ...] = tuple(
+    c for c in IDENTITY_COLUMNS if c not in INT_IDENTITY_COLUMNS + FLOAT_IDENTITY_COLUMNS
+)
 #: The identity columns of one cell of the grid (encoder × probe dataset).
 CELL_COLUMNS: tuple[str, ...] = ("encoder", "dataset")
 #: The metric columns of table ``runs`` (NULL allowed, see :data:`REQUIRED_METRICS`).

@@ -10,7 +10,8 @@ batches it committed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -28,11 +29,11 @@ from crsbench.store.columns import (
     SCHEMA_VERSION,
 )
 from crsbench.store.conflicts import batch_repeats_keys, conflict_message, first_row
-from crsbench.store.export import export_query, write_json_atomic
+from crsbench.store.export import export_store
 from crsbench.store.files import STORE_FILE, damaged_store, locked_store
 from crsbench.store.lock import StoreLock, check_local_filesystem
 from crsbench.store.outputs import move_run_aside
-from crsbench.store.predictions import PredictionBatch, export_predictions
+from crsbench.store.predictions import PredictionBatch
 from crsbench.store.records import RunRecord
 from crsbench.store.schema import ARROW_SCHEMA, META_DDL, Transaction, metrics_ddl, runs_ddl
 from crsbench.store.validate import validate_frame
@@ -89,15 +90,9 @@ class ResultsStore:
         if mode == "r":
             if not self.path.is_file():
                 raise StoreError(f"no results store at {self.path}. Run `crsbench run` first.")
-            self._con = self._connect(read_only=True)
-            try:
+            with self._closing_on_error():
+                self._con = self._connect(read_only=True)
                 self._check_meta(force_new=False)
-            except duckdb.Error as exc:
-                self.close()
-                raise damaged_store(self.path, exc) from None
-            except BaseException:
-                self.close()
-                raise
             return
         if not config_hash:
             raise StoreError("a config hash is required to open a store for writing.")
@@ -105,7 +100,7 @@ class ResultsStore:
         check_local_filesystem(self.out_dir, allow_network=allow_network_fs)
         self._lock = StoreLock(self.out_dir)
         self._lock.acquire()
-        try:
+        with self._closing_on_error():
             self._con = self._connect(read_only=False)
             if not self._has_table("meta"):
                 self._create(config_json)
@@ -114,14 +109,20 @@ class ResultsStore:
                 self._move_aside()
                 self._con = self._connect(read_only=False)
                 self._create(config_json)
+
+    # ------------------------------------------------------------------ opening
+
+    @contextmanager
+    def _closing_on_error(self) -> Iterator[None]:
+        """Close (releasing the lock) when opening fails; a DuckDB error names the damage."""
+        try:
+            yield
         except duckdb.Error as exc:
             self.close()
             raise damaged_store(self.path, exc) from None
         except BaseException:
             self.close()
             raise
-
-    # ------------------------------------------------------------------ opening
 
     def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
         try:
@@ -349,22 +350,7 @@ class ResultsStore:
         the ``meta`` row to ``dest/meta.json``, atomically (temporary file + rename); ``dest``
         defaults to ``out_dir``. ``crsbench store repair`` rebuilds a store from these."""
         folder = Path(dest) if dest is not None else self.out_dir
-        meta = {k: (str(v) if isinstance(v, datetime) else v) for k, v in self.meta.items()}
-        # per-sample predictions (binary blobs) are exported as Parquet only
-        extra = export_predictions(self.con, folder) if fmt == "parquet" else {}
-        return {
-            **extra,
-            "meta": write_json_atomic(folder / "meta.json", meta),
-            "runs": export_query(
-                self.con, "SELECT * FROM runs ORDER BY run_key", folder / f"runs.{fmt}", fmt
-            ),
-            "metrics": export_query(
-                self.con,
-                f"SELECT * FROM metrics ORDER BY {', '.join(GROUP_COLUMNS)}",
-                folder / f"metrics.{fmt}",
-                fmt,
-            ),
-        }
+        return export_store(self.con, self.meta, folder, fmt)
 
     # ------------------------------------------------------------------ lifetime
 
