@@ -11,10 +11,15 @@ import numpy as np
 from crsbench.config import BenchmarkConfig
 from crsbench.runs.plan import CellPlan
 
-if TYPE_CHECKING:  # crsbench.features imports torch: loaded when a cell is extracted
-    from crsbench.features import ExtractionResult, ExtractSettings
+if TYPE_CHECKING:  # encoders and features import torch: loaded when a cell is extracted
+    from crsbench.datasets.base import Dataset
+    from crsbench.encoders.base import Encoder
+    from crsbench.features import ExtractionResult, ExtractSettings, FeatureArray, FeatureCache
+    from crsbench.features.precision import PrecisionDecision
+    from crsbench.features.precision_check import ProbeBatch
+    from crsbench.runs.prepare import PreparedDataset
 
-_ENCODERS: dict[tuple[str, str, int | None], Any] = {}
+_ENCODERS: dict[tuple[str, str, int | None], Encoder] = {}
 
 
 def resolve_device(device: str) -> str:
@@ -26,7 +31,7 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def get_encoder(cfg: BenchmarkConfig, name: str) -> Any:
+def get_encoder(cfg: BenchmarkConfig, name: str) -> Encoder:
     """Build (once per process) the encoder named in ``cfg`` with its per-encoder overrides."""
     from crsbench.encoders import build
 
@@ -55,7 +60,7 @@ def run_working_size(cfg: BenchmarkConfig) -> int:
     return working_size(sizes, cfg.perturbations.working_size, key="perturbations.working_size")
 
 
-def encoder_revision(encoder: Any, precision: str | None = None) -> str:
+def encoder_revision(encoder: Encoder, precision: str | None = None) -> str:
     """Provenance string of an encoder: source revision, weights hash and, for extracted
     features, the resolved precision (``fp32``/``bf16``) they were computed in."""
     rev = getattr(encoder.card, "revision", None) or "unpinned"
@@ -63,7 +68,9 @@ def encoder_revision(encoder: Any, precision: str | None = None) -> str:
     return out if precision is None else f"{out}|precision:{precision}"
 
 
-def probe_batch(plan: CellPlan, prep: Any, n_images: int, working_size: int | None = None) -> Any:
+def probe_batch(
+    plan: CellPlan, prep: PreparedDataset, n_images: int, working_size: int | None = None
+) -> ProbeBatch:
     """The bf16 check's labelled batch: the first ``n_images`` rows of the training split
     followed by the validation split, under the cell's conditions at the run's working size
     (None without labels)."""
@@ -88,7 +95,9 @@ def probe_batch(plan: CellPlan, prep: Any, n_images: int, working_size: int | No
     )
 
 
-def resolve_cell_precision(cfg: BenchmarkConfig, plan: CellPlan, prep: Any, enc: Any, cache: Any):
+def resolve_cell_precision(
+    cfg: BenchmarkConfig, plan: CellPlan, prep: PreparedDataset, enc: Encoder, cache: FeatureCache
+) -> PrecisionDecision:
     """The :class:`~crsbench.features.precision.PrecisionDecision` of this cell's encoder."""
     from crsbench.features.precision import PrecisionCheck
     from crsbench.features.precision_check import decide_precision
@@ -102,7 +111,7 @@ def resolve_cell_precision(cfg: BenchmarkConfig, plan: CellPlan, prep: Any, enc:
     return decide_precision(cfg.precision, enc, batch, cache, check)
 
 
-def _in_dataset_order(parts: list[Any], image_ids: np.ndarray) -> Any:
+def _in_dataset_order(parts: list[FeatureArray], image_ids: np.ndarray) -> FeatureArray:
     """One FeatureArray of the rows of ``parts`` (disjoint row sets), in dataset row order.
 
     Its key is the parts' keys joined by ``+`` (the Ray executor reads such an array back part
@@ -131,7 +140,7 @@ def _bad_share(n_dataset: int, n_rows: int) -> float:
     return MAX_BAD_FRACTION * n_dataset / max(1, n_rows)
 
 
-def _quarantined(results: list[Any]) -> list[dict[str, str]]:
+def _quarantined(results: list[ExtractionResult]) -> list[dict[str, str]]:
     """Every image the extractions could not decode (once per image id): id, path, reason."""
     seen: dict[str, dict[str, str]] = {}
     for res in results:
@@ -152,11 +161,11 @@ def _quarantined(results: list[Any]) -> list[dict[str, str]]:
 class _Extraction:
     """The encoder, cache and settings every extraction pass of one cell shares."""
 
-    encoder: Any
-    cache: Any
+    encoder: Encoder
+    cache: FeatureCache
     settings: ExtractSettings
 
-    def run(self, ds: Any, rows: np.ndarray, **changes: Any) -> ExtractionResult:
+    def run(self, ds: Dataset, rows: np.ndarray, **changes: Any) -> ExtractionResult:
         """Extract ``rows`` of dataset ``ds`` with the shared settings, ``changes`` applied."""
         from crsbench.features import extract
 
@@ -167,7 +176,7 @@ class _Extraction:
 
 
 def _dataset_passes(
-    job: _Extraction, plan: CellPlan, ds: Any, test: np.ndarray
+    job: _Extraction, plan: CellPlan, ds: Dataset, test: np.ndarray
 ) -> list[ExtractionResult]:
     """The test rows with every condition (perturbed features at the last layer only), then
     the other rows clean; one clean pass over every row when the cell has no condition."""
@@ -181,7 +190,7 @@ def _dataset_passes(
             for rows, conds in groups if len(rows)]  # fmt: skip
 
 
-def _shift_pass(job: _Extraction, target: Any) -> ExtractionResult:
+def _shift_pass(job: _Extraction, target: PreparedDataset) -> ExtractionResult:
     """Clean last-layer features of a shift target's evaluation rows."""
     return job.run(target.dataset, target.eval_rows, conditions=(("clean", 0),), depths=(1.0,))
 
@@ -189,8 +198,8 @@ def _shift_pass(job: _Extraction, target: Any) -> ExtractionResult:
 def extract_cell_features(
     cfg: BenchmarkConfig,
     plan: CellPlan,
-    prep: Any,
-    targets: Mapping[str, Any] | None,
+    prep: PreparedDataset,
+    targets: Mapping[str, PreparedDataset] | None,
     *,
     progress: bool = True,
 ) -> tuple[dict[str, Any], str]:

@@ -16,10 +16,10 @@ from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
 from crsbench.runs.cell import CellSettings
-from crsbench.runs.executors import CellOutcome, make_executor
+from crsbench.runs.executors import make_executor
 from crsbench.runs.lora_stage import lora_plan, run_lora_stage
 from crsbench.runs.outdir import check_output_dir, claim_output_dir
-from crsbench.runs.plan import CellPlan, control_fractions, plan_cells
+from crsbench.runs.plan import CellOutcome, CellPlan, control_fractions, plan_cells
 from crsbench.runs.prediction_keeper import pop_predictions
 from crsbench.runs.prepare import PreparedDataset, prepare_datasets
 from crsbench.runs.rows import Provenance, to_records

@@ -7,8 +7,9 @@ run can skip whole cells whose records are all committed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from crsbench.config import BenchmarkConfig
 from crsbench.runs.identity import CellIdentity, RunIdentity
@@ -29,6 +30,21 @@ class CellPlan:
         """Feature sets this cell needs: clean per layer, one per condition, one per shift
         target."""
         return 1 + len(self.conditions) + len(self.shift_targets)
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """The run rows of one cell, how long its two stages took, the precision decision of
+    its features (:class:`~crsbench.features.precision.PrecisionDecision` as a dict) and its
+    quarantined images (see :attr:`crsbench.runs.cell.CellData.quarantined`)."""
+
+    plan: CellPlan
+    rows: list[dict[str, Any]]  # run rows: see crsbench.runs.cell_scoring.RunRow
+    encoder_revision: str
+    extract_s: float
+    evaluate_s: float
+    precision: dict[str, Any] = field(default_factory=dict)
+    quarantined: tuple[Mapping[str, str], ...] = ()
 
 
 def cell_conditions(cfg: BenchmarkConfig, modality: str) -> tuple[tuple[str, int], ...]:
