@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
+from crsbench.runs import executors
 from crsbench.runs.cell import CellSettings
-from crsbench.runs.executors import make_executor
 from crsbench.runs.lora_stage import lora_plan, run_lora_stage
 from crsbench.runs.outdir import check_output_dir, claim_output_dir
 from crsbench.runs.plan import CellOutcome, CellPlan, control_fractions, plan_cells
@@ -238,7 +238,7 @@ def _commit_cell(run: _Run, store: ResultsStore, out_cell: CellOutcome, announce
 
 def _frozen_stage(run: _Run, store: ResultsStore, todo: list[CellPlan]) -> None:
     """Extract and evaluate every cell still to do, committing each as it arrives."""
-    ex = make_executor(run.opts.executor, address=run.opts.address)
+    ex = executors.make_executor(run.opts.executor, address=run.opts.address)
     t_extract = t_eval = 0.0
     announced: set[tuple[str, str]] = set()
     settings = cell_settings(run.cfg)
