@@ -13,8 +13,11 @@ from crsbench.report import sections
 from crsbench.report.beyond_data import compute_beyond
 from crsbench.report.data import ReportData, compute_report_data
 from crsbench.report.html import page_html
+from crsbench.report.prediction_data import compute_predictions
 from crsbench.report.sections_control import control_probes
 from crsbench.report.sections_overlap import overlap_section
+from crsbench.report.sections_subgroups import subgroups_section
+from crsbench.report.sections_transfer import flips_section, operating_points_section
 from crsbench.report.sections_uncertainty import uncertainty
 from crsbench.report.sections_verdict import verdict_section
 from crsbench.report.sections_weights import weights_section
@@ -126,6 +129,7 @@ def build_report(
     now = dt.datetime.now(dt.timezone.utc)
     with np.errstate(all="ignore"):
         beyond = compute_beyond(data)
+        preds = compute_predictions(data)
     body = [
         verdict_section(data, beyond, writer),
         sections.leaderboard(data, writer),
@@ -139,6 +143,9 @@ def build_report(
         control_probes(data, writer),
         overlap_section(data, beyond, writer),
         weights_section(data, beyond, writer),
+        subgroups_section(preds, writer),
+        operating_points_section(preds, writer),
+        flips_section(preds, writer),
         sections.provenance(data, writer, _provenance_facts(data, store, now)),
     ]
     leader = data.board["encoder"].iloc[0]

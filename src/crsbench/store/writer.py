@@ -228,14 +228,15 @@ class ResultsStore:
             rows.append(rec.to_row())
         return self._append_arrow(pa.Table.from_pylist(rows, schema=ARROW_SCHEMA), predictions)
 
-    def append_frame(self, frame: pd.DataFrame) -> int:
+    def append_frame(self, frame: pd.DataFrame, predictions: PredictionBatch | None = None) -> int:
         """Bulk form of :meth:`append` for a DataFrame of :data:`RUN_COLUMNS` (``details`` as
         JSON text; ``run_key`` is recomputed and must match when present). Validated
-        column-wise with the same rules as :class:`RunRecord`."""
+        column-wise with the same rules as :class:`RunRecord`; ``predictions`` are written in
+        the same transaction."""
         self._writable()
         frame = validate_frame(frame, self.config_hash or "")
         return self._append_arrow(
-            pa.Table.from_pandas(frame, schema=ARROW_SCHEMA, preserve_index=False)
+            pa.Table.from_pandas(frame, schema=ARROW_SCHEMA, preserve_index=False), predictions
         )
 
     def _append_arrow(self, table: pa.Table, predictions: PredictionBatch | None = None) -> int:
