@@ -9,25 +9,18 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from crsbench.core.errors import CrsbenchError
 from crsbench.core.shift_labels import compared_labels, source_reference
 from crsbench.protocol import COMPARISON_GROUP
 from crsbench.store.reader import select_runs
 
 
 def _card_group(name: str) -> str | None:
-    try:
-        import crsbench.encoders as enc_mod
+    """The group of a registered encoder's card (None for a name the registry lacks)."""
+    from crsbench.encoders import ENCODERS
 
-        registry = getattr(enc_mod, "ENCODERS", None) or getattr(enc_mod, "REGISTRY", None)
-        if registry is None:
-            return None
-        entry = registry.get(name)
-        card = getattr(entry, "card", entry)
-        family = getattr(card, "family_group", None)
-    except (ImportError, CrsbenchError, AttributeError, KeyError, TypeError):
+    if name not in ENCODERS:
         return None
-    return COMPARISON_GROUP.get(family) if family else None
+    return COMPARISON_GROUP.get(ENCODERS.get(name).card.family_group)
 
 
 def default_groups(encoders: Iterable[str], runs: pd.DataFrame | None = None) -> dict[str, str]:

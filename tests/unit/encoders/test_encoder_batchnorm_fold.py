@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -152,7 +154,7 @@ def test_taps_training_mode_and_foreign_norms_are_left_alone():
 def test_engine_folds_by_default_keys_it_and_leaves_the_encoder_untouched(tmp_path, cnn):
     from PIL import Image
 
-    from crsbench.features import FeatureCache, extract
+    from crsbench.features import ExtractSettings, FeatureCache, extract
 
     rng = np.random.default_rng(0)
     ids, paths = [], []
@@ -162,9 +164,11 @@ def test_engine_folds_by_default_keys_it_and_leaves_the_encoder_untouched(tmp_pa
         ids.append(f"im{i}")
         paths.append(str(p))
     before = _snapshot(cnn.module)
-    kw = dict(dataset_revision="r", num_workers=0, progress=False, depths=LAYER_DEPTHS)
-    folded = extract(cnn, ids, paths, cache=FeatureCache(tmp_path / "a"), **kw)
-    plain = extract(cnn, ids, paths, cache=FeatureCache(tmp_path / "b"), fold_batchnorm=False, **kw)
+    base = ExtractSettings(num_workers=0, progress=False, depths=LAYER_DEPTHS)
+    folded = extract(cnn, ids, paths, cache=FeatureCache(tmp_path / "a"), dataset_revision="r",
+                     settings=base)  # fmt: skip
+    plain = extract(cnn, ids, paths, cache=FeatureCache(tmp_path / "b"), dataset_revision="r",
+                    settings=replace(base, fold_batchnorm=False))  # fmt: skip
     assert all(torch.equal(v, before[k]) for k, v in cnn.module.state_dict().items())
     for key, fa in folded.arrays.items():
         other = plain.arrays[key]

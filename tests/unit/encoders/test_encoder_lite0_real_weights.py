@@ -7,7 +7,12 @@ import pytest
 import torch
 
 from crsbench.encoders import build, get_card, load_state_dict
-from crsbench.encoders.offline import LITE0_SHA256, build_lite0_classifier, lite0_file, lite0_keys
+from crsbench.encoders.baseline_backbones import (
+    LITE0_SHA256,
+    build_lite0_classifier,
+    lite0_file,
+    lite0_keys,
+)
 from crsbench.encoders.preprocess import Preprocessing, preprocess
 from crsbench.encoders.weights import sha256_file
 from crsbench.protocol import LAYER_DEPTHS

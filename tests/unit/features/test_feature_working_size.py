@@ -11,7 +11,7 @@ from PIL import Image
 
 from crsbench.core.errors import ConfigError
 from crsbench.core.types import Condition
-from crsbench.features import FeatureCache, extract
+from crsbench.features import ExtractSettings, FeatureCache, extract
 from crsbench.features import engine as engine_mod
 from crsbench.features.loader import DecodeSet, resolve_perturb
 from crsbench.features.resolution import MIN_WORKING_SIZE, working_size
@@ -64,8 +64,9 @@ def test_two_encoders_of_different_sizes_receive_identical_degraded_images(tmp_p
             return y
 
         enc.preprocess = hooked
-        extract(enc, ids, paths, cache=FeatureCache(tmp_path / f"c{size}"), conditions=conds,
-                dataset_revision="r", num_workers=0, progress=False, working_size=w)  # fmt: skip
+        settings = ExtractSettings(conditions=conds, num_workers=0, progress=False, working_size=w)
+        extract(enc, ids, paths, cache=FeatureCache(tmp_path / f"c{size}"), dataset_revision="r",
+                settings=settings)  # fmt: skip
     assert out_sizes == {224: {(224, 224)}, 448: {(448, 448)}}
     ref = DecodeSet(paths, ids, w, [Condition(*c) for c in conds], resolve_perturb(None)[0])
     import torch
