@@ -55,10 +55,15 @@ def canonical_content(cfg: BenchmarkConfig) -> dict[str, Any]:
         )
     else:  # no exclusion: the hash of a config written before the key existed is kept
         del content["exclude_cells"]
+    for enc in content["encoders"]:
+        if enc["weights"] == "pretrained":  # the default: hashes of older configs are kept
+            del enc["weights"]
     lora = content["regimes"]["lora"]
     lora["seeds"] = sorted(lora["seeds"])
-    for key in ("fractions", "encoders", "lr_factors"):
-        if lora[key] is not None:
+    if lora["datasets"] is None:  # every probe dataset: hashes of older configs are kept
+        del lora["datasets"]
+    for key in ("fractions", "encoders", "lr_factors", "datasets"):
+        if lora.get(key) is not None:
             lora[key] = sorted(lora[key])
     if not _anchors_is_path(cfg.anchors):
         content["anchors"] = cfg.anchors

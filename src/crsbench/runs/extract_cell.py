@@ -9,7 +9,7 @@ import numpy as np
 from crsbench.config import BenchmarkConfig
 from crsbench.runs.plan import CellPlan
 
-_ENCODERS: dict[tuple[str, str, int | None], Any] = {}
+_ENCODERS: dict[tuple[str, str, int | None, str], Any] = {}
 
 
 def resolve_device(device: str) -> str:
@@ -21,16 +21,22 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def _spec(cfg: BenchmarkConfig, name: str) -> Any:
+    """The config's entry of encoder ``name``."""
+    return next(e for e in cfg.encoders if e.name == name)
+
+
 def get_encoder(cfg: BenchmarkConfig, name: str) -> Any:
     """Build (once per process) the encoder named in ``cfg`` with its per-encoder overrides."""
     from crsbench.encoders import build
 
-    spec = next(e for e in cfg.encoders if e.name == name)
+    spec = _spec(cfg, name)
     device = resolve_device(cfg.device)
-    key = (name, device, spec.input_size)
+    key = (name, device, spec.input_size, spec.weights)
     if key not in _ENCODERS:
         enc = build(
             name,
+            pretrained=spec.weights == "pretrained",
             device=device,
             weights_path=spec.weights_path,
             allow_remote_code=spec.allow_remote_code,
@@ -50,10 +56,15 @@ def run_working_size(cfg: BenchmarkConfig) -> int:
     return working_size(sizes, cfg.perturbations.working_size, key="perturbations.working_size")
 
 
-def encoder_revision(encoder: Any, precision: str | None = None) -> str:
+def encoder_revision(encoder: Any, precision: str | None = None, *, random: bool = False) -> str:
     """Provenance string of an encoder: source revision, weights hash and, for extracted
-    features, the resolved precision (``fp32``/``bf16``) they were computed in."""
+    features, the resolved precision (``fp32``/``bf16``) they were computed in. ``random``
+    (an entry with ``weights: random``) puts :data:`~crsbench.core.dryrun.RANDOM_WEIGHTS_TAG`
+    first, which marks the records as a dry run's."""
+    from crsbench.core.dryrun import RANDOM_WEIGHTS_TAG
+
     rev = getattr(encoder.card, "revision", None) or "unpinned"
+    rev = f"{RANDOM_WEIGHTS_TAG}|{rev}" if random else rev
     out = f"{rev}|weights-sha256:{encoder.weights_hash}"
     return out if precision is None else f"{out}|precision:{precision}"
 
@@ -223,4 +234,5 @@ def extract_cell_features(
         )
         feats["shift"] = res_s[("clean", 1.0)]
         feats["shift_quarantined"] = _quarantined([res_s])
-    return feats, encoder_revision(enc, decision.precision)
+    random = _spec(cfg, plan.encoder).weights == "random"
+    return feats, encoder_revision(enc, decision.precision, random=random)
