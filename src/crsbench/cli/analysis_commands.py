@@ -17,15 +17,25 @@ from crsbench.cli.output import (
 )
 from crsbench.core.verbosity import NORMAL
 
+DRY_RUN_OK_OPTION = typer.Option(
+    False, "--dry-run-ok", help="Accept a dry run's store (random weights: not results)."
+)
 
-def _load(store: Path):
+
+def load_store_runs(store: Path, dry_run_ok: bool = False):
+    """The store's runs table; a dry run's store (random-weight records) is refused unless
+    ``dry_run_ok`` (see docs/runner.md, dry run)."""
+    from crsbench.core.dryrun import refuse_dry_run
     from crsbench.core.errors import CrsbenchError
     from crsbench.scoring import load_runs
 
     try:
-        return load_runs(store)
+        runs = load_runs(store)
+        if not dry_run_ok:
+            refuse_dry_run(runs["encoder"], runs["encoder_revision"], str(store))
     except CrsbenchError as exc:
         fail(str(exc))
+    return runs
 
 
 @app.command("score", epilog=EXIT_CODES_HELP)
@@ -39,6 +49,7 @@ def score(
     replicates: int = typer.Option(10_000, "--replicates", help="Bootstrap replicates for tiers."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     as_json: bool = typer.Option(False, "--json", help="Print the leaderboard as JSON."),
+    dry_run_ok: bool = DRY_RUN_OK_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
@@ -49,7 +60,7 @@ def score(
     level = verbosity(quiet, verbose)
     if replicates < 0:
         fail(f"--replicates must be >= 0. Got {replicates} instead.")
-    runs = _load(store)
+    runs = load_store_runs(store, dry_run_ok)
     try:
         board = build_leaderboard(runs, anchors, rule=rule, n_replicates=replicates, seed=seed)
     except CrsbenchError as exc:
@@ -87,6 +98,7 @@ def analyze(
     replicates: int = typer.Option(10_000, "--replicates", help="Bootstrap replicates."),
     seed: int = typer.Option(0, "--seed", help="Seed of every resampling."),
     anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
+    dry_run_ok: bool = DRY_RUN_OK_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
@@ -97,7 +109,7 @@ def analyze(
     level = verbosity(quiet, verbose)
     if replicates < 1:
         fail(f"--replicates must be >= 1. Got {replicates} instead.")
-    runs = _load(store)
+    runs = load_store_runs(store, dry_run_ok)
     target = out or store / "analysis"
     try:
         summary = run_analyses(runs, target, n_replicates=replicates, seed=seed, anchors=anchors)
