@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 OUT    ?= results/demo
 
-.PHONY: demo test lint install bench browser
+.PHONY: demo test lint install bench browser docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,3 +39,7 @@ lint: $(BIN)/.installed-dev
 
 test: lint browser
 	$(BIN)/python -m pytest -q
+
+# The docs site (MkDocs + Material, dev extras), built offline in strict mode into site/.
+docs: $(BIN)/.installed-dev
+	$(BIN)/mkdocs build --strict --site-dir site

@@ -78,9 +78,9 @@ def leaderboard_and_report(
 
     result: dict[str, Any] = {}
     runs = load_runs(out)
-    board = build_leaderboard(runs, n_replicates=DEMO_REPLICATES, seed=0)
+    board = build_leaderboard(runs, n_replicates=DEMO_REPLICATES, seed=0, store=out)
     result["scores"] = write_tables(board, out / "scores")
-    run_analyses(runs, out / "analysis", n_replicates=DEMO_REPLICATES, seed=0)
+    run_analyses(runs, out / "analysis", n_replicates=DEMO_REPLICATES, seed=0, store=out)
     now = time.perf_counter()
     times["score_and_analyze"] = now - t0
     loud.print(f"[green]✓[/] scores and analyses ({now - t0:.1f} s)")
@@ -104,6 +104,8 @@ def leaderboard_and_report(
                                   "retention", "robustness_drop", "CRS", "tier", "p_rank1")}  # fmt: skip
         print_table(console, board.sort_values("rank_crs").to_dict("records"), columns)
     console.print(
-        f"results: {out / 'results.duckdb'}  tables: {out / 'scores'}  analyses: {out / 'analysis'}"
+        f"results: {out / 'results.duckdb'}  tables: {out / 'scores'}  analyses: {out / 'analysis'}",
+        markup=False,
+        highlight=False,
     )
     return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -121,3 +122,56 @@ def test_score_during_a_run_names_the_running_process(tmp_path: Path) -> None:
         holder.kill()
         holder.wait()
     time.sleep(0.1)
+
+
+@pytest.mark.parametrize("command", ["score", "analyze", "report"])
+def test_results_out_that_is_a_file_or_foreign_folder(tmp_path: Path, command: str) -> None:
+    store = _store(tmp_path / "out")
+    target = tmp_path / "target.txt"
+    target.write_text("mine\n")
+    result = CliRunner().invoke(app, [command, "--store", str(store), "--out", str(target)])
+    assert result.exit_code == 2 and "is a file" in _flat(result.output)
+    assert target.read_text() == "mine\n" and "Traceback" not in result.output
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "leaderboard.csv").write_text("mine\n")
+    (foreign / "index.html").write_text("mine\n")
+    result = CliRunner().invoke(app, [command, "--store", str(store), "--out", str(foreign)])
+    assert result.exit_code == 2 and "was not written by crsbench" in _flat(result.output)
+    assert (foreign / "leaderboard.csv").read_text() == "mine\n"
+    assert (foreign / "index.html").read_text() == "mine\n"
+
+
+def test_status_on_a_truncated_store_names_the_repair(tmp_path: Path) -> None:
+    data = tmp_path / "datasets" / "isic"
+    data.mkdir(parents=True)
+    config = tmp_path / "config.yaml"
+    out = tmp_path / "out"
+    config.write_text(f"encoders: [pixel]\ndatasets:\n  isic2019: {{root: {data}}}\n")
+    from crsbench.config import config_hash, load_config
+
+    cfg = load_config(config, output_dir=out)
+    with ResultsStore(out, config_hash(cfg)) as store:
+        store.append([dataclasses.replace(_record(0), config_hash=config_hash(cfg))])
+    _truncate(out / "results.duckdb")
+    result = CliRunner().invoke(app, ["status", str(config), "--out", str(out)])
+    text = _flat(result.output)
+    assert result.exit_code == 2 and "crsbench store repair --store" in text
+    assert "Traceback" not in result.output
+
+
+def test_force_new_prints_what_it_moved(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from crsbench.runs.progress import RunProgress
+
+    _store(tmp_path)
+    (tmp_path / "scores").mkdir()
+    with ResultsStore(tmp_path, "cd" * 32, force_new=True) as store:
+        moved = [(str(a), str(b)) for a, b in store.moved_aside]
+    console = Console(record=True, width=300)
+    with RunProgress(console) as bar:
+        bar("moved", {"moved": moved})
+    text = console.export_text()
+    assert f"moved {tmp_path / 'results.duckdb'} -> " in text and "superseded" in text
+    assert f"moved {tmp_path / 'scores'} -> " in text

@@ -11,17 +11,22 @@ TINY_SIZES = {
     "chexpert_train": 90,
     "chexpert_valid": 12,
     "mimic_cxr": 50,
+    "nih_cxr14": 60,
+    "padchest": 40,
+    "vindr_cxr": 24,
     "side": 48,
 }
+#: The shift targets beside MIMIC-CXR (written only by the tests that use them).
+MORE_SHIFT_TARGETS: tuple[str, ...] = ("nih_cxr14", "padchest", "vindr_cxr")
 
 
-def write_tiny_data(root: Path) -> Path:
-    """Synthetic ISIC, APTOS, CheXpert and MIMIC in their real layouts, tiny."""
+def write_tiny_data(root: Path, more_targets: tuple[str, ...] = ()) -> Path:
+    """Synthetic ISIC, APTOS, CheXpert and MIMIC (and ``more_targets``, e.g.
+    :data:`MORE_SHIFT_TARGETS`) in their real layouts, tiny."""
     from crsbench.datasets.synthetic import write_all
 
-    write_all(
-        root, size=TINY_SIZES, seed=0, names=("isic2019", "aptos2019", "chexpert", "mimic_cxr")
-    )
+    names = ("isic2019", "aptos2019", "chexpert", "mimic_cxr", *more_targets)
+    write_all(root, size=TINY_SIZES, seed=0, names=names)
     return root
 
 

@@ -76,12 +76,12 @@ def test_lora_rows_are_exactly_the_planned_identities(both_regimes):
     lora = runs[runs["regime"] == "lora"]
     planned = set()
     for enc in ENCODERS:
-        for ds, target in (("isic2019", None), ("chexpert", "mimic_cxr")):
+        for ds, targets in (("isic2019", ()), ("chexpert", ("mimic_cxr",))):
             conds = cell_conditions(cfg, prepared[ds].dataset.card.modality)
             assert conds == (("gaussian_blur", 3), ("jpeg", 3))
             for seed in (5,):
                 planned |= {make_run_key(i, h)
-                            for i in lora_identities(cfg, enc, ds, seed, conds, target)}  # fmt: skip
+                            for i in lora_identities(cfg, enc, ds, seed, conds, targets)}  # fmt: skip
     assert set(lora["run_key"]) == planned and n == len(lora) == len(planned)
     # per seed: isic 2 fractions + 2 conditions + 1 recalibrator = 5; chexpert adds shift
     # rows for the plain and the recalibrated model = 7; 2 encoders x 1 seed x 12 = 24

@@ -54,7 +54,9 @@ def test_checked_bf16_changes_the_keys_and_reaches_the_run_details(data, tmp_pat
         feats, rev = extract_cell_features(cfg, plan, prepared["isic2019"], None, progress=False)
     dec = out.precision
     # the pixel baseline has no autocast op on its path: bf16 is exact and passes the check
-    assert dec["checked"] is True and dec["passed"] is True and dec["precision"] == "bf16"
+    assert dec["checked"] is True and dec["passed"] is True and dec["precision"] == "bf16", dec[
+        "reason"
+    ]
     assert dec["min_cosine"] == pytest.approx(1.0, abs=1e-9)
     assert dec["n_images"] == min(64, len(prepared["isic2019"].splits.train) + len(
         prepared["isic2019"].splits.val))  # fmt: skip

@@ -15,7 +15,7 @@ from crsbench.config import load_config
 from crsbench.encoders import PAPER_FAMILIES
 from crsbench.runs.preflight import preflight
 
-from .runner_fixtures import tiny_config_dict, write_tiny_data
+from .runner_fixtures import MORE_SHIFT_TARGETS, tiny_config_dict, write_tiny_data
 
 runner = CliRunner()
 PAPER = Path(__file__).resolve().parents[2] / "src" / "crsbench" / "configs" / "paper.yaml"
@@ -23,7 +23,7 @@ PAPER = Path(__file__).resolve().parents[2] / "src" / "crsbench" / "configs" / "
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> Path:
-    return write_tiny_data(tmp_path_factory.mktemp("preflight") / "data")
+    return write_tiny_data(tmp_path_factory.mktemp("preflight") / "data", MORE_SHIFT_TARGETS)
 
 
 @pytest.fixture()
@@ -73,7 +73,8 @@ def test_doctor_prints_the_preflight_and_exits_1(data, no_weights, monkeypatch, 
 def test_missing_dataset_root_is_listed_with_the_config_key(no_weights, monkeypatch, tmp_path):
     monkeypatch.setenv("CRSBENCH_DATA", str(tmp_path / "nowhere"))
     report = preflight(load_config(PAPER, output_dir=tmp_path / "out"))
-    assert report.missing("dataset") == {"isic2019", "aptos2019", "chexpert", "mimic_cxr"}
+    assert report.missing("dataset") == {"isic2019", "aptos2019", "chexpert", "mimic_cxr",
+                                         *MORE_SHIFT_TARGETS}  # fmt: skip
     assert all("datasets." in lack.places[0] for lack in report.lacks if lack.kind == "dataset")
 
 

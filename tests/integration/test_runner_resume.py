@@ -87,6 +87,22 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
     assert len(resumed) == len(reference)
     assert not resumed.duplicated(list(IDENTITY_COLUMNS)).any()
     pd.testing.assert_frame_equal(resumed, reference)
+    # every committed cell has its per-sample predictions (same transaction as its records)
+    pd.testing.assert_frame_equal(_predictions(tmp_path / "killed"), _predictions(tmp_path / "ref"))
+
+
+def _predictions(out: Path) -> pd.DataFrame:
+    """Each run's stored predictions by identity (run keys differ between configs)."""
+    ident = ", ".join(f"r.{c}" for c in IDENTITY_COLUMNS)
+    q = (
+        f"SELECT {ident}, p.split, s.image_ids, b.prob FROM predictions p JOIN runs r USING "
+        "(run_key) JOIN eval_splits s USING (split_key) JOIN prediction_blobs b USING (prob_key)"
+    )
+    with duckdb.connect(str(out / "results.duckdb"), read_only=True) as con:
+        df = con.execute(q).df()
+    df["image_ids"] = df["image_ids"].map(tuple)
+    df["prob"] = df["prob"].map(bytes)
+    return df.sort_values([*IDENTITY_COLUMNS, "split"]).reset_index(drop=True)
 
 
 def test_sigterm_exits_nonzero_keeps_committed_cells_and_resumes(tmp_path):

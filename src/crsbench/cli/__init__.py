@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from crsbench.cli import (  # noqa: F401  (importing registers the commands)
     analysis_commands,
+    cohort_commands,
     datasets_commands,
     demo_command,
     encoder_commands,

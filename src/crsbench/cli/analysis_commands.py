@@ -10,16 +10,38 @@ from rich.markup import escape
 from crsbench.cli.app import app, console, fail
 from crsbench.cli.output import (
     EXIT_CODES_HELP,
+    INTERVAL_OPTION,
     QUIET_OPTION,
     VERBOSE_OPTION,
     print_table,
     verbosity,
 )
+from crsbench.core.outputs import claim_results_folder, write_marker
 from crsbench.core.verbosity import NORMAL
 
 DRY_RUN_OK_OPTION = typer.Option(
     False, "--dry-run-ok", help="Accept a dry run's store (random weights: not results)."
 )
+
+
+def _ci(low: float, high: float) -> str:
+    return "" if low != low or high != high else f"[{low:.3f}, {high:.3f}]"
+
+
+def interval_lines(attrs: dict, replicates: int) -> list[str]:
+    """What the intervals are: the method, a loud note on a fallback, test patients per
+    dataset, and which encoders the test set cannot tell apart."""
+    out = []
+    if attrs.get("interval_note"):
+        out.append(f"NOTE: {attrs['interval_note']}.")
+    patients = attrs.get("n_patients") or {}
+    if patients:
+        counts = ", ".join(f"{d} {n:,}" for d, n in sorted(patients.items()))
+        out.append(f"intervals: test patients × seeds bootstrap, {replicates:,} replicates; "
+                   f"test patients: {counts}")  # fmt: skip
+    elif replicates > 0:
+        out.append(f"intervals: seed-only bootstrap, {replicates:,} replicates")
+    return out + list(attrs.get("indistinguishable") or [])
 
 
 def load_store_runs(store: Path, dry_run_ok: bool = False):
@@ -46,8 +68,9 @@ def score(
         None, "--anchors", help="Anchors version (v1) or YAML path; default: current version."
     ),
     rule: str = typer.Option("fixed", "--rule", help="fixed (published) or cohort."),
-    replicates: int = typer.Option(10_000, "--replicates", help="Bootstrap replicates for tiers."),
+    replicates: int = typer.Option(2_000, "--replicates", help="Bootstrap replicates for tiers."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    interval: str = INTERVAL_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the leaderboard as JSON."),
     dry_run_ok: bool = DRY_RUN_OK_OPTION,
     quiet: bool = QUIET_OPTION,
@@ -62,7 +85,8 @@ def score(
         fail(f"--replicates must be >= 0. Got {replicates} instead.")
     runs = load_store_runs(store, dry_run_ok)
     try:
-        board = build_leaderboard(runs, anchors, rule=rule, n_replicates=replicates, seed=seed)
+        board = build_leaderboard(runs, anchors, rule=rule, n_replicates=replicates, seed=seed,
+                                  store=store, interval=interval)  # fmt: skip
     except CrsbenchError as exc:
         fail(str(exc))
     if board.empty:
@@ -71,9 +95,14 @@ def score(
     shown = {"rank_crs": "#", "encoder": "encoder", "auroc": "D auroc", "ece": "C ece",
              "retention": "L ret", "robustness_drop": "R drop",
              "robustness_drop_extra": "extras drop", "P": "P", "I": "I", "W": "W",
-             "CRS": "CRS", "rank_auroc": "#auroc", "tier": "tier", "p_rank1": "P(1)"}  # fmt: skip
-    paths = write_tables(board, out or store / "scores")
-    rows = board[list(shown)].to_dict("records")
+             "CRS": "CRS", "ci": "95% CI", "rank_auroc": "#auroc", "tier": "tier",
+             "p_rank1": "P(1)"}  # fmt: skip
+    try:
+        paths = write_tables(board, claim_results_folder(out or store / "scores"))
+    except CrsbenchError as exc:
+        fail(str(exc))
+    rows = board.assign(ci=[_ci(lo, hi) for lo, hi in zip(board["crs_ci_low"],
+                        board["crs_ci_high"], strict=True)])[list(shown)].to_dict("records")  # fmt: skip
     title = f"CRS-Bench leaderboard (rule={rule}, anchors {version})"
     right = [c for c in shown if c != "encoder"]
     if as_json:
@@ -85,6 +114,8 @@ def score(
     for enc, note in zip(board["encoder"], board["missing"], strict=True):
         if note:  # on stderr: a pipe keeps the table clean
             typer.echo(f"{enc}: CRS or an axis is NaN: {note}", err=True)
+    for line in interval_lines(board.attrs, replicates):
+        typer.echo(line, err=True)
     if level >= NORMAL:
         typer.echo("wrote " + ", ".join(str(p) for p in paths))
 
@@ -95,9 +126,10 @@ def analyze(
     out: Path | None = typer.Option(
         None, "--out", help="Output directory (default STORE/analysis)."
     ),
-    replicates: int = typer.Option(10_000, "--replicates", help="Bootstrap replicates."),
+    replicates: int = typer.Option(2_000, "--replicates", help="Bootstrap replicates."),
     seed: int = typer.Option(0, "--seed", help="Seed of every resampling."),
     anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
+    interval: str = INTERVAL_OPTION,
     dry_run_ok: bool = DRY_RUN_OK_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
@@ -110,9 +142,11 @@ def analyze(
     if replicates < 1:
         fail(f"--replicates must be >= 1. Got {replicates} instead.")
     runs = load_store_runs(store, dry_run_ok)
-    target = out or store / "analysis"
     try:
-        summary = run_analyses(runs, target, n_replicates=replicates, seed=seed, anchors=anchors)
+        target = claim_results_folder(out or store / "analysis", create=False)
+        summary = run_analyses(runs, target, n_replicates=replicates, seed=seed, anchors=anchors,
+                               store=store, interval=interval)  # fmt: skip
+        write_marker(target)
     except CrsbenchError as exc:
         fail(str(exc))
     if level >= NORMAL:
@@ -122,4 +156,7 @@ def analyze(
             console.print(escape(probe["sentence"]))
         for name, why in summary["skipped"].items():
             console.print(f"[yellow]skipped[/] {name}: {escape(str(why))}")
+    boot = summary["analyses"].get("bootstrap") or {}
+    if boot.get("note"):
+        typer.echo(f"NOTE: {boot['note']}.", err=True)
     typer.echo(f"wrote {target}/summary.json (anchors {summary['anchors_version']})")

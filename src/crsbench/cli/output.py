@@ -126,7 +126,7 @@ def print_table(
         return
     from rich.table import Table
 
-    table = Table(title=title or None)
+    table = Table(title=escape(title) if title else None)
     keep = set(whole) or {next(iter(columns))}
     for key, header in columns.items():
         justify = "right" if key in right else "left"
@@ -134,3 +134,13 @@ def print_table(
     for r in rows:
         table.add_row(*(escape(_cell(r.get(k), "—")) for k in columns))
     console.print(table)
+
+
+#: ``--interval`` of ``score``, ``analyze`` and ``report``.
+INTERVAL_OPTION = typer.Option(
+    "test-patients",
+    "--interval",
+    help="Bootstrap of intervals and tiers: test-patients (test patients × seeds, paired; "
+    "needs the store's per-sample predictions, else falls back to seed-only with a note) or "
+    "seed-only (the paper's).",
+)

@@ -8,7 +8,14 @@ import typer
 
 from crsbench.cli.analysis_commands import DRY_RUN_OK_OPTION, load_store_runs
 from crsbench.cli.app import app, fail
-from crsbench.cli.output import EXIT_CODES_HELP, QUIET_OPTION, VERBOSE_OPTION, verbosity
+from crsbench.cli.output import (
+    EXIT_CODES_HELP,
+    INTERVAL_OPTION,
+    QUIET_OPTION,
+    VERBOSE_OPTION,
+    verbosity,
+)
+from crsbench.core.outputs import claim_results_folder, write_marker
 
 
 @app.command("report", epilog=EXIT_CODES_HELP)
@@ -17,12 +24,13 @@ def report(
     out: Path = typer.Option(
         ..., "--out", help="Output directory for index.html, figures, tables."
     ),
-    replicates: int = typer.Option(2000, "--replicates", help="Paired-seed bootstrap replicates."),
+    replicates: int = typer.Option(2000, "--replicates", help="Bootstrap replicates."),
     seed: int = typer.Option(0, "--seed", help="Seed of every resampling."),
     anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
     cell: str | None = typer.Option(
         None, "--calibration-cell", help="ENCODER/DATASET cell of the calibration section."
     ),
+    interval: str = INTERVAL_OPTION,
     dry_run_ok: bool = DRY_RUN_OK_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
@@ -42,8 +50,10 @@ def report(
         chosen = (parts[0], parts[1])
     load_store_runs(store, dry_run_ok)  # a dry run's store only with --dry-run-ok
     try:
+        out = claim_results_folder(out, create=False)
         index = build_report(store, out, n_replicates=replicates, seed=seed, anchors=anchors,
-                             calibration_cell=chosen)  # fmt: skip
+                             calibration_cell=chosen, interval=interval)  # fmt: skip
     except CrsbenchError as exc:
         fail(str(exc))
+    write_marker(out)
     typer.echo(f"wrote {index}")

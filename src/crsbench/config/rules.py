@@ -25,7 +25,8 @@ def did_you_mean(value: str, known: list[str]) -> str:
 
 
 def check_shifts(cfg: Any) -> None:
-    """Each shift joins two different datasets; a target shared by shifts has one ``rows``."""
+    """Each shift joins two different datasets, each pair once (a source may have any number
+    of targets); a target shared by shifts has one ``rows``."""
     rows_of: dict[str, str] = {}
     for i, s in enumerate(cfg.shifts):
         for end in ("source", "target"):
@@ -38,6 +39,11 @@ def check_shifts(cfg: Any) -> None:
                 )
         if s.source == s.target:
             raise ValueError(f"shifts.{i}: source and target must differ. Got {s.source!r}")
+        if any((p.source, p.target) == (s.source, s.target) for p in cfg.shifts[:i]):
+            raise ValueError(
+                f"shifts.{i}: each (source, target) pair must be listed once. Got "
+                f"{s.source!r} → {s.target!r} again"
+            )
         first = rows_of.setdefault(s.target, s.rows)
         if first != s.rows:
             raise ValueError(

@@ -31,6 +31,10 @@ EXTRA_CONDITIONS: tuple[tuple[str, int], ...] = tuple(
 #: The protocol's shift drops inside R: (source dataset, shift target). Any other shift target
 #: evaluated is an extra, reported beside R.
 PAPER_SHIFTS: tuple[tuple[str, str], ...] = (("chexpert", "mimic_cxr"),)
+#: Which shift targets R counts: ``paper`` (the default: only :data:`PAPER_SHIFTS`) or
+#: ``all_shifts`` (every shift target evaluated for the dataset; the column
+#: ``robustness_drop_all_shifts`` of the axes table, see ``docs/scoring.md``).
+ROBUSTNESS_VARIANTS: tuple[str, ...] = ("paper", "all_shifts")
 CLEAN = "clean"
 SHIFT = "shift"
 #: Conditions evaluated on unperturbed images; they carry severity 0.
@@ -58,3 +62,13 @@ def condition_roles(names: object, severities: object) -> np.ndarray:
     return np.array(
         [condition_role(str(n), int(s)) for n, s in zip(names_a, sev_a, strict=True)], dtype=object
     )
+
+
+def shift_in_r(source: str, target: str, variant: str = "paper") -> bool:
+    """Whether the shift ``source`` → ``target`` counts in R under ``variant``
+    (:data:`ROBUSTNESS_VARIANTS`); one that does not is an extra, reported beside R."""
+    if variant not in ROBUSTNESS_VARIANTS:
+        raise ValueError(
+            f"robustness variant must be one of {list(ROBUSTNESS_VARIANTS)}. Got {variant!r}"
+        )
+    return variant == "all_shifts" or (source, target) in PAPER_SHIFTS

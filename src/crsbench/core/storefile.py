@@ -63,6 +63,21 @@ def read_tables(path: Path | str, tables: tuple[str, ...]) -> dict[str, pd.DataF
     StoreError
         The file is missing, locked by a writer, or damaged (with the way to recover).
     """
+    return read_queries(path, {t: f'SELECT * FROM "{t}"' for t in tables}, needs=None)
+
+
+def read_queries(
+    path: Path | str, queries: dict[str, str], needs: dict[str, tuple[str, ...]] | None
+) -> dict[str, pd.DataFrame]:
+    """Run read-only SELECT ``queries`` (name → SQL built by crsbench, never user text) on a
+    store file; a query whose tables (``needs[name]``, default: the table called ``name``)
+    are not all present is left out of the result.
+
+    Raises
+    ------
+    StoreError
+        The file is missing, locked by a writer, or damaged (with the way to recover).
+    """
     import duckdb
 
     path = Path(path)
@@ -80,7 +95,12 @@ def read_tables(path: Path | str, tables: tuple[str, ...]) -> dict[str, pd.DataF
     try:
         present = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables")
                    .fetchall()}  # fmt: skip
-        return {t: con.execute(f'SELECT * FROM "{t}"').df() for t in tables if t in present}
+        wanted = needs or {}
+        return {
+            name: con.execute(sql).df()
+            for name, sql in queries.items()
+            if set(wanted.get(name, (name,))) <= present
+        }
     except duckdb.Error as exc:
         raise damaged_store(path, exc) from None
     finally:

@@ -1,7 +1,8 @@
 """Bring your own dataset: one CSV of image paths and labels.
 
 The CSV (option ``csv``, default ``labels.csv`` under the root, or an absolute path) has an
-image path column (``path_column``, relative to the CSV's folder or absolute) and label
+image path column (``path_column``, relative to the CSV's folder, or to ``image_dir`` under
+the root, or absolute) and label
 columns (``label_columns``; default: every other column). One label column of integer or
 string classes gives a multiclass task; several 0/1 columns give a multilabel task (blank
 cells are an error, or masked as NaN with ``missing="mask"``). ``group_column`` (patient id)
@@ -81,6 +82,12 @@ class Folder(DatasetAdapter):
         "label_columns": None,
         "group_column": None,
         "id_column": None,
+        # Folder the path column is relative to (itself relative to the root); None: the
+        # CSV's folder.
+        "image_dir": None,
+        # Allowed classes of a single label column, comma-separated, in the order wanted;
+        # None: every value found. A value outside the list is an error naming its row.
+        "classes": None,
         "missing": "error",
         "modality": "other",
         # Image paths that leave the root ('..', absolute, symlinks out) are refused unless
@@ -113,7 +120,10 @@ class Folder(DatasetAdapter):
         frame = read_csv(csv_path, required=[path_col, *extra, *label_cols])
         cells = frame[path_col].str.strip()
         raise_bad_rows(csv_path, path_col, (cells == "").to_numpy(), cells, "non-empty")
-        base = str(csv_path.parent) + os.sep
+        image_dir = csv_path.parent
+        if options["image_dir"] is not None:
+            image_dir = root / Path(str(options["image_dir"])).expanduser()
+        base = str(image_dir) + os.sep
         absolute = cells.map(os.path.isabs) if os.sep != "/" else cells.str.startswith("/")
         paths = cells.where(absolute, base + cells).to_numpy(dtype=str)
         ids = frame[options["id_column"]].str.strip() if options["id_column"] else cells
@@ -124,7 +134,15 @@ class Folder(DatasetAdapter):
             values = frame[column].str.strip()
             raise_bad_rows(csv_path, column, (values == "").to_numpy(), values,
                            "a class (integer or name), not blank")  # fmt: skip
-            codes, names = _classes(values)
+            allowed = _columns(options["classes"], "classes")
+            if allowed is not None:
+                outside = ~values.isin(allowed).to_numpy()
+                raise_bad_rows(csv_path, column, outside, values,
+                               f"one of the allowed classes {allowed} (option classes)")  # fmt: skip
+                codes = pd.Categorical(values, categories=allowed).codes
+                codes, names = np.asarray(codes, dtype=np.int64), tuple(allowed)
+            else:
+                codes, names = _classes(values)
             labels = np.eye(len(names))[codes]
         else:
             task = "multilabel"
@@ -137,7 +155,7 @@ class Folder(DatasetAdapter):
                                    "0 or 1 (blank cells need missing='mask')")  # fmt: skip
             labels[blank] = np.nan
         if options["check_files"]:
-            require_files(paths, csv_path, csv_path.parent)
+            require_files(paths, csv_path, image_dir)
         groups = frame[options["group_column"]].str.strip() if options["group_column"] else ids
         card = dataclasses.replace(
             self.card, label_names=names, task=task, modality=options["modality"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from crsbench.core.pretraining import PretrainingEntry
     from crsbench.encoders.base import Backbone, BuildContext
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -93,6 +94,15 @@ class EncoderCard:
             raise RegistryError(
                 f"encoder card {self.name!r}: crop_pct must be in (0, 1]. Got {self.crop_pct}."
             )
+
+    @property
+    def pretraining(self) -> PretrainingEntry | None:
+        """What is known about this encoder's pretraining data (sources with citations, and
+        the CRS-Bench datasets it may have seen), from the shipped catalogue
+        (:func:`crsbench.core.pretraining.load_pretraining`); ``None`` if not catalogued."""
+        from crsbench.core.pretraining import load_pretraining
+
+        return load_pretraining().entries.get(self.name)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain-dict view (JSON-serialisable) for run records and the CLI."""

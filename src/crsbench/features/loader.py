@@ -78,7 +78,7 @@ def feature_code_hash() -> str:
 
 def file_fingerprint(path: str) -> str:
     """``"<size>:<mtime_ns>"`` of a file (``"missing"`` if it cannot be stat'ed): what the cache
-    keys and the decode workers compare to notice a file that changed (RELIABILITY.md B6)."""
+    keys and the decode workers compare to notice a file that changed."""
     import os
 
     try:

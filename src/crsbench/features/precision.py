@@ -24,7 +24,7 @@ from crsbench.core.errors import ConfigError
 
 PRECISIONS = ("auto", "fp32", "bf16")
 #: Version of the check (what it measures and how); enters the key of its cached figures.
-PRECISION_CHECK_VERSION = 1
+PRECISION_CHECK_VERSION = 2  # 2: no AUROC on the probe batch means fp32 (both criteria required)
 #: Protocol constants of the check (a config's ``precision_check`` may override them).
 MIN_ROW_COSINE = 0.999
 MAX_AUROC_DELTA = 0.002
@@ -137,7 +137,8 @@ def decide(requested: str, figures: Mapping[str, Any] | None, check: PrecisionCh
     a32, a16 = figures.get("auroc_fp32"), figures.get("auroc_bf16")
     delta = None if a32 is None or a16 is None else abs(float(a16) - float(a32))
     cos_ok = cos >= check.min_cosine
-    auc_ok = delta is None or delta <= check.max_auroc_delta
+    # both criteria are required: without an AUROC on the probe batch bf16 is not shown safe
+    auc_ok = delta is not None and delta <= check.max_auroc_delta
     passed = cos_ok and auc_ok
     criteria = "cosine" if delta is None else "cosine+auroc"
     parts = [f"min row cosine {cos:.6f} {'>=' if cos_ok else '<'} {check.min_cosine}"]

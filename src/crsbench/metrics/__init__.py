@@ -16,7 +16,7 @@ from crsbench.metrics.calibration_metrics import (
 from crsbench.metrics.label_efficiency import aulc, retention
 from crsbench.metrics.operating_point import sensitivity_at_specificity
 from crsbench.metrics.registry import METRICS, Metric
-from crsbench.metrics.robustness import drops, robustness_drop
+from crsbench.metrics.robustness import drops, robustness_drop, robustness_from_drops
 
 __all__ = [
     "METRICS",
@@ -33,5 +33,6 @@ __all__ = [
     "negative_log_likelihood",
     "retention",
     "robustness_drop",
+    "robustness_from_drops",
     "sensitivity_at_specificity",
 ]

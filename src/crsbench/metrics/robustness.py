@@ -1,7 +1,8 @@
 """Robustness axis R (docs/protocol.md section 7).
 
 drop_c = AUROC_clean − AUROC_c for each of the 15 paper conditions c (and, for CheXpert, the
-institutional-shift drop AUROC_CheXpert − AUROC_MIMIC as one more condition);
+institutional-shift drop AUROC_CheXpert − AUROC_MIMIC as one more condition; a shift target
+providing fewer labels is compared with the source's clean AUROC on those labels);
 R_drop = 0.5 · mean(drop) + 0.5 · max(drop). Lower is better. Drops may be negative (a
 perturbation that helps) and are kept signed. Which conditions enter is decided by the
 caller (:mod:`crsbench.scoring.seed_axes`, from :mod:`crsbench.core.conditions`); the extras
@@ -62,7 +63,23 @@ def robustness_drop(
 
     Returns NaN if any AUROC is NaN (an undefined condition is never silently dropped).
     """
-    d = np.array(list(drops(clean_auroc, perturbed_aurocs, shift_auroc).values()))
+    return robustness_from_drops(drops(clean_auroc, perturbed_aurocs, shift_auroc))
+
+
+def robustness_from_drops(drop_values: Sequence[float] | Mapping[str, float]) -> float:
+    """0.5 · mean + 0.5 · max of per-condition drops, each already computed against its own
+    reference (a shift drop compares the source on the labels the target provides, see
+    :mod:`crsbench.core.shift_labels`). NaN if any drop is NaN.
+
+    Raises
+    ------
+    DataError
+        No drop at all.
+    """
+    values = drop_values.values() if isinstance(drop_values, Mapping) else drop_values
+    d = np.array([float(v) for v in values], dtype=np.float64)
+    if d.size == 0:
+        raise DataError("robustness needs >= 1 drop. Got none instead.")
     if np.isnan(d).any():
         return float("nan")
     return float(0.5 * d.mean() + 0.5 * d.max())

@@ -31,13 +31,19 @@ class Basis:
         return Xs @ self.rot
 
 
-def build_basis(X: np.ndarray, dtype: type = np.float32) -> tuple[Basis, np.ndarray]:
-    """Standardise ``X`` (rows of one fit) and rotate it; return the basis and Z (n × r)."""
-    n, d = X.shape
+def standardisation(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, scale (population standard deviation; 1 for a constant column) and the constant
+    columns of the rows of one fit."""
     mean = X.mean(axis=0, dtype=np.float64)
     std = X.std(axis=0, dtype=np.float64)
     constant = std <= 1e-12 * np.maximum(1.0, np.abs(mean))
-    scale = np.where(constant, 1.0, std)
+    return mean, np.where(constant, 1.0, std), constant
+
+
+def build_basis(X: np.ndarray, dtype: type = np.float32) -> tuple[Basis, np.ndarray]:
+    """Standardise ``X`` (rows of one fit) and rotate it; return the basis and Z (n × r)."""
+    n, d = X.shape
+    mean, scale, constant = standardisation(X)
     Xc = ((X - mean) / scale).astype(dtype)
     Xc[:, constant] = 0.0
     rtol = 1e-5 if np.dtype(dtype) == np.float32 else 1e-11

@@ -13,10 +13,71 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 Objective = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def stall_ftol(dtype: type | np.dtype) -> float:
+    """Relative loss decrease below which a problem has stalled at the precision of ``dtype``.
+
+    64 × the machine epsilon of the dtype the loss is evaluated in (scikit-learn's lbfgs uses
+    the same factor for float64: 1.4e-14; float32 gives 7.6e-6). Smaller decreases are
+    rounding noise of the loss, not progress.
+    """
+    return 64.0 * float(np.finfo(dtype).eps)
+
+
+class LineObjective(Protocol):
+    """What :func:`batched_lbfgs` asks of the problems (``idx``: int index array of problems)."""
+
+    def evaluate(self, x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Values (len(idx),) and gradients (len(idx), p) at ``x``."""
+
+    def set_line(self, x: np.ndarray, d: np.ndarray, idx: np.ndarray) -> None:
+        """Prepare the search lines ``x + step · d`` of the problems ``idx``."""
+
+    def value_at(self, step: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Values at ``x + step · d`` of a subset of the prepared problems."""
+
+    def move_to(self, step: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Commit ``x + step · d`` for the problems ``idx``; gradients there."""
+
+    def grad_norm(self, g: np.ndarray, idx: np.ndarray, tol: float | None = None) -> np.ndarray:
+        """The quantity the convergence test compares with ``tol``, per problem (with ``tol``
+        given, it may be a bound that lies on the same side of ``tol``)."""
+
+
+class FunctionObjective:
+    """A :class:`LineObjective` over a plain ``fun(X, idx) -> (f, G)``; max-norm gradient test."""
+
+    def __init__(self, fun: Objective) -> None:
+        self.fun = fun
+        self._line: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.empty(0),) * 3
+        self._slot = np.empty(0, dtype=int)
+
+    def evaluate(self, x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.fun(x, idx)
+
+    def set_line(self, x: np.ndarray, d: np.ndarray, idx: np.ndarray) -> None:
+        self._slot = np.full(int(idx.max(initial=-1)) + 1, -1)
+        self._slot[idx] = np.arange(idx.size)
+        self._line = (x, d, np.zeros_like(d))
+
+    def value_at(self, step: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        x, d, grads = self._line
+        s = self._slot[idx]
+        f, g = self.fun(x[s] + step[:, None] * d[s], idx)
+        grads[s] = g  # the accepted trial is the last one evaluated for each problem
+        return f
+
+    def move_to(self, step: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return self._line[2][self._slot[idx]]
+
+    def grad_norm(self, g: np.ndarray, idx: np.ndarray, tol: float | None = None) -> np.ndarray:
+        return np.abs(g).max(axis=1)
 
 
 @dataclass(frozen=True)
@@ -26,13 +87,14 @@ class LBFGSResult:
     x: np.ndarray  # (m, p)
     f: np.ndarray  # (m,)
     grad: np.ndarray  # (m, p)
+    grad_norm: np.ndarray  # (m,) the objective's grad_norm at the end
     n_iter: int
-    converged: np.ndarray  # (m,) bool: max |grad| <= tol
+    converged: np.ndarray  # (m,) bool: grad_norm <= tol
     message: str
 
 
 def batched_lbfgs(
-    fun: Objective,
+    objective: LineObjective,
     x0: np.ndarray,
     *,
     max_iter: int,
@@ -40,23 +102,21 @@ def batched_lbfgs(
     history: int = 10,
     c1: float = 1e-4,
     max_backtracks: int = 30,
-    ftol: float = 64 * np.finfo(float).eps,
-    grad_scale: np.ndarray | None = None,
+    ftol: float = stall_ftol(np.float64),
 ) -> LBFGSResult:
     """Minimise ``m`` independent problems ``f_i(x_i)`` jointly.
 
     Parameters
     ----------
-    fun : callable
-        ``fun(X, idx) -> (f, G)``: the values and gradients of the problems ``idx`` (an int
-        index array) at ``X`` of shape (len(idx), p). Only problems still iterating are
-        evaluated, so converged ones cost nothing.
+    objective : LineObjective
+        The problems (:class:`FunctionObjective` wraps a plain ``fun(X, idx)``). Only
+        problems still iterating are evaluated, so converged ones cost nothing.
     x0 : (m, p) array
         Starting points.
     max_iter : int
         Iteration cap (the same budget for every problem).
     tol : float
-        A problem has converged when the max-norm of its gradient is at most ``tol``.
+        A problem has converged when ``objective.grad_norm`` of its gradient is at most ``tol``.
     history : int
         Curvature pairs kept per problem.
     c1 : float
@@ -64,25 +124,17 @@ def batched_lbfgs(
     ftol : float
         A problem whose relative decrease falls below ``ftol`` is stalled at numerical
         precision and stops iterating (reported as not converged unless the gradient test
-        also holds).
-    grad_scale : (m, p) array, optional
-        The convergence test is ``max |G / grad_scale| <= tol``: with a change of variables
-        ``w = s * v`` pass ``s`` to test the gradient in the original variables (the test
-        scikit-learn applies), which is stricter where the preconditioning shrinks it.
+        also holds); see :func:`stall_ftol`.
     """
     x = np.array(x0, dtype=np.float64)
     m, p = x.shape
-    inv_scale = None if grad_scale is None else 1.0 / np.asarray(grad_scale, dtype=np.float64)
-
-    def gnorm(G: np.ndarray) -> np.ndarray:
-        return np.abs(G if inv_scale is None else G * inv_scale).max(axis=1)
-
-    f, g = fun(x, np.arange(m))
+    everyone = np.arange(m)
+    f, g = objective.evaluate(x, everyone)
     S = np.zeros((history, m, p))
     Y = np.zeros((history, m, p))
     rho = np.zeros((history, m))
     gamma = np.ones(m)
-    active = gnorm(g) > tol
+    active = objective.grad_norm(g, everyone, tol) > tol
     n_hist = 0
     head = 0
     it = 0
@@ -96,33 +148,23 @@ def batched_lbfgs(
         if bad.any():
             d[bad] = -g[bad]
             slope[bad] = -np.einsum("mp,mp->m", g[bad], g[bad])
-        d[~active] = 0.0
+        idx = np.flatnonzero(active)
+        objective.set_line(x[idx], d[idx], idx)
         # The solver's change of variables bounds the Hessian by the identity, so the unit
         # step is a majorisation step even before any curvature pair exists.
-        step = np.where(active, 1.0, 0.0)
-        x_new, f_new, g_new = x.copy(), f.copy(), g.copy()
-        pending = active.copy()
-        for _ in range(max_backtracks):
-            idx = np.flatnonzero(pending)
-            trial = x[idx] + step[idx, None] * d[idx]
-            f_t, g_t = fun(trial, idx)
-            ok = np.isfinite(f_t) & (f_t <= f[idx] + c1 * step[idx] * slope[idx])
-            acc = idx[ok]
-            x_new[acc], f_new[acc], g_new[acc] = trial[ok], f_t[ok], g_t[ok]
-            pending[acc] = False
-            if not pending.any():
-                break
-            step = np.where(pending, step * 0.5, step)
-        failed = pending  # no acceptable step: stalled at precision
+        step, f_new, failed = _backtrack(objective, f, slope, active, c1, max_backtracks)
+        moved = np.flatnonzero(active & ~failed)
+        x_new, g_new = x.copy(), g.copy()
+        if moved.size:
+            x_new[moved] += step[moved, None] * d[moved]
+            g_new[moved] = objective.move_to(step[moved], moved)
         s_vec = x_new - x
         y_vec = g_new - g
         sy = np.einsum("mp,mp->m", s_vec, y_vec)
-        good = (
-            active & ~failed & (sy > 1e-12 * np.maximum(1.0, np.einsum("mp,mp->m", y_vec, y_vec)))
-        )
+        yy = np.einsum("mp,mp->m", y_vec, y_vec)
+        good = active & ~failed & (sy > 1e-12 * np.maximum(1.0, yy))
         S[head], Y[head] = np.where(good[:, None], s_vec, 0.0), np.where(good[:, None], y_vec, 0.0)
         rho[head] = np.where(good, 1.0 / np.where(good, sy, 1.0), 0.0)
-        yy = np.einsum("mp,mp->m", y_vec, y_vec)
         gamma = np.where(good, sy / np.where(good, yy, 1.0), gamma)
         head = (head + 1) % history
         n_hist = min(n_hist + 1, history)
@@ -130,14 +172,32 @@ def batched_lbfgs(
         x, f, g = x_new, f_new, g_new
         stalled = active & (failed | (decrease <= ftol))
         active &= ~stalled
-        active &= gnorm(g) > tol
-    converged = gnorm(g) <= tol
+        active[moved] &= objective.grad_norm(g[moved], moved, tol) > tol
+    grad_norm = objective.grad_norm(g, everyone)
+    converged = grad_norm <= tol
     msg = (
         "converged"
         if converged.all()
         else ("iteration cap reached" if it >= max_iter else "stalled at numerical precision")
     )
-    return LBFGSResult(x, f, g, it, converged, msg)
+    return LBFGSResult(x, f, g, grad_norm, it, converged, msg)
+
+
+def _backtrack(objective, f, slope, active, c1, max_backtracks):
+    """Armijo backtracking from the unit step on every active line; (step, f_new, failed)."""
+    step = np.where(active, 1.0, 0.0)
+    f_new = f.copy()
+    pending = active.copy()
+    for _ in range(max_backtracks):
+        idx = np.flatnonzero(pending)
+        f_t = objective.value_at(step[idx], idx)
+        ok = np.isfinite(f_t) & (f_t <= f[idx] + c1 * step[idx] * slope[idx])
+        f_new[idx[ok]] = f_t[ok]
+        pending[idx[ok]] = False
+        if not pending.any():
+            break
+        step = np.where(pending, step * 0.5, step)
+    return step, f_new, pending  # still pending: no acceptable step, stalled at precision
 
 
 def _two_loop(

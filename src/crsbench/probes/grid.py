@@ -57,7 +57,7 @@ class FittedLinear:
     n_iter : int
         L-BFGS iterations of the joint solve.
     converged : numpy.ndarray
-        Per C: the preconditioned gradient max-norm reached ``tol``.
+        Per C: the gradient max-norm (standardised features' weights and biases) reached ``tol``.
     grad_norm : numpy.ndarray
         Per C: that gradient max-norm.
     n_rows : int
@@ -168,7 +168,7 @@ def _fit_rows(X, Y, task, Cs, max_iter, tol, dtype):
         flags.append(f"{basis.n_constant} constant feature columns")
     if Z.shape[1] == 0:
         flags.append("all features constant (collapsed encoder): intercept-only model")
-    res = solve_logistic_path(Z, basis.eig, Y[:, fit_cols], Cs, task, max_iter, tol)
+    res = solve_logistic_path(Z, basis.eig, basis.rot, Y[:, fit_cols], Cs, task, max_iter, tol)
     coef_path = np.zeros((m, d, K))
     coef_fit = (
         np.einsum("dr,mrk->mdk", basis.rot.astype(np.float64), res.W) / basis.scale[None, :, None]
@@ -235,9 +235,10 @@ def fit_probe_grid(
         Number of classes (multiclass); default ``max(y) + 1`` over train and validation.
     max_iter, tol : int, float
         The budget, the same for every encoder: L-BFGS iterations and the tolerance on the
-        preconditioned gradient max-norm.
+        gradient max-norm (standardised features' weights and biases, as scikit-learn).
     dtype : numpy dtype, default float32
-        Working precision of the matrix products (losses are always summed in float64).
+        Working precision of the two matrix products per iteration (logits between
+        iterations and every loss are float64 in both).
 
     Returns
     -------

@@ -24,7 +24,8 @@ class LogisticProbe(ProbeBase):
     task : {"multiclass", "multilabel"}, default "multiclass"
     max_iter : int, default 1000
     tol : float, default 1e-4
-        Tolerance on the preconditioned gradient max-norm.
+        Tolerance on the gradient max-norm (standardised features' weights and biases:
+        scikit-learn's lbfgs test).
     dtype : {"float64", "float32"}, default "float64"
         Working precision of the matrix products.
     n_outputs : int, optional

@@ -11,9 +11,14 @@ import pandas as pd
 
 from crsbench.core.storefile import skipped_cells
 from crsbench.report import sections
+from crsbench.report.beyond_data import compute_beyond
 from crsbench.report.data import ReportData, compute_report_data
 from crsbench.report.html import page_html
 from crsbench.report.sections_control import control_probes
+from crsbench.report.sections_overlap import overlap_section
+from crsbench.report.sections_uncertainty import uncertainty
+from crsbench.report.sections_verdict import verdict_section
+from crsbench.report.sections_weights import weights_section
 
 
 def _distinct(runs: pd.DataFrame, col: str) -> str:
@@ -46,7 +51,11 @@ def _provenance_facts(d: ReportData, store_dir: Path, now: dt.datetime) -> list[
         ("anchors version (scores)", d.anchors_version),
         ("anchors version (runs)", store_anchor),
         ("scoring rule", "fixed anchors"),
-        ("bootstrap", f"{d.n_replicates:,} paired-seed replicates, seed {d.seed}"),
+        (
+            "bootstrap",
+            f"{d.n_replicates:,} replicates, {d.interval_method or 'not run'}, "
+            f"seed {d.seed}" + (f" ({d.interval_note})" if d.interval_note else ""),
+        ),
         (
             "encoders × datasets",
             f"{d.board['encoder'].nunique()} × "
@@ -64,6 +73,7 @@ def build_report(
     seed: int = 0,
     anchors: Any = None,
     calibration_cell: tuple[str, str] | None = None,
+    interval: str = "test-patients",
 ) -> Path:
     """Write the self-contained HTML report of a results store.
 
@@ -82,6 +92,9 @@ def build_report(
         Version (``"v1"``), YAML path or :class:`crsbench.scoring.Anchors`; default current.
     calibration_cell : (encoder, dataset), optional
         Cell of the calibration section; default the CRS leader's first dataset.
+    interval : {"test-patients", "seed-only"}
+        The bootstrap of intervals and tiers: test patients × seeds on the store's per-sample
+        predictions (a store without them falls back to seed-only, with a note), or seed-only.
 
     Returns
     -------
@@ -104,21 +117,27 @@ def build_report(
     out.mkdir(parents=True, exist_ok=True)
     with np.errstate(all="ignore"):
         data = compute_report_data(store, n_replicates=int(n_replicates), seed=seed,
-                                   anchors=anchors, calibration_cell=calibration_cell)  # fmt: skip
+                                   anchors=anchors, calibration_cell=calibration_cell,
+                                   interval=interval)  # fmt: skip
     data.cells_left_out += [f"{enc} × {ds} skipped by the last run (--skip-missing): {why}; "
                             "not imputed" for (enc, ds), why in skipped_cells(store).items()]  # fmt: skip
     writer = sections.Writer(out)
     now = dt.datetime.now(dt.timezone.utc)
+    with np.errstate(all="ignore"):
+        beyond = compute_beyond(data)
     body = [
+        verdict_section(data, beyond, writer),
         sections.leaderboard(data, writer),
         sections.profiles(data, writer),
         sections.rank_shift(data, writer),
-        sections.uncertainty(data, writer),
+        uncertainty(data, writer),
         sections.calibration(data, writer),
         sections.label_efficiency(data, writer),
         sections.robustness(data, writer),
         sections.layer_depth(data, writer),
         control_probes(data, writer),
+        overlap_section(data, beyond, writer),
+        weights_section(data, beyond, writer),
         sections.provenance(data, writer, _provenance_facts(data, store, now)),
     ]
     leader = data.board["encoder"].iloc[0]

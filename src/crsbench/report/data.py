@@ -18,6 +18,7 @@ import pandas as pd
 
 from crsbench.core.errors import CrsbenchError, DataError, StoreError
 from crsbench.core.storefile import STORE_FILE, read_tables
+from crsbench.scoring.planned import add_unrun_cells, planned_cells
 
 #: Columns of the optional ``reliability`` table (one row per reliability-diagram bin).
 RELIABILITY_COLUMNS: tuple[str, ...] = (
@@ -26,8 +27,8 @@ RELIABILITY_COLUMNS: tuple[str, ...] = (
 #: Leaderboard columns shown and written, in order.
 BOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "rank_auroc", "encoder", "n_cells", "auroc", "ece", "retention",
-    "robustness_drop", "robustness_drop_extra", "P", "I", "W", "CRS", "tier", "p_rank1",
-    "p_top3", "missing",
+    "robustness_drop", "robustness_drop_extra", "P", "I", "W", "CRS", "crs_ci_low",
+    "crs_ci_high", "interval", "tier", "p_rank1", "p_top3", "pretraining_overlap", "missing",
 )  # fmt: skip
 
 
@@ -53,6 +54,8 @@ class ReportData:
     robustness: pd.DataFrame | None = None
     shift: pd.DataFrame | None = None
     shift_test: pd.DataFrame | None = None
+    #: External validity leave-one-target-out (crsbench.stats.leave_one_target_out).
+    shift_validity: pd.DataFrame | None = None
     depth_curves: pd.DataFrame | None = None
     control_agreement: pd.DataFrame | None = None
     control_coverage: pd.DataFrame | None = None
@@ -63,6 +66,17 @@ class ReportData:
     cells_excluded: list[str] = field(default_factory=list)
     #: One sentence per shift target: which rows were scored, images and patients.
     shift_rows: list[str] = field(default_factory=list)
+    #: The loaded anchors the scores use.
+    anchors: Any = None
+    #: The requested bootstrap (``test-patients`` or ``seed-only``) and the store it reads.
+    interval: str = "test-patients"
+    store_dir: Path | None = None
+    #: The method the intervals came from, why it fell back (or ""), test patients per
+    #: dataset, and one sentence per tier of encoders the test set cannot tell apart.
+    interval_method: str = ""
+    interval_note: str = ""
+    n_patients: dict[str, int] = field(default_factory=dict)
+    indistinguishable: list[str] = field(default_factory=list)
 
 
 def read_store_extras(store_dir: str | Path) -> tuple[dict[str, Any], pd.DataFrame | None]:
@@ -145,7 +159,8 @@ def _curves(rows: pd.DataFrame, x: str) -> pd.DataFrame:
 
 
 def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, anchors: Any) -> None:
-    from crsbench.stats import paired_seed_bootstrap
+    from crsbench.stats.patient_bootstrap import SEED_ONLY
+    from crsbench.stats.uncertainty import crs_uncertainty, indistinguishable_sentences
 
     board = data.board
     if data.n_replicates <= 0 or board["CRS"].notna().sum() < 2:
@@ -153,15 +168,23 @@ def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, anchors: Any) -> No
             "the bootstrap needs at least two scored encoders and --replicates ≥ 1"
         )
         return
-    if per_seed["seed"].nunique() < 2:
+    unc = crs_uncertainty(per_seed, anchors, store=data.store_dir, interval=data.interval,
+                          n_replicates=data.n_replicates, seed=data.seed)  # fmt: skip
+    data.interval_note = unc.note
+    if unc.method == SEED_ONLY and per_seed["seed"].nunique() < 2:
         data.missing["uncertainty"] = "the paired-seed bootstrap needs at least two seeds"
         return
-    boot = paired_seed_bootstrap(per_seed, anchors, n_replicates=data.n_replicates, seed=data.seed)
-    info = boot.ranks.set_index("encoder")
-    for col in ("tier", "p_rank1", "p_top3"):
+    ranks = unc.ranks()
+    info = ranks.set_index("encoder")
+    for col in ("crs_ci_low", "crs_ci_high", "tier", "p_rank1", "p_top3"):
         board[col] = board["encoder"].map(info[col])
-    data.bootstrap = boot.ranks[boot.ranks["CRS"].notna()].reset_index(drop=True)
-    data.leader_gap = _leader_gap(boot.ranks, boot.pairwise)
+    board["interval"] = np.where(board["tier"].notna(), unc.method, "")
+    data.interval_method, data.n_patients = unc.method, unc.n_patients
+    data.indistinguishable = indistinguishable_sentences(unc)
+    data.bootstrap = ranks[ranks["CRS"].notna()].reset_index(drop=True)
+    data.leader_gap = _leader_gap(ranks, unc.result.pairwise)
+    if data.leader_gap is not None:
+        data.leader_gap["interval"] = unc.method
 
 
 def _add_calibration(data: ReportData, wanted: tuple[str, str] | None) -> None:
@@ -213,12 +236,13 @@ def _groups_from_column(runs: pd.DataFrame, encoders: list[str]) -> dict[str, st
     return found if all(e in found for e in encoders) else None
 
 
-def _add_robustness(data: ReportData) -> None:
+def _add_robustness(data: ReportData, anchors: Any = None) -> None:
     from crsbench.stats import (
         default_groups,
         ece_increase_by_condition,
+        leave_one_target_out,
         shift_auroc_by_encoder,
-        shift_welch,
+        shift_welch_by_target,
     )
 
     runs = data.runs
@@ -235,11 +259,19 @@ def _add_robustness(data: ReportData) -> None:
     groups = _groups_from_column(runs, encoders) or default_groups(encoders, runs)
     shift["group"] = shift["encoder"].map(groups).fillna("unknown")
     data.shift = shift
-    target = shift.groupby("encoder")["shift_auroc"].mean().to_dict()
     try:
-        data.shift_test = shift_welch(target, groups)
+        data.shift_test = shift_welch_by_target(shift, groups)
     except (CrsbenchError, ValueError) as exc:
         data.missing["shift_test"] = str(exc)
+    try:
+        loto = leave_one_target_out(data.runs, anchors)
+    except (CrsbenchError, ValueError) as exc:
+        data.missing["shift_validity"] = str(exc)
+        return
+    if loto.empty:
+        data.missing["shift_validity"] = "no shift target with scored encoders"
+    else:
+        data.shift_validity = loto
 
 
 def _add_control_probes(data: ReportData, anchors: Any) -> None:
@@ -261,6 +293,7 @@ def compute_report_data(
     seed: int = 0,
     anchors: Any = None,
     calibration_cell: tuple[str, str] | None = None,
+    interval: str = "test-patients",
 ) -> ReportData:
     """Load the store and compute every table the report shows.
 
@@ -276,6 +309,8 @@ def compute_report_data(
         Version string, YAML path or :class:`crsbench.scoring.Anchors`; default current.
     calibration_cell : (encoder, dataset), optional
         Cell of the calibration section; default the CRS leader's first dataset.
+    interval : {"test-patients", "seed-only"}
+        The bootstrap of intervals and tiers (:func:`crsbench.stats.uncertainty.crs_uncertainty`).
 
     Raises
     ------
@@ -307,14 +342,17 @@ def compute_report_data(
             "main-protocol cell (frozen, logistic, layer 1.0, all four axes). Got none"
             + (" (" + "; ".join(why) + ")." if why else ".")
         )
+    cells = add_unrun_cells(cells, planned_cells(str(meta.get("config_json", ""))))
     board = aggregate_by_encoder(cells)
-    for col in ("tier", "p_rank1", "p_top3"):
+    for col in ("crs_ci_low", "crs_ci_high", "tier", "p_rank1", "p_top3"):
         board[col] = np.nan
+    board["interval"] = ""
     data = ReportData(runs=runs, board=board, cells=cells, anchors_version=anc.version,
                       n_replicates=n_replicates, seed=seed, meta=meta, reliability=reliability,
                       cells_left_out=[str(w.message) for w in caught],
                       cells_excluded=excluded_cells(meta),
-                      shift_rows=shift_rows_sentences(runs))  # fmt: skip
+                      shift_rows=shift_rows_sentences(runs), anchors=anc, interval=interval,
+                      store_dir=Path(store_dir))  # fmt: skip
     scored = board[board["CRS"].notna()]
     if len(scored) >= 2:
         auc = dict(zip(scored["encoder"], scored["auroc"], strict=True))
@@ -325,7 +363,7 @@ def compute_report_data(
         data.missing["rank_shift"] = "rank agreement needs at least two scored encoders"
     _add_bootstrap(data, per_seed, anc)
     _add_calibration(data, calibration_cell)
-    _add_robustness(data)
+    _add_robustness(data, anc)
     clean = _clean_full(runs, fraction=None)
     if clean["fraction"].nunique() >= 2:
         data.label_curves = _curves(clean, "fraction")

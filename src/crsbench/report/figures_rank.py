@@ -100,7 +100,9 @@ def rank_shift_figure(moves: pd.DataFrame, fig_dir: Path) -> Figure:
     return save(fig, fig_dir, "rank_shift", "Rank by AUROC (left) and by CRS (right).")
 
 
-def uncertainty_figure(boot: pd.DataFrame, fig_dir: Path, n_replicates: int) -> Figure:
+def uncertainty_figure(
+    boot: pd.DataFrame, fig_dir: Path, n_replicates: int, method: str = "seed-only"
+) -> Figure:
     """P(rank 1), P(top 3) bars and the CRS 95 % interval per encoder (CRS order)."""
     plt = pyplot()
     b = boot.sort_values("CRS", ascending=False).reset_index(drop=True)
@@ -130,6 +132,6 @@ def uncertainty_figure(boot: pd.DataFrame, fig_dir: Path, n_replicates: int) -> 
     ax.grid(axis="y", visible=False)
     axes[0].set_yticks(y, b["encoder"])
     axes[0].set_ylim(n - 0.5, -0.5)
-    fig.suptitle(f"Paired-seed bootstrap, {n_replicates:,} replicates", fontsize=10)
+    fig.suptitle(f"Bootstrap over {method}, {n_replicates:,} replicates", fontsize=10)
     fig.tight_layout()
     return save(fig, fig_dir, "uncertainty", "Bootstrap rank probabilities and CRS intervals.")

@@ -24,12 +24,16 @@ from crsbench.report.html import (
     table_html,
 )
 from crsbench.report.quarantine import quarantine_lines
+from crsbench.report.sections_uncertainty import interval_notes
 
 BOARD_HEADERS = {
     "rank_crs": "CRS rank", "rank_auroc": "AUROC rank", "n_cells": "cells",
     "auroc": "D: AUROC", "ece": "C: ECE", "retention": "L: retention",
     "robustness_drop": "R: drop", "robustness_drop_extra": "extras: drop (not in R)",
     "p_rank1": "P(rank 1)", "p_top3": "P(top 3)", "missing": "missing (why NaN)",
+    "pretraining_overlap": "pretrain overlap",
+    "crs_ci_low": "CRS 95% CI low", "crs_ci_high": "CRS 95% CI high", "crs_ci": "CRS 95% CI",
+    "interval": "interval method",
 }  # fmt: skip
 #: Read under the leaderboard: the headers wrap to fit the page, the legend spells them out.
 BOARD_LEGEND = (
@@ -38,7 +42,9 @@ BOARD_LEGEND = (
     "under the 15 conditions, lower is better) · P: Pareto dominance · I: ideal proximity · "
     "W: worst axis · CRS = 0.60·P + 0.25·I + 0.15·W (means over the encoder's cells) · "
     "tier: bootstrap tier (same tier = not significantly different) · P(rank 1), P(top 3): "
-    "bootstrap probabilities. Definitions: docs/protocol.md, sections 7 and 8."
+    "bootstrap probabilities · pretrain overlap: † n = n cells or shift targets that the "
+    "encoder's pretraining data may include (named in section 10 and leaderboard.csv). Definitions: docs/protocol.md, sections 7 "
+    "and 8."
 )
 
 
@@ -85,6 +91,33 @@ def _curve_section(
     return s
 
 
+def _overlap_marker(board: pd.DataFrame) -> pd.DataFrame:
+    """The page shows ``† n`` (n flagged cells or shift targets) so the board fits the page;
+    the CSV and section 10 name them."""
+    if "pretraining_overlap" not in board:
+        return board
+    marks = board["pretraining_overlap"].fillna("")
+    return board.assign(pretraining_overlap=[f"† {len(m.split('; '))}" if m else "" for m in marks])
+
+
+def _page_board(board: pd.DataFrame) -> pd.DataFrame:
+    """The board as the page shows it: the CRS interval in one column (the method is named in
+    the note under the table, the same for every row) and ``† n`` for pretraining overlap; the
+    CSV keeps every column."""
+    board = _overlap_marker(board)
+    if {"crs_ci_low", "crs_ci_high"} <= set(board):
+        lo, hi = board["crs_ci_low"], board["crs_ci_high"]
+        ci = [
+            f"[{a:.3f}, {b:.3f}]" if pd.notna(a) and pd.notna(b) else ""
+            for a, b in zip(lo, hi, strict=True)
+        ]
+        methods = sorted({m for m in board.get("interval", pd.Series(dtype=str)) if m})
+        name = f"CRS 95% CI ({', '.join(methods)})" if methods else "CRS 95% CI"
+        board = board.drop(columns=["crs_ci_low", "crs_ci_high", "interval"], errors="ignore")
+        board.insert(board.columns.get_loc("CRS") + 1, name, ci)
+    return board
+
+
 def leaderboard(d: ReportData, w: Writer) -> Section:
     """Section 1: the sortable leaderboard."""
     board = d.board.copy()
@@ -96,8 +129,10 @@ def leaderboard(d: ReportData, w: Writer) -> Section:
         "reliability changes the choice. Encoders in the same bootstrap tier are not "
         "significantly different; click a column header to sort.",
     )  # fmt: skip
-    s.parts.append(table_html(board, headers=BOARD_HEADERS, sortable=True, table_id="board"))
+    s.parts.append(table_html(_page_board(board), headers=BOARD_HEADERS, sortable=True,
+                              table_id="board"))  # fmt: skip
     s.parts.append(f'<p class="legend">{BOARD_LEGEND}</p>')
+    s.parts += interval_notes(d)
     s.parts.append(files_html([rel]))
     if d.cells_excluded:
         s.parts.append(note_html(
@@ -145,35 +180,6 @@ def rank_shift(d: ReportData, w: Writer) -> Section:
     ]))  # fmt: skip
     s.parts.append(figure_html(fr.rank_shift_figure(d.rank_moves, w.fig_dir), "Slope chart"))
     rels = [w.csv(d.rank_moves, "rank_moves"), w.csv(pd.DataFrame([a]), "agreement")]
-    s.parts.append(files_html(rels))
-    return s
-
-
-def uncertainty(d: ReportData, w: Writer) -> Section:
-    """Section 4: bootstrap rank probabilities, CRS intervals and the leader's gap."""
-    s = Section(
-        "uncertainty", "4. Uncertainty",
-        "How often each encoder comes first or in the top three when seeds are resampled; a "
-        "leader whose gap interval includes 0 is not reliably ahead of the runner-up.",
-    )  # fmt: skip
-    if d.bootstrap is None:
-        s.parts.append(_missing(d, "uncertainty"))
-        return s
-    g = d.leader_gap
-    if g is not None:
-        verdict = "excludes 0: the lead is significant" if g["ci_low"] > 0 else "includes 0"
-        s.parts.append(stats_html([
-            ("leader", g["leader"]), ("runner-up", g["runner_up"]),
-            ("CRS gap", f"{g['diff']:.3f}"),
-            ("95% CI of the gap", f"[{g['ci_low']:.3f}, {g['ci_high']:.3f}]"),
-            ("P(leader ahead)", f"{g['p_leader_better']:.2f}"),
-        ]))  # fmt: skip
-        s.parts.append(f'<p class="lede">The interval {verdict}.</p>')
-    fig = fr.uncertainty_figure(d.bootstrap, w.fig_dir, d.n_replicates)
-    s.parts.append(figure_html(fig, "Bootstrap rank probabilities"))
-    rels = [w.csv(d.bootstrap, "bootstrap_ranks")]
-    if g is not None:
-        rels.append(w.csv(pd.DataFrame([g]), "leader_gap"))
     s.parts.append(files_html(rels))
     return s
 
@@ -263,13 +269,13 @@ def robustness(d: ReportData, w: Writer) -> Section:
     if d.shift is None:
         s.parts.append(_missing(d, "shift"))
     else:
+        from crsbench.report.sections_shift import shift_target_parts
+
         s.parts.append(figure_html(fd.shift_figure(d.shift, w.fig_dir), "Shift AUROC bars"))
         rels.append(w.csv(d.shift, "shift"))
-        if d.shift_test is not None:
-            s.parts.append(table_html(d.shift_test, table_id="shift-test"))
-            rels.append(w.csv(d.shift_test, "shift_welch"))
-        else:
-            s.parts.append(note_html("Welch test not run: " + d.missing.get("shift_test", "")))
+        parts, shift_rels = shift_target_parts(d, w)
+        s.parts.extend(parts)
+        rels.extend(shift_rels)
     s.parts.append(files_html(rels))
     return s
 
@@ -297,7 +303,7 @@ def provenance(d: ReportData, w: Writer, facts: list[tuple[str, object]]) -> Sec
     from crsbench.report.html import kv_html
 
     s = Section(
-        "provenance", "10. Provenance",
+        "provenance", "12. Provenance",
         "What produced these numbers: cite the package and anchors versions with any result, "
         "and check the encoder and dataset revisions before comparing with another report.",
     )  # fmt: skip

@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from crsbench.core.predictions import EVAL_SPLIT, VAL_SPLIT
 from crsbench.probes import KNNProbe, MLPProbe, fit_probe_grid
-from crsbench.runs.cell_scoring import emit, model_key, score, targets
+from crsbench.runs.cell_scoring import Lazy, emit, model_key, score, shift_reference, targets
+from crsbench.runs.predictions import PredictionKeeper, cell_keeper, shift_split
 
 __all__ = ["CellData", "CellSettings", "ShiftData", "evaluate_cell", "score", "targets"]
 
@@ -26,13 +28,21 @@ class ShiftData:
     """Clean features and labels of a shift target's evaluation rows.
 
     ``details`` go into every shift record's ``details`` (``shift_rows``: which rows, how many
-    images and patients).
+    images and patients). ``compared`` is the mask of the label columns both sides provide when
+    it leaves out a label the source provides (``y`` is then NaN outside it, and each record
+    also carries the source's clean AUROC on those labels, see
+    :mod:`crsbench.core.shift_labels`); ``None`` when every source label is compared.
     """
 
     target: str
     X: np.ndarray
     y: np.ndarray
     details: Mapping[str, Any] = field(default_factory=dict)
+    image_ids: np.ndarray | None = None
+    groups: np.ndarray | None = None
+    compared: np.ndarray | None = None
+    label_names: tuple[str, ...] = ()
+    metadata: Mapping[str, np.ndarray] | None = None
 
 
 @dataclass(frozen=True)
@@ -47,11 +57,19 @@ class CellData:
         Depth-1.0 features of the test rows (in ``test`` order) under each condition.
     subsets : mapping (fraction, seed) → index array into ``train``
         Nested label subsamples.
+    shifts : tuple of ShiftData
+        The shift targets of this cell's dataset, in the config's order.
     n_quarantined : mapping split → int
         Undecodable images left out per split (``shift``: the target's rows); every run
         row of the cell carries it in ``details["n_quarantined"]``.
     quarantined : tuple of dict
         Those images (``dataset``, ``split``, ``image_id``, ``path``, ``error_class``, ``message``).
+    image_ids, groups : (N,) arrays or None
+        Image id and patient group of every row; with them the main-protocol rows keep their
+        per-sample predictions (:mod:`crsbench.runs.predictions`).
+    metadata : mapping attribute → (N,) array of str, or None
+        Subgroup attributes of every row (:func:`crsbench.datasets.subgroups.subgroup_columns`),
+        stored with the predictions.
     """
 
     encoder: str
@@ -66,9 +84,12 @@ class CellData:
     features: Mapping[float, np.ndarray]
     perturbed: Mapping[tuple[str, int], np.ndarray]
     subsets: Mapping[tuple[float, int], np.ndarray]
-    shift: ShiftData | None = None
+    shifts: tuple[ShiftData, ...] = ()
     n_quarantined: Mapping[str, int] = field(default_factory=dict)
     quarantined: tuple[Mapping[str, str], ...] = ()
+    image_ids: np.ndarray | None = None
+    groups: np.ndarray | None = None
+    metadata: Mapping[str, np.ndarray] | None = None
 
 
 @dataclass(frozen=True)
@@ -124,36 +145,35 @@ def _conditions(
     extra: Mapping[str, Any],
     memo: dict[Any, dict[str, Any]],
     mkey: str | None,
+    keeper: PredictionKeeper | None = None,
 ) -> None:
-    """Rows of a full-label model on every perturbed condition and the shift target."""
+    """Rows of a full-label model on every perturbed condition and every shift target
+    (``keeper``: keep their predictions)."""
     for (name, sev), X in cell.perturbed.items():
         t0 = time.perf_counter()
         ident = _row(cell, seed, probe, 1.0, 1.0, name, sev)
-        emit(
-            rows,
-            ident,
-            y[cell.test],
-            lambda X=X: predict(X),
-            cell.task,
-            extra,
-            t0,
-            memo,
-            None if mkey is None else (mkey, name, sev),
-        )
-    if cell.shift is not None:
+        key = None if mkey is None else (mkey, name, sev)
+        p = emit(rows, ident, y[cell.test], lambda X=X: predict(X), cell.task, extra, t0, memo, key)
+        if keeper is not None:
+            keeper.keep(rows[-1], EVAL_SPLIT, key, p, lambda X=X: predict(X))
+    clean = Lazy(lambda: predict(cell.features[1.0][cell.test]))
+    for sh in cell.shifts:
         t0 = time.perf_counter()
-        ident = _row(cell, seed, probe, 1.0, 1.0, "shift", 0, eval_dataset=cell.shift.target)
-        emit(
+        ident = _row(cell, seed, probe, 1.0, 1.0, "shift", 0, eval_dataset=sh.target)
+        key = None if mkey is None else (mkey, "shift", sh.target)
+        p = emit(
             rows,
             ident,
-            targets(cell.shift.y, cell.task),
-            lambda: predict(cell.shift.X),
+            targets(sh.y, cell.task),
+            lambda sh=sh: predict(sh.X),
             cell.task,
-            {**extra, **cell.shift.details},
+            lambda sh=sh: {**extra, **sh.details, **shift_reference(sh, y[cell.test], clean)},
             t0,
             memo,
-            None if mkey is None else (mkey, "shift"),
+            key,
         )
+        if keeper is not None:
+            keeper.keep(rows[-1], shift_split(sh.target), key, p, lambda sh=sh: predict(sh.X))
 
 
 def _fit_grid(
@@ -186,6 +206,7 @@ def _logistic(
     t0 = time.perf_counter()
     fits = _fit_grid(cell, s, X, y, subsets)
     fit_time = (time.perf_counter() - t0) / max(1, len(fits))  # goes to wall_time_s only
+    keeper = cell_keeper(cell, y)
     for (f, seed), fit in fits.items():
         extra = {
             "C": fit.C,
@@ -197,21 +218,15 @@ def _logistic(
         }
         mkey = model_key("logistic", fit.coef, fit.intercept)
         t1 = time.perf_counter() - fit_time
-        emit(
-            rows,
-            _row(cell, seed, "logistic", 1.0, f),
-            y[cell.test],
-            lambda fit=fit: fit.predict_proba(X[cell.test]),
-            cell.task,
-            extra,
-            t1,
-            memo,
-            (mkey, "clean"),
-            bins=f == 1.0,
-        )
+        on_test = lambda fit=fit: fit.predict_proba(X[cell.test])  # noqa: E731
+        p = emit(rows, _row(cell, seed, "logistic", 1.0, f), y[cell.test], on_test, cell.task,
+                 extra, t1, memo, (mkey, "clean"), bins=f == 1.0)  # fmt: skip
+        keeper.keep(rows[-1], EVAL_SPLIT, (mkey, "clean"), p, on_test)
         if f != 1.0:
             continue
-        _conditions(cell, seed, "logistic", fit.predict_proba, y, rows, extra, memo, mkey)
+        on_val = lambda fit=fit: fit.predict_proba(X[cell.val])  # noqa: E731
+        keeper.keep(rows[-1], VAL_SPLIT, (mkey, "val"), None, on_val)
+        _conditions(cell, seed, "logistic", fit.predict_proba, y, rows, extra, memo, mkey, keeper)
         _recalibrated(cell, s, seed, fit.predict_proba, y, rows, extra, memo, mkey)
 
 
@@ -231,10 +246,9 @@ def _recalibrated(
         return
     from crsbench.runs.cell_recal import recalibrated_rows
 
-    def ident(name: str, shift: bool) -> dict[str, Any]:
-        if not shift:
+    def ident(name: str, target: str | None) -> dict[str, Any]:
+        if target is None:
             return _row(cell, seed, "logistic", 1.0, 1.0, recalibrator=name)
-        target = cell.shift.target if cell.shift is not None else None
         return _row(cell, seed, "logistic", 1.0, 1.0, "shift", 0, name, eval_dataset=target)
 
     recalibrated_rows(cell, s.recalibrators, ident, seed, predict, y, rows, extra, memo, mkey)

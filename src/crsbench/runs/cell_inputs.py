@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from crsbench.core.errors import DataError
 from crsbench.datasets.bad_images import refuse_bad_images
+from crsbench.datasets.subgroups import subgroup_columns
 from crsbench.runs.cell import CellData, ShiftData
 from crsbench.runs.plan import CellPlan
 from crsbench.runs.prepare import PreparedDataset
@@ -66,7 +68,7 @@ def _count_by_split(entries: list[dict[str, str]], names: tuple[str, ...]) -> di
 
 
 def _shift_data(
-    target: PreparedDataset, fa: Any, reported: list[dict[str, str]]
+    source: Any, target: PreparedDataset, fa: Any, reported: list[dict[str, str]]
 ) -> tuple[ShiftData, list[dict[str, str]]]:
     """The shift target's evaluation rows that decoded, and the quarantined others."""
     tds = target.dataset
@@ -75,27 +77,71 @@ def _shift_data(
     entries = quarantine_entries(
         tds.name, tids, np.full(len(tids), "shift", dtype=object), rows, reported
     )
-    refuse_bad_images(tds.name, [(e["path"], e["error_class"]) for e in entries], len(tds))
+    # the budget is over the rows the shift evaluates, not the whole target dataset
+    refuse_bad_images(tds.name, [(e["path"], e["error_class"]) for e in entries], len(tids))
+    y, compared = shift_labels(source, tds, tds.labels[target.eval_rows][rows])
     shift = ShiftData(
         tds.name,
         np.asarray(fa.features),
-        tds.labels[target.eval_rows][rows],
+        y,
         {"shift_rows": target.shift_provenance(rows)},
+        image_ids=tids[rows],
+        groups=np.asarray(tds.groups)[target.eval_rows][rows],
+        compared=compared,
+        label_names=tuple(source.label_names),
+        metadata={
+            k: v[target.eval_rows][rows] for k, v in subgroup_columns(tds.metadata).items()
+        },  # fmt: skip
     )
     return shift, entries
+
+
+def shift_labels(source: Any, target: Any, y: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The target labels ``y`` a shift scores, and its compared-label mask.
+
+    Only the labels both datasets provide are compared (:mod:`crsbench.core.shift_labels`):
+    the target's other label columns are set to NaN (left out of its metrics). The mask is
+    returned when it leaves out a label the source provides (each record then also carries the
+    source's clean AUROC on the compared labels), else ``None``. Multiclass: unchanged.
+    """
+    from crsbench.core.shift_labels import compared_label_mask, restricts_source
+
+    y = np.array(y, dtype=np.float64)
+    if source.task != "multilabel":
+        return y, None
+    mask = compared_label_mask(source.name, source.label_names, source.provided_label_names,
+                               target.name, target.label_names, target.provided_label_names)  # fmt: skip
+    y[:, ~mask] = np.nan
+    return y, (mask if restricts_source(mask, source.label_names,
+                                        source.provided_label_names) else None)  # fmt: skip
+
+
+def shift_cells(
+    ds: Any, targets: Mapping[str, PreparedDataset], feats: dict
+) -> tuple[tuple[ShiftData, ...], list[dict[str, str]]]:
+    """Every shift target's :class:`ShiftData` (in ``targets`` order) and their quarantined
+    rows."""
+    shifts, entries = [], []
+    quarantined = feats.get("shift_quarantined", {})
+    for name, target in targets.items():
+        shift, found = _shift_data(ds, target, feats["shift"][name], quarantined.get(name, []))
+        shifts.append(shift)
+        entries += found
+    return tuple(shifts), entries
 
 
 def cell_data(
     plan: CellPlan,
     prep: PreparedDataset,
     feats: dict,
-    target: PreparedDataset | None,
+    targets: Mapping[str, PreparedDataset] | None,
 ) -> CellData:
     """The arrays of one cell, quarantined images left out of every split.
 
     Rows without features (images that could not be decoded) are dropped from their split
     and the label subsamples are renumbered (:func:`crsbench.splits.drop_rows`), never
     re-drawn. More bad images than :mod:`crsbench.datasets.bad_images` allows is refused.
+    ``targets`` are the cell's shift targets by name (``None``: none).
     """
     from crsbench.splits import SPLIT_NAMES, drop_rows
 
@@ -117,11 +163,9 @@ def cell_data(
                 "the clean test rows (an image decoded once but not the other time)"
             )
         perturbed[cond] = np.asarray(fa.features)
-    shift = None
-    if target is not None:
-        shift, shift_entries = _shift_data(
-            target, feats["shift"], feats.get("shift_quarantined", [])
-        )
+    shifts: tuple[ShiftData, ...] = ()
+    if targets:
+        shifts, shift_entries = shift_cells(ds, targets, feats)
         entries += shift_entries
         counts["shift"] = len(shift_entries)
     train_kept = keep[sp.train]
@@ -138,9 +182,12 @@ def cell_data(
         features={d: _expand(fa, keep) for d, fa in clean.items()},
         perturbed=perturbed,
         subsets=prep.subsets if train_kept.all() else drop_rows(prep.subsets, train_kept),
-        shift=shift,
+        shifts=shifts,
         n_quarantined=counts,
         quarantined=tuple(entries),
+        image_ids=ids,
+        groups=np.asarray(ds.groups),
+        metadata=subgroup_columns(ds.metadata),
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from crsbench.calibration import CalibrationSplitTooSmall, fit_recalibrator, load_recal_protocol
-from crsbench.runs.cell_scoring import emit, targets
+from crsbench.runs.cell_scoring import Lazy, emit, shift_reference, targets
 
 _METRICS = ("auroc", "ece", "brier", "nll", "sens_at_spec90", "sens_at_spec95")
 
@@ -33,10 +33,10 @@ def recalibrated_rows(
     memo: dict[Any, dict[str, Any]],
     mkey: str,
 ) -> None:
-    """Append the clean-test (and shift-target) rows of each recalibrator.
+    """Append the clean-test (and every shift target's) rows of each recalibrator.
 
-    ``ident(recalibrator, shift)`` builds a row's identity; the memo key includes the seed
-    because the CV folds do.
+    ``ident(recalibrator, target)`` builds a row's identity (``target`` None: the clean test
+    rows); the memo key includes the seed because the CV folds do.
     """
     X = cell.features[1.0]
     protocol = load_recal_protocol()
@@ -52,10 +52,10 @@ def recalibrated_rows(
                 "recal": info,
                 "recal_choice": "undefined",
             }
-            rows.append(_undefined_row(ident(name, False), details, str(exc), t0))
-            if cell.shift is not None:
-                shift_details = {**details, **cell.shift.details}
-                rows.append(_undefined_row(ident(name, True), shift_details, str(exc), t0))
+            rows.append(_undefined_row(ident(name, None), details, str(exc), t0))
+            for sh in cell.shifts:
+                shift_details = {**details, **sh.details, **shift_reference(sh, y, None)}
+                rows.append(_undefined_row(ident(name, sh.target), shift_details, str(exc), t0))
             continue
         details = {
             **extra,
@@ -63,11 +63,12 @@ def recalibrated_rows(
             "recal": fit.record(),
             "recal_choice": fit.choice,
         }
+        clean = Lazy(lambda fit=fit: fit.predict_proba(predict(X[cell.test])))
         emit(
             rows,
-            ident(name, False),
+            ident(name, None),
             y[cell.test],
-            lambda fit=fit: fit.predict_proba(predict(X[cell.test])),
+            clean,
             cell.task,
             details,
             t0,
@@ -75,18 +76,74 @@ def recalibrated_rows(
             (mkey, "recal", name, seed, "clean"),
             bins=True,
         )
-        if cell.shift is not None:
+        for sh in cell.shifts:
             emit(
                 rows,
-                ident(name, True),
-                targets(cell.shift.y, cell.task),
-                lambda fit=fit: fit.predict_proba(predict(cell.shift.X)),
+                ident(name, sh.target),
+                targets(sh.y, cell.task),
+                lambda fit=fit, sh=sh: fit.predict_proba(predict(sh.X)),
                 cell.task,
-                {**details, **cell.shift.details},
+                lambda sh=sh, clean=clean, details=details: {
+                    **details,
+                    **sh.details,
+                    **shift_reference(sh, y[cell.test], clean),
+                },
                 time.perf_counter(),
                 memo,
-                (mkey, "recal", name, seed, "shift"),
+                (mkey, "recal", name, seed, "shift", sh.target),
             )
+
+
+def lora_recalibrated_rows(
+    recalibrators: list[str],
+    task: str,
+    seed: int,
+    calib: tuple[np.ndarray, np.ndarray],
+    test: tuple[np.ndarray, np.ndarray],
+    shifts: list[tuple[str, np.ndarray, np.ndarray, Any]],
+    ident: Any,
+    details: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """The LoRA regime's recalibrated rows, under the same CV protocol as the frozen ones.
+
+    ``calib`` is ``(probabilities, labels)`` and ``test`` ``(labels, probabilities)`` of the
+    adapted model; ``shifts`` holds ``(target, labels, probabilities, details_fn)`` per shift
+    target, ``details_fn(recalibrated clean probabilities)`` giving that row's extra details;
+    ``ident(recalibrator, "clean" | "shift", target)`` gives a row's identity. A calibration
+    split below the protocol's minimum gives NaN rows with the reason, as in the frozen cells.
+    """
+    from crsbench.runs.cell import score
+
+    protocol = load_recal_protocol()
+    rows: list[dict[str, Any]] = []
+    for name in recalibrators:
+        t0 = time.perf_counter()
+        base = {**details, "n_calib": len(calib[1])}
+        try:
+            fit = fit_recalibrator(name, calib[0], calib[1], task, seed)
+        except CalibrationSplitTooSmall as exc:
+            info = {**protocol.summary(), "seed": int(seed), "choice": "undefined"}
+            base.update(recal=info, recal_choice="undefined")
+            rows.append(_undefined_row(ident(name, "clean"), base, str(exc), t0))
+            for target, _, _, details_fn in shifts:
+                extra = {**base, **details_fn(None)}
+                rows.append(_undefined_row(ident(name, "shift", target), extra, str(exc), t0))
+            continue
+        base.update(recal=fit.record(), recal_choice=fit.choice)
+        clean = fit.predict_proba(test[1])
+        rows.append(_scored(ident(name, "clean"), test[0], clean, task, base, t0, score))
+        for target, y, prob, details_fn in shifts:
+            extra = {**base, **details_fn(clean)}
+            rows.append(_scored(ident(name, "shift", target), y, fit.predict_proba(prob), task,
+                                extra, t0, score))  # fmt: skip
+    return rows
+
+
+def _scored(ident: dict, y: np.ndarray, prob: np.ndarray, task: str, details: dict,
+            t0: float, score: Any) -> dict[str, Any]:  # fmt: skip
+    metrics = score(y, prob, task)
+    metrics["details"].update(details)
+    return {**ident, **metrics, "wall_time_s": time.perf_counter() - t0}
 
 
 def _undefined_row(

@@ -6,11 +6,12 @@ import copy
 import hashlib
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
+from crsbench.core.shift_labels import SHIFT_LABELS, shift_label_details
 from crsbench.metrics import (
     brier_score,
     expected_calibration_error,
@@ -60,28 +61,32 @@ def emit(
     y: np.ndarray,
     prob: Any,
     task: str,
-    extra: Mapping[str, Any],
+    extra: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
     t0: float,
     memo: dict[Any, dict[str, Any]] | None = None,
     key: Any = None,
     bins: bool = False,
-) -> None:
-    """Score a prediction and append the row; ``prob`` may be a callable (computed lazily).
+) -> Any:
+    """Score a prediction and append the row; ``prob`` and ``extra`` (the details added to the
+    row) may be callables, computed only when the prediction is scored.
 
     With ``memo`` and ``key``, a prediction already scored under ``key`` (the same model on
     the same rows, e.g. the full-label fit that every seed shares) is reused, not recomputed.
+    Returns the probabilities when they were computed here, None when the score was reused.
     """
+    p = None
     if memo is not None and key is not None and key in memo:
         metrics = copy.deepcopy(memo[key])
     else:
         p = prob() if callable(prob) else prob
         metrics = score(y, p, task)
-        metrics["details"].update(extra)
+        metrics["details"].update(extra() if callable(extra) else extra)
         if bins:
             metrics["details"]["reliability"] = reliability_bins(y, p, task)
         if memo is not None and key is not None:
             memo[key] = copy.deepcopy(metrics)
     rows.append({**ident, **metrics, "wall_time_s": time.perf_counter() - t0})
+    return p
 
 
 def model_key(*parts: Any) -> str:
@@ -92,3 +97,40 @@ def model_key(*parts: Any) -> str:
             np.ascontiguousarray(p).tobytes() if isinstance(p, np.ndarray) else repr(p).encode()
         )
     return h.hexdigest()
+
+
+class Lazy:
+    """A value computed on first call and kept (the clean test prediction that every shift
+    target of a model compares with)."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._fn = fn
+        self._value: Any = None
+        self._done = False
+
+    def __call__(self) -> Any:
+        if not self._done:
+            self._value, self._done = self._fn(), True
+        return self._value
+
+
+def shift_reference(shift: Any, y_test: np.ndarray, clean_prob: Callable[[], Any] | None) -> dict:
+    """``{"shift_labels": ...}`` for a shift whose compared labels leave out a source label:
+    the model's clean macro-AUROC on the source's test rows over the compared labels only
+    (:mod:`crsbench.core.shift_labels`); ``{}`` when every source label is compared.
+
+    ``shift`` is a :class:`~crsbench.runs.cell.ShiftData`-like object (``compared``, and
+    ``label_names`` in its details' order); ``clean_prob`` gives the test probabilities.
+    """
+    mask = getattr(shift, "compared", None)
+    if mask is None:
+        return {}
+    mask = np.asarray(mask, dtype=bool)
+    if clean_prob is None:  # no prediction (an undefined row): the labels, no reference
+        why = "the row's metrics are undefined"
+        return {SHIFT_LABELS: shift_label_details(shift.label_names, mask, float("nan"), why)}
+    prob = np.asarray(clean_prob())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = float(macro_auroc(np.asarray(y_test)[:, mask], prob[:, mask], "multilabel"))
+    return {SHIFT_LABELS: shift_label_details(shift.label_names, mask, value)}

@@ -15,7 +15,7 @@ from crsbench.config import BenchmarkConfig
 from crsbench.core.errors import ConfigError
 from crsbench.runs.cell import CellSettings, evaluate_cell
 from crsbench.runs.plan import CellPlan
-from crsbench.runs.prepare import PreparedDataset
+from crsbench.runs.prepare import PreparedDataset, shift_targets_for
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,9 @@ def run_one_cell(
 
     t0 = time.perf_counter()
     prep = prepared[plan.dataset]
-    target = prepared.get(plan.shift_target) if plan.shift_target else None
-    feats, enc_rev = extract_cell_features(cfg, plan, prep, target, progress=progress)
-    data = cell_data(plan, prep, feats, target)
+    targets = shift_targets_for(plan, prepared)
+    feats, enc_rev = extract_cell_features(cfg, plan, prep, targets, progress=progress)
+    data = cell_data(plan, prep, feats, targets)
     t1 = time.perf_counter()
     rows = evaluate_cell(data, settings)
     t2 = time.perf_counter()

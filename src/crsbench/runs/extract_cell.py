@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -79,10 +80,13 @@ def probe_batch(plan: CellPlan, prep: Any, n_images: int, working_size: int | No
     if sp is None:
         return None
     rows = np.concatenate([np.asarray(sp.train), np.asarray(sp.val)])[:n_images]
+    labels = np.asarray(ds.labels)[rows]
+    if ds.task == "multiclass":  # one-hot rows -> the class vector the check's probe takes
+        labels = labels.argmax(axis=1)
     return ProbeBatch(
         image_ids=[str(i) for i in ds.image_ids[rows]],
         paths=[str(p) for p in ds.paths[rows]],
-        labels=np.asarray(ds.labels)[rows],
+        labels=labels,
         task=ds.task,
         n_outputs=len(ds.label_names),
         dataset_revision=ds.revision,
@@ -152,7 +156,12 @@ def _quarantined(results: list[Any]) -> list[dict[str, str]]:
 
 
 def extract_cell_features(
-    cfg: BenchmarkConfig, plan: CellPlan, prep: Any, target: Any | None, *, progress: bool = True
+    cfg: BenchmarkConfig,
+    plan: CellPlan,
+    prep: Any,
+    targets: Mapping[str, Any] | None,
+    *,
+    progress: bool = True,
 ) -> tuple[dict[str, Any], str]:
     """Clean features of every row at every layer, perturbed test features, shift features.
 
@@ -168,8 +177,9 @@ def extract_cell_features(
         ``features`` has keys ``clean`` (depth → FeatureArray over every row that decoded, in
         dataset order), ``perturbed`` ((name, severity) → FeatureArray over the test rows),
         ``quarantined`` (one dict per image that could not be decoded: ``image_id``,
-        ``path``, ``error_class``, ``message``) and, for a shift source, ``shift`` and
-        ``shift_quarantined``; ``precision`` is the precision decision's record
+        ``path``, ``error_class``, ``message``) and, for a shift source (``targets``: its
+        prepared shift targets by name), ``shift`` (target → FeatureArray of its evaluation
+        rows) and ``shift_quarantined`` (target → list); ``precision`` is the precision decision's record
         (:class:`~crsbench.features.precision.PrecisionDecision`), for the runs' details.
     """
     from crsbench.features import FeatureCache, extract
@@ -221,18 +231,20 @@ def extract_cell_features(
     }
     if plan.conditions:
         feats["perturbed"] = {c: results[0][(c, 1.0)] for c in plan.conditions}
-    if target is not None:
-        tds, rows = target.dataset, target.eval_rows
-        res_s = extract(
-            enc,
-            tds.image_ids[rows],
-            tds.paths[rows],
-            dataset_revision=tds.revision,
-            conditions=(("clean", 0),),
-            max_bad_fraction=_bad_share(len(tds.image_ids), len(rows)),
-            **{**common, "depths": (1.0,)},
-        )
-        feats["shift"] = res_s[("clean", 1.0)]
-        feats["shift_quarantined"] = _quarantined([res_s])
+    if targets:
+        feats["shift"], feats["shift_quarantined"] = {}, {}
+        for name, target in targets.items():
+            tds, rows = target.dataset, target.eval_rows
+            res_s = extract(
+                enc,
+                tds.image_ids[rows],
+                tds.paths[rows],
+                dataset_revision=tds.revision,
+                conditions=(("clean", 0),),
+                max_bad_fraction=_bad_share(len(tds.image_ids), len(rows)),
+                **{**common, "depths": (1.0,)},
+            )
+            feats["shift"][name] = res_s[("clean", 1.0)]
+            feats["shift_quarantined"][name] = _quarantined([res_s])
     random = _spec(cfg, plan.encoder).weights == "random"
     return feats, encoder_revision(enc, decision.precision, random=random)

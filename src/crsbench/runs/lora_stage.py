@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,8 @@ import numpy as np
 from crsbench.config import BenchmarkConfig
 from crsbench.core.errors import EncoderError
 from crsbench.runs.cell import score, targets
-from crsbench.runs.plan import _identity, cell_conditions
+from crsbench.runs.cell_scoring import shift_reference
+from crsbench.runs.plan import _identity, cell_conditions, shift_targets_of
 from crsbench.runs.records import make_run_key
 
 #: ``probe`` of the LoRA rows. The stored analyses (``axes_from_runs``, hence
@@ -47,7 +49,7 @@ def lora_identities(
     dataset: str,
     seed: int,
     conds: Sequence[tuple[str, int]],
-    shift_target: str | None,
+    shift_targets: Sequence[str],
 ) -> Iterator[dict[str, Any]]:
     """Every run identity one LoRA seed of a cell writes, in the order they are produced."""
 
@@ -60,12 +62,12 @@ def lora_identities(
             continue
         for name, sev in conds:
             yield ident(1.0, name, sev)
-        if shift_target:
-            yield ident(1.0, "shift", 0, eval_dataset=shift_target)
+        for target in shift_targets:
+            yield ident(1.0, "shift", 0, eval_dataset=target)
         for rec in cfg.recalibrators:
             yield ident(1.0, recalibrator=rec)
-            if shift_target:
-                yield ident(1.0, "shift", 0, rec, eval_dataset=shift_target)
+            for target in shift_targets:
+                yield ident(1.0, "shift", 0, rec, eval_dataset=target)
 
 
 def lora_plan(
@@ -84,7 +86,6 @@ def lora_plan(
     lora = cfg.regimes.lora
     if not lora.enabled:
         return {}
-    shift_of = {s.source: s.target for s in cfg.shifts}
     out: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = {}
     for spec in cfg.lora_encoders:
         if not get_card(spec.name).trainable:
@@ -93,9 +94,10 @@ def lora_plan(
             if not cfg.includes_cell(spec.name, name):
                 continue
             conds = cell_conditions(cfg, modalities[name])
-            target = shift_of.get(name)
+            targets = shift_targets_of(cfg, name)
             out[(spec.name, name)] = {
-                s: list(lora_identities(cfg, spec.name, name, s, conds, target)) for s in lora.seeds
+                s: list(lora_identities(cfg, spec.name, name, s, conds, targets))
+                for s in lora.seeds
             }
     return out
 
@@ -127,11 +129,30 @@ def _subsets(cfg: BenchmarkConfig, name: str, prep: Any, seed: int) -> dict[floa
     return {f: sub[(f, seed)] for f in fractions}
 
 
+@dataclass(frozen=True)
+class _Shift:
+    """One shift target of a LoRA cell: its decodable rows, targets and record details."""
+
+    target: str
+    rows: Any
+    ok: np.ndarray
+    y: np.ndarray
+    details: dict[str, Any]
+    compared: np.ndarray | None
+    label_names: tuple[str, ...]
+
+
 class _Cell:
     """Images, targets and split rows of one (encoder, dataset), shared by its seeds."""
 
     def __init__(
-        self, cfg: BenchmarkConfig, name: str, prep: Any, target: Any, size: int, input_size: int
+        self,
+        cfg: BenchmarkConfig,
+        name: str,
+        prep: Any,
+        shift_preps: Any,
+        size: int,
+        input_size: int,
     ) -> None:
         from crsbench.adapt import ImageRows
 
@@ -150,13 +171,21 @@ class _Cell:
         multi = ImageRows(ds.paths[test], ds.image_ids[test], size, (("clean", 0), *self.conds))
         keep = multi.ok(np.arange(len(test)))
         self.test, self.test_multi, self.test_local = test[keep], multi, np.flatnonzero(keep)
-        self.shift = None
-        if target is not None:
-            tds, rows = target.dataset, np.asarray(target.eval_rows)
-            srows = ImageRows(tds.paths[rows], tds.image_ids[rows], size)
-            ok = self._ok(srows, np.arange(len(rows)))
-            scored = {"shift_rows": target.shift_provenance(np.isin(np.arange(len(rows)), ok))}
-            self.shift = (tds.name, srows, ok, targets(tds.labels[rows][ok], ds.task), scored)
+        self.shifts = [self._shift(ds, t, size) for t in (shift_preps or {}).values()]
+
+    def _shift(self, ds: Any, target: Any, size: int) -> _Shift:
+        """One shift target's decodable evaluation rows, labels compared like the frozen
+        probes' (:func:`crsbench.runs.cell_inputs.shift_cells`)."""
+        from crsbench.adapt import ImageRows
+        from crsbench.runs.cell_inputs import shift_labels
+
+        tds, rows = target.dataset, np.asarray(target.eval_rows)
+        srows = ImageRows(tds.paths[rows], tds.image_ids[rows], size)
+        ok = self._ok(srows, np.arange(len(rows)))
+        scored = {"shift_rows": target.shift_provenance(np.isin(np.arange(len(rows)), ok))}
+        y, compared = shift_labels(ds, tds, tds.labels[rows][ok])
+        return _Shift(tds.name, srows, ok, targets(y, ds.task), scored, compared,
+                      tuple(ds.label_names))  # fmt: skip
 
     @staticmethod
     def _ok(images: Any, rows: Any) -> np.ndarray:
@@ -186,17 +215,19 @@ def _seed_rows(
         save_checkpoint,
         train_lora,
     )
-    from crsbench.calibration import CALIBRATORS
+    from crsbench.runs.cell_recal import lora_recalibrated_rows
 
     s = train_settings(cfg)
     from crsbench.features.runner import forward_chunk
 
     # evaluation batches sized like the frozen extraction's forward passes (CPU cache budget)
     bs = forward_chunk(cfg.batch_size, cell.input_size, model.device.type == "cuda")
-    by_id = {(i["fraction"], i["condition"], i["severity"], i["recalibrator"]): i for i in ids}
+    by_id = {(i["fraction"], i["condition"], i["severity"], i["recalibrator"],
+              i["eval_dataset"]): i for i in ids}  # fmt: skip
     rows: list[dict[str, Any]] = []
 
     def emit(key: tuple, y: np.ndarray, prob: np.ndarray, t0: float, det: dict) -> None:
+        key = key if len(key) == 5 else (*key, cell.name)  # eval_dataset: the cell's own
         metrics = score(y, prob, cell.task)
         metrics["details"].update(det)
         rows.append({**by_id[key], **metrics, "wall_time_s": time.perf_counter() - t0})
@@ -219,22 +250,25 @@ def _seed_rows(
         emit((1.0, "clean", 0, "none"), y_test, probs[0], t0, det)
         for (name, sev), prob in zip(cell.conds, probs[1:], strict=True):
             emit((1.0, name, sev, "none"), y_test, prob, time.perf_counter(), det)
-        shift_prob = None
-        if cell.shift is not None:
-            _, srows, ok, y_shift, scored = cell.shift
+        shift_probs = []
+        for sh in cell.shifts:
             t1 = time.perf_counter()
-            shift_prob = predict_proba(adapted, srows, ok, bs)
-            emit((1.0, "shift", 0, "none"), y_shift, shift_prob, t1, {**det, **scored})
+            shift_probs.append(predict_proba(adapted, sh.rows, sh.ok, bs))
+            ref = shift_reference(sh, y_test, lambda p=probs[0]: p)
+            emit((1.0, "shift", 0, "none", sh.target), sh.y, shift_probs[-1], t1,
+                 {**det, **sh.details, **ref})  # fmt: skip
         calib_prob = predict_proba(adapted, cell.clean, cell.calib, bs)
-        for rec in cfg.recalibrators:
-            t1 = time.perf_counter()
-            c = CALIBRATORS.get(rec)(task=cell.task)
-            c.fit(calib_prob, cell.y[cell.calib])
-            rdet = {**det, "n_calib": int(len(cell.calib))}
-            emit((1.0, "clean", 0, rec), y_test, c.predict_proba(probs[0]), t1, rdet)
-            if shift_prob is not None:
-                emit((1.0, "shift", 0, rec), y_shift, c.predict_proba(shift_prob), t1,
-                     {**rdet, **scored})  # fmt: skip
+        shifted = [
+            (sh.target, sh.y, prob,
+             lambda cp, sh=sh, y_test=y_test: {**sh.details, **shift_reference(
+                 sh, y_test, None if cp is None else (lambda: cp))})
+            for sh, prob in zip(cell.shifts, shift_probs, strict=True)
+        ]  # fmt: skip
+        rows += lora_recalibrated_rows(
+            cfg.recalibrators, cell.task, seed, (calib_prob, cell.y[cell.calib]),
+            (y_test, probs[0]), shifted,
+            lambda rec, where, target=None: by_id[(1.0, where, 0, rec, target or cell.name)], det,
+        )  # fmt: skip
     return rows
 
 
@@ -295,7 +329,6 @@ def run_lora_stage(
     lora = cfg.regimes.lora
     if not lora.enabled:
         return 0
-    shift_of = {s.source: s.target for s in cfg.shifts}
     modalities = {n: prepared[n].dataset.card.modality for n in cfg.probe_datasets}
     planned = lora_plan(cfg, modalities)
     done = store.done_keys()
@@ -310,7 +343,6 @@ def run_lora_stage(
             if (spec.name, name) not in planned:  # a cell of exclude_cells
                 continue
             prep = prepared[name]
-            target = shift_of.get(name)
             plan = planned[(spec.name, name)]
             todo = [s for s in lora.seeds
                     if not {make_run_key(i, cfg_hash) for i in plan[s]} <= done]  # fmt: skip
@@ -327,8 +359,9 @@ def run_lora_stage(
                                   "dropout": lora.dropout, "epochs": lora.epochs,
                                   "targets": list(mod.crsbench_lora_targets),
                                   "targets_source": mod.crsbench_lora_source}}  # fmt: skip
-            cell = _Cell(cfg, name, prep, prepared.get(target) if target else None,
-                         run_working_size(cfg), encoder.input_size)  # fmt: skip
+            shift_preps = {t: prepared[t] for t in shift_targets_of(cfg, name)}
+            cell = _Cell(cfg, name, prep, shift_preps, run_working_size(cfg),
+                         encoder.input_size)  # fmt: skip
             model = LoraClassifier(encoder, cell.n_outputs, cell.task)
             root = Path(cfg.output_dir) / "lora" / cfg_hash[:12] / spec.name / name
             for seed in todo:

@@ -10,7 +10,6 @@ root, the home directory and the dataset roots (and anything inside them) are al
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Iterable
@@ -18,20 +17,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from crsbench.core.errors import StoreError
+from crsbench.core.outputs import MARKER_NAME, refuse_protected, write_marker
 from crsbench.runs.lock import LOCK_NAME
 from crsbench.runs.schema import DB_NAME
 
-MARKER_NAME = ".crsbench-output"
 #: Everything crsbench writes directly under an output directory.
 OWN_NAMES: tuple[str, ...] = (
     DB_NAME, DB_NAME + ".wal", LOCK_NAME, MARKER_NAME, "cache", "export", "scores",
-    "analysis", "report", "last_run.json", "data", "superseded",
+    "analysis", "report", "last_run.json", "data", "superseded", "lora", "damaged",
 )  # fmt: skip
 #: What a superseded run leaves behind and ``--force-new`` moves aside with its store.
 RUN_OUTPUTS: tuple[str, ...] = (
     DB_NAME, DB_NAME + ".wal", "export", "scores", "analysis", "report", "last_run.json",
 )  # fmt: skip
-_DIRECTORIES = frozenset({"cache", "export", "scores", "analysis", "report", "data", "superseded"})
+_DIRECTORIES = frozenset(
+    {"cache", "export", "scores", "analysis", "report", "data", "superseded", "lora", "damaged"}
+)
 
 
 def _is_within(path: Path, root: Path) -> bool:
@@ -61,10 +62,7 @@ def is_crsbench_output(out: Path) -> bool:
 
 
 def _refuse_protected(out: Path, dataset_roots: Iterable[Path]) -> None:
-    if out == Path(out.anchor):
-        raise StoreError(f"output directory {out} is the file-system root; choose a folder.")
-    if out == Path.home().resolve():
-        raise StoreError(f"output directory {out} is the home directory; choose a folder in it.")
+    refuse_protected(out)
     for root in dataset_roots:
         real = Path(os.path.realpath(root))
         if _is_within(out, real):
@@ -144,13 +142,7 @@ def claim_output_dir(
         crsbench's names taken by something else.
     """
     path = check_output_dir(out, dataset_roots=dataset_roots, force=force)
-    path.mkdir(parents=True, exist_ok=True)
-    marker = path / MARKER_NAME
-    if not marker.exists():
-        from crsbench import __version__
-
-        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        marker.write_text(json.dumps({"crsbench": __version__, "claimed": stamp}) + "\n")
+    write_marker(path)
     return path
 
 

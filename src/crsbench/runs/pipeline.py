@@ -20,6 +20,7 @@ from crsbench.core.storefile import LAST_RUN_FILE
 from crsbench.runs.cell import CellSettings
 from crsbench.runs.outdir import check_output_dir, claim_output_dir
 from crsbench.runs.plan import control_fractions, plan_cells
+from crsbench.runs.predictions import PREDICTIONS_KEY, pop_predictions, prediction_batch
 from crsbench.runs.prepare import prepare_datasets
 from crsbench.runs.records import RunRecord, make_run_key
 from crsbench.runs.reliability import rebuild_reliability_table
@@ -95,6 +96,7 @@ def to_records(
     out = []
     for row in rows:
         row = dict(row)
+        row.pop(PREDICTIONS_KEY, None)  # per-sample predictions go to their own tables
         details = dict(row.pop("details", {}))
         wall = float(row.pop("wall_time_s", 0.0))
         undefined = dict(details.get("undefined") or {})
@@ -120,6 +122,18 @@ def to_records(
             )
         )
     return out
+
+
+def _pin_working_size(cfg: BenchmarkConfig) -> BenchmarkConfig:
+    """``cfg`` with ``perturbations.working_size`` set to the run's W, computed from every
+    encoder of the config, so a run that skips encoders perturbs exactly as the full run does
+    (records keep the full config's hash, computed before)."""
+    from crsbench.runs.extract_cell import run_working_size
+
+    if cfg.perturbations.working_size is not None:
+        return cfg
+    pert = cfg.perturbations.model_copy(update={"working_size": run_working_size(cfg)})
+    return cfg.model_copy(update={"perturbations": pert})
 
 
 def _runnable(
@@ -213,6 +227,7 @@ def run_benchmark(
     cfg_json = cfg.model_dump_json()
     roots = [d.root for d in cfg.datasets.values()]
     check_output_dir(cfg.output_dir, dataset_roots=roots, force=force)
+    cfg = _pin_working_size(cfg)  # W of the whole config, whatever --skip-missing leaves out
     cfg, skipped = _runnable(cfg, emit, skip_missing) if check else (cfg, [])
     out = claim_output_dir(cfg.output_dir, dataset_roots=roots, force=force)
     t0 = time.perf_counter()
@@ -256,6 +271,7 @@ def run_benchmark(
         try:
             for out_cell in ex.run_cells(cfg, todo, prepared, settings, progress=progress):
                 c = out_cell.plan
+                preds = pop_predictions(out_cell.rows)
                 records = to_records(
                     out_cell.rows,
                     cfg_hash=h,
@@ -266,7 +282,8 @@ def run_benchmark(
                     precision=out_cell.precision,
                 )
                 _report_quarantine(store, out_cell.quarantined, announced, emit)
-                written += store.append(records)
+                batch = prediction_batch([r.run_key for r in records], preds)
+                written += store.append(records, predictions=batch)
                 t_extract += out_cell.extract_s
                 t_eval += out_cell.evaluate_s
                 emit(

@@ -20,14 +20,15 @@ class CellPlan:
 
     encoder: str
     dataset: str
-    shift_target: str | None
+    shift_targets: tuple[str, ...]
     conditions: tuple[tuple[str, int], ...]
     identities: tuple[dict[str, Any], ...]
 
     @property
     def n_extractions(self) -> int:
-        """Feature sets this cell needs: clean per layer, one per condition, the shift target."""
-        return 1 + len(self.conditions) + (1 if self.shift_target else 0)
+        """Feature sets this cell needs: clean per layer, one per condition, one per shift
+        target."""
+        return 1 + len(self.conditions) + len(self.shift_targets)
 
 
 def cell_conditions(cfg: BenchmarkConfig, modality: str) -> tuple[tuple[str, int], ...]:
@@ -76,11 +77,17 @@ def cell_identities(
     encoder: str,
     dataset: str,
     conds: Sequence[tuple[str, int]],
-    shift_target: str | None,
+    shift_targets: Sequence[str],
     control_fractions: Sequence[float],
 ) -> Iterator[dict[str, Any]]:
     """Every run identity of one cell, in the order the cell evaluator emits them."""
     fr = cfg.fractions
+
+    def shifted(seed: int, probe: str, rec: str = "none") -> Iterator[dict[str, Any]]:
+        for target in shift_targets:
+            yield _identity(encoder, dataset, seed, probe, 1.0, 1.0, "shift", 0, rec,
+                            eval_dataset=target)  # fmt: skip
+
     for seed in cfg.seeds:
         for f in fr:
             yield _identity(encoder, dataset, seed, "logistic", 1.0, f)
@@ -88,33 +95,10 @@ def cell_identities(
                 continue
             for name, sev in conds:
                 yield _identity(encoder, dataset, seed, "logistic", 1.0, 1.0, name, sev)
-            if shift_target:
-                yield _identity(
-                    encoder,
-                    dataset,
-                    seed,
-                    "logistic",
-                    1.0,
-                    1.0,
-                    "shift",
-                    0,
-                    eval_dataset=shift_target,
-                )
+            yield from shifted(seed, "logistic")
             for rec in cfg.recalibrators:
                 yield _identity(encoder, dataset, seed, "logistic", 1.0, 1.0, recalibrator=rec)
-                if shift_target:
-                    yield _identity(
-                        encoder,
-                        dataset,
-                        seed,
-                        "logistic",
-                        1.0,
-                        1.0,
-                        "shift",
-                        0,
-                        rec,
-                        eval_dataset=shift_target,
-                    )
+                yield from shifted(seed, "logistic", rec)
     for depth in cfg.layers:
         if depth == 1.0:
             continue
@@ -130,18 +114,7 @@ def cell_identities(
                     continue
                 for name, sev in conds:
                     yield _identity(encoder, dataset, seed, probe, 1.0, 1.0, name, sev)
-                if shift_target:
-                    yield _identity(
-                        encoder,
-                        dataset,
-                        seed,
-                        probe,
-                        1.0,
-                        1.0,
-                        "shift",
-                        0,
-                        eval_dataset=shift_target,
-                    )
+                yield from shifted(seed, probe)
 
 
 def control_fractions(cfg: BenchmarkConfig) -> tuple[float, ...]:
@@ -157,11 +130,15 @@ def plan_cells(cfg: BenchmarkConfig, modalities: dict[str, str]) -> list[CellPla
     cfg : BenchmarkConfig
     modalities : mapping dataset name → modality (from the dataset cards)
     """
-    shift_of = {s.source: s.target for s in cfg.shifts}
     cells = []
     for enc, ds in cfg.frozen_cells:
         conds = cell_conditions(cfg, modalities[ds])
-        target = shift_of.get(ds)
-        ids = tuple(cell_identities(cfg, enc, ds, conds, target, control_fractions(cfg)))
-        cells.append(CellPlan(enc, ds, target, conds, ids))
+        targets = shift_targets_of(cfg, ds)
+        ids = tuple(cell_identities(cfg, enc, ds, conds, targets, control_fractions(cfg)))
+        cells.append(CellPlan(enc, ds, targets, conds, ids))
     return cells
+
+
+def shift_targets_of(cfg: BenchmarkConfig, source: str) -> tuple[str, ...]:
+    """The shift targets of probe dataset ``source``, in the config's order."""
+    return tuple(s.target for s in cfg.shifts if s.source == source)

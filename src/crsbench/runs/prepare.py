@@ -146,3 +146,10 @@ def prepare_datasets(cfg: BenchmarkConfig) -> dict[str, PreparedDataset]:
         )
         out[name] = PreparedDataset(ds, splits, subsets, np.asarray(splits.test))
     return out
+
+
+def shift_targets_for(
+    plan: Any, prepared: dict[str, PreparedDataset]
+) -> dict[str, PreparedDataset]:
+    """The prepared shift targets of a cell (``plan.shift_targets``), in plan order."""
+    return {name: prepared[name] for name in plan.shift_targets}

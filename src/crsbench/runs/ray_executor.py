@@ -31,7 +31,7 @@ from crsbench.core.errors import CacheError, ConfigError, CrsbenchError
 from crsbench.runs.cell import CellData, CellSettings, evaluate_cell
 from crsbench.runs.executors import CellOutcome
 from crsbench.runs.plan import CellPlan
-from crsbench.runs.prepare import PreparedDataset
+from crsbench.runs.prepare import PreparedDataset, shift_targets_for
 
 #: ``extract_fn(cfg, plan, prep, target, progress=...) -> (features, encoder_revision)``
 ExtractFn = Callable[..., tuple[dict[str, Any], str]]
@@ -183,8 +183,8 @@ def extract_task(
     fn = extract_fn or extract_cell_features
     t0 = time.perf_counter()
     prep = prepared[plan.dataset]
-    target = prepared.get(plan.shift_target) if plan.shift_target else None
-    feats, enc_rev = fn(cfg, plan, prep, target, progress=False)
+    targets = shift_targets_for(plan, prepared)
+    feats, enc_rev = fn(cfg, plan, prep, targets, progress=False)
     return ExtractedCell(strip_features(feats), enc_rev, time.perf_counter() - t0)
 
 
@@ -202,8 +202,8 @@ def probe_task(
     t0 = time.perf_counter()
     feats = load_features(extracted.features, cfg.resolved_cache_dir)
     prep = prepared[plan.dataset]
-    target = prepared.get(plan.shift_target) if plan.shift_target else None
-    data = cell_data(plan, prep, feats, target)
+    targets = shift_targets_for(plan, prepared)
+    data = cell_data(plan, prep, feats, targets)
     t1 = time.perf_counter()
     rows = (evaluate_fn or evaluate_cell)(data, settings)
     t_read, t_eval = t1 - t0, time.perf_counter() - t1

@@ -12,7 +12,9 @@ import pandas as pd
 
 from crsbench.core.errors import StoreError
 from crsbench.core.storefile import STORE_FILE, read_tables
+from crsbench.runs.predictions import restore_predictions
 from crsbench.runs.reliability import rebuild_reliability_table
+from crsbench.runs.schema import Transaction
 from crsbench.runs.store import ResultsStore
 
 
@@ -25,6 +27,7 @@ class RepairReport:
     moved: list[tuple[Path, Path]] = field(default_factory=list)
     source: Path | None = None
     n_runs: int = 0
+    n_predictions: int = 0
 
     def lines(self) -> list[str]:
         """Plain sentences for the console."""
@@ -38,6 +41,12 @@ class RepairReport:
             )
         else:
             out.append(f"rebuilt {self.store} with {self.n_runs} run records from {self.source}")
+            out.append(
+                f"restored {self.n_predictions} per-sample predictions"
+                if self.n_predictions
+                else "the export has no per-sample predictions: score and report fall back to "
+                "the seed-only bootstrap until `crsbench run` is repeated in a new --out"
+            )
         return out
 
 
@@ -105,6 +114,8 @@ def repair_store(out_dir: Path | str) -> RepairReport:
     config_hash, config_json = _config_of(frame, report.source)
     with ResultsStore(out_dir, config_hash, config_json=config_json) as rebuilt:
         report.n_runs = rebuilt.append_frame(frame)
+        with Transaction(rebuilt.con, rebuilt.path):
+            report.n_predictions = restore_predictions(rebuilt.con, report.source.parent)
         rebuilt.aggregate()
         rebuild_reliability_table(rebuilt.con)
     return report

@@ -24,6 +24,7 @@ from crsbench.core.errors import StoreError
 from crsbench.core.storefile import damaged_store, locked_store
 from crsbench.runs.export import export_query, write_json_atomic
 from crsbench.runs.lock import StoreLock, check_local_filesystem
+from crsbench.runs.predictions import PredictionBatch, export_predictions
 from crsbench.runs.records import (
     IDENTITY_COLUMNS,
     METRIC_COLUMNS,
@@ -215,12 +216,15 @@ class ResultsStore:
     def _transaction(self) -> Transaction:
         return Transaction(self.con, self.path)
 
-    def append(self, records: Sequence[RunRecord]) -> int:
+    def append(
+        self, records: Sequence[RunRecord], predictions: PredictionBatch | None = None
+    ) -> int:
         """Add a batch of records in one transaction; return how many rows were new.
 
         A record whose ``run_key`` is stored with the same payload is a no-op; the same key
         with a different payload raises :class:`StoreError` showing both (nothing is written).
-        Payload = every column except ``wall_time_s`` and ``created_at``.
+        Payload = every column except ``wall_time_s`` and ``created_at``. ``predictions``
+        (the records' per-sample predictions) are written in the same transaction.
         """
         self._writable()
         if not records:
@@ -230,7 +234,7 @@ class ResultsStore:
             if not isinstance(rec, RunRecord):
                 raise StoreError(f"append takes RunRecord objects. Got {type(rec).__name__}.")
             rows.append(rec.to_row())
-        return self._append_arrow(pa.Table.from_pylist(rows, schema=ARROW_SCHEMA))
+        return self._append_arrow(pa.Table.from_pylist(rows, schema=ARROW_SCHEMA), predictions)
 
     def append_frame(self, frame: pd.DataFrame) -> int:
         """Bulk form of :meth:`append` for a DataFrame of :data:`RUN_COLUMNS` (``details`` as
@@ -242,7 +246,7 @@ class ResultsStore:
             pa.Table.from_pandas(frame, schema=ARROW_SCHEMA, preserve_index=False)
         )
 
-    def _append_arrow(self, table: pa.Table) -> int:
+    def _append_arrow(self, table: pa.Table, predictions: PredictionBatch | None = None) -> int:
         bad = [h for h in set(table.column("config_hash").to_pylist()) if h != self.config_hash]
         if bad:
             raise StoreError(
@@ -268,6 +272,8 @@ class ResultsStore:
                     f"INSERT INTO runs SELECT {cols} FROM {source} i "
                     "WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_key = i.run_key)"
                 ).fetchall()
+                if predictions is not None:
+                    predictions.insert(self.con)
                 return int(inserted[0][0]) if inserted else 0
             finally:
                 self.con.unregister("_incoming")
@@ -395,7 +401,10 @@ class ResultsStore:
         defaults to ``out_dir``. ``crsbench store repair`` rebuilds a store from these."""
         folder = Path(dest) if dest is not None else self.out_dir
         meta = {k: (str(v) if isinstance(v, datetime) else v) for k, v in self.meta.items()}
+        # per-sample predictions (binary blobs) are exported as Parquet only
+        extra = export_predictions(self.con, folder) if fmt == "parquet" else {}
         return {
+            **extra,
             "meta": write_json_atomic(folder / "meta.json", meta),
             "runs": export_query(
                 self.con, "SELECT * FROM runs ORDER BY run_key", folder / f"runs.{fmt}", fmt

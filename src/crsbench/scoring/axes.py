@@ -9,8 +9,10 @@ The *main protocol* rows (docs/protocol.md section 7) are ``probe='logistic'``, 
   (:data:`crsbench.core.conditions.PAPER_CONDITIONS`), plus the paper's shift rows
   (``condition='shift'``, CheXpert → MIMIC-CXR: ``PAPER_SHIFTS``) as one more condition.
   Extra conditions (the modality noises) and any other shift target are reported beside R:
-  ``robustness_drop_extra`` (R's formula over the extras alone) and
-  ``robustness_drop_with_extra`` (over R's conditions and the extras).
+  ``robustness_drop_extra`` (R's formula over the extras alone),
+  ``robustness_drop_with_extra`` (over R's conditions and the extras) and
+  ``robustness_drop_all_shifts`` (the named variant: the 15 paper conditions and every shift
+  target). ``robustness="all_shifts"`` makes that variant R itself.
 
 A value whose inputs are missing is NaN and the ``missing`` column says why; nothing is
 averaged over whatever happens to be present (see :mod:`crsbench.scoring.seed_axes`).
@@ -18,6 +20,7 @@ averaged over whatever happens to be present (see :mod:`crsbench.scoring.seed_ax
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -25,13 +28,14 @@ import pandas as pd
 
 from crsbench.core.conditions import (
     CLEAN,
-    PAPER_SHIFTS,
     SHIFT,
     UNPERTURBED_CONDITIONS,
     condition_roles,
+    shift_in_r,
 )
 from crsbench.core.errors import DataError, StoreError
 from crsbench.core.schema import IDENTITY_COLUMNS
+from crsbench.core.shift_labels import source_reference
 from crsbench.core.storefile import STORE_FILE, read_tables
 from crsbench.metrics.label_efficiency import DEFAULT_FRACTIONS
 from crsbench.scoring import notes as nt
@@ -48,6 +52,7 @@ AXIS_TABLE_COLUMNS: tuple[str, ...] = (
     "shift_auroc",
     "robustness_drop_extra",
     "robustness_drop_with_extra",
+    "robustness_drop_all_shifts",
 )
 COUNT_COLUMNS: tuple[str, ...] = ("n_conditions", "n_extra_conditions")
 
@@ -108,8 +113,15 @@ def _check_unique(m: pd.DataFrame) -> None:
         )
 
 
-def _expectations(m: pd.DataFrame, include_shift: bool, fractions: tuple[float, ...]) -> dict:
-    """Per dataset: what its cells must hold (shift targets and extras the store evaluates)."""
+def _expectations(
+    m: pd.DataFrame,
+    include_shift: bool | Sequence[str],
+    fractions: tuple[float, ...],
+    robustness: str = "paper",
+) -> dict:
+    """Per dataset: what its cells must hold (shift targets and extras the store evaluates).
+
+    ``include_shift``: ``True`` (every shift target), ``False`` (none) or the targets kept."""
     full = m[np.isclose(m["fraction"].astype(float), 1.0)]
     roles = condition_roles(full["condition"], full["severity"])
     out = {}
@@ -117,13 +129,19 @@ def _expectations(m: pd.DataFrame, include_shift: bool, fractions: tuple[float, 
         mine = (full["dataset"] == ds).to_numpy()
         shift = full[mine & (roles == SHIFT) & (full["eval_dataset"] != ds).to_numpy()]
         extra = full[mine & (roles == "extra") & (full["eval_dataset"] == ds).to_numpy()]
-        targets = sorted(shift["eval_dataset"].unique()) if include_shift else []
-        in_r = tuple(t for t in targets if (ds, t) in PAPER_SHIFTS)
-        beside = tuple(t for t in targets if (ds, t) not in PAPER_SHIFTS)
+        targets = [t for t in sorted(shift["eval_dataset"].unique()) if _kept(t, include_shift)]
+        in_r = tuple(t for t in targets if shift_in_r(ds, t, robustness))
+        beside = tuple(t for t in targets if not shift_in_r(ds, t, robustness))
         pairs = sorted({(str(c), int(v)) for c, v in zip(extra["condition"], extra["severity"],
                                                           strict=True)})  # fmt: skip
         out[ds] = Expected(fractions, in_r, tuple(pairs), beside)
     return out
+
+
+def _kept(target: str, include_shift: bool | Sequence[str]) -> bool:
+    if isinstance(include_shift, bool):
+        return include_shift
+    return target in include_shift
 
 
 def _seed_rows(m: pd.DataFrame) -> dict[tuple, SeedRows]:
@@ -131,9 +149,13 @@ def _seed_rows(m: pd.DataFrame) -> dict[tuple, SeedRows]:
     clean: dict[tuple, dict] = {}
     pert: dict[tuple, dict] = {}
     shift: dict[tuple, dict] = {}
+    refs: dict[tuple, dict] = {}
     cols = ["encoder", "dataset", "eval_dataset", "seed", "fraction", "condition", "severity",
             "auroc", "ece"]  # fmt: skip
-    for enc, ds, ev, seed, f, cond, sev, auc, ece in m[cols].itertuples(index=False):
+    details = m["details"] if "details" in m.columns else pd.Series(None, index=m.index)
+    for (enc, ds, ev, seed, f, cond, sev, auc, ece), det in zip(
+        m[cols].itertuples(index=False), details, strict=True
+    ):
         key = (enc, ds, seed)
         if cond == CLEAN and ev == ds:
             clean.setdefault(key, {})[_frac(f)] = (float(auc), float(ece))
@@ -141,19 +163,26 @@ def _seed_rows(m: pd.DataFrame) -> dict[tuple, SeedRows]:
             continue
         elif cond == SHIFT and ev != ds:
             shift.setdefault(key, {})[ev] = float(auc)
+            ref = source_reference(det)
+            if ref is not None:
+                refs.setdefault(key, {})[ev] = ref
         elif cond not in UNPERTURBED_CONDITIONS and ev == ds:
             pert.setdefault(key, {})[(str(cond), int(sev))] = float(auc)
     keys = set(clean) | set(pert) | set(shift)
-    return {k: SeedRows(clean.get(k, {}), pert.get(k, {}), shift.get(k, {})) for k in keys}
+    return {
+        k: SeedRows(clean.get(k, {}), pert.get(k, {}), shift.get(k, {}), refs.get(k, {}))
+        for k in keys
+    }
 
 
 def axes_from_runs(
     runs: pd.DataFrame,
     regime: str = "frozen",
-    include_shift: bool = True,
+    include_shift: bool | Sequence[str] = True,
     probe: str = "logistic",
     layer: float = 1.0,
     fractions: tuple[float, ...] = DEFAULT_FRACTIONS,
+    robustness: str = "paper",
 ) -> pd.DataFrame:
     """The four axes per (encoder, dataset, seed) from run records, with what is missing.
 
@@ -163,11 +192,15 @@ def axes_from_runs(
         The store's ``runs`` table (see :data:`REQUIRED_COLUMNS`).
     regime, probe, layer : str, str, float
         Which rows are the protocol's main rows.
-    include_shift : bool
-        Count the shift rows as robustness conditions (``False`` gives the "CRS without the
-        shift target" of the external-validity analysis).
+    include_shift : bool or sequence of str
+        Which shift targets are read at all: ``True`` every one, ``False`` none (the "CRS
+        without the shift target" of the external-validity analysis), or the names kept
+        (leave-one-target-out).
     fractions : tuple of float
         The retention fractions (the protocol's 1, 5, 10, 25 %).
+    robustness : {"paper", "all_shifts"}
+        Which shift targets R counts (:data:`crsbench.core.conditions.ROBUSTNESS_VARIANTS`):
+        the paper's (default) or every one read; the others are extras.
 
     Returns
     -------
@@ -190,7 +223,7 @@ def axes_from_runs(
     if m.empty:
         return pd.DataFrame(columns=columns)
     _check_unique(m)
-    expected = _expectations(m, include_shift, tuple(_frac(f) for f in fractions))
+    expected = _expectations(m, include_shift, tuple(_frac(f) for f in fractions), robustness)
     by_seed = _seed_rows(m)
     cells = sorted({(e, d) for e, d, _s in by_seed})
     seeds = sorted({s for _e, _d, s in by_seed})

@@ -11,12 +11,14 @@ import pandas as pd
 from crsbench.scoring.aggregate import aggregate_by_encoder, score_cells
 from crsbench.scoring.anchors import Anchors
 from crsbench.scoring.axes import axes_from_runs
+from crsbench.scoring.planned import add_unrun_cells, store_planned_cells
 
 LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "encoder", "n_cells", "n_cells_scored", "auroc", "ece", "retention",
     "robustness_drop", "robustness_drop_extra", "robustness_drop_with_extra",
-    "P", "I", "W", "CRS", "rank_auroc", "tier", "p_rank1", "p_top3", "rule", "anchors_version",
-    "missing",
+    "robustness_drop_all_shifts",
+    "P", "I", "W", "CRS", "crs_ci_low", "crs_ci_high", "interval", "rank_auroc", "tier",
+    "p_rank1", "p_top3", "rule", "anchors_version", "pretraining_overlap", "missing",
 )  # fmt: skip
 
 
@@ -24,31 +26,56 @@ def build_leaderboard(
     runs: pd.DataFrame,
     anchors: str | Anchors | None = None,
     rule: str = "fixed",
-    n_replicates: int = 10_000,
+    n_replicates: int = 2_000,
     seed: int = 0,
     regime: str = "frozen",
+    *,
+    store: str | Path | None = None,
+    interval: str = "test-patients",
 ) -> pd.DataFrame:
     """Leaderboard of the main protocol of ``regime`` (one row per encoder, best CRS first).
 
-    ``tier`` and the probabilities come from :func:`crsbench.stats.paired_seed_bootstrap`
-    with ``n_replicates`` replicates (``0`` skips the bootstrap: tier and probabilities NaN).
-    An encoder with a cell that cannot be scored keeps its row, with NaN CRS, no rank, no
-    tier, and the reason in ``missing``; the extras' robustness is beside R, never inside.
+    ``crs_ci_low``/``crs_ci_high`` (95 %), ``tier`` and the probabilities come from
+    :func:`crsbench.stats.uncertainty.crs_uncertainty` with ``n_replicates`` replicates
+    (``0`` skips the bootstrap: all NaN): by default the paired bootstrap over test patients
+    × seeds on ``store``'s per-sample predictions, ``interval="seed-only"`` the paper's
+    seed-only bootstrap; ``interval`` names the method used. ``board.attrs`` holds
+    ``interval_note`` (why it fell back to seed-only, else empty), ``n_patients`` (test
+    patients per dataset) and ``indistinguishable`` (one sentence per tier of several
+    encoders). An encoder with a cell that cannot be scored keeps its row, with NaN CRS, no
+    rank, no tier, and the reason in ``missing``; the extras' robustness is beside R.
+    ``pretraining_overlap`` names the encoder's cells and shift targets that its pretraining
+    data may include (:func:`crsbench.stats.contamination.pretraining_overlap`).
     """
-    from crsbench.stats.bootstrap import paired_seed_bootstrap
+    from crsbench.stats.contamination import pretraining_overlap
+    from crsbench.stats.shift import shift_auroc_by_encoder
+    from crsbench.stats.uncertainty import (
+        check_interval,
+        crs_uncertainty,
+        indistinguishable_sentences,
+    )
 
+    check_interval(interval)
     per_seed = axes_from_runs(runs, regime=regime)
     cells = score_cells(per_seed, anchors, rule=rule)
+    if store is not None:  # a planned cell the store lacks makes the encoder's row incomplete
+        cells = add_unrun_cells(cells, store_planned_cells(store))
     board = aggregate_by_encoder(cells)
-    board["tier"] = np.nan
-    board["p_rank1"] = np.nan
-    board["p_top3"] = np.nan
+    flags = pretraining_overlap(cells, shift_auroc_by_encoder(runs, regime))
+    board["pretraining_overlap"] = board["encoder"].map(flags).fillna("")
+    for col in ("crs_ci_low", "crs_ci_high", "tier", "p_rank1", "p_top3"):
+        board[col] = np.nan
+    board["interval"] = ""
+    board.attrs.update(interval_note="", n_patients={}, indistinguishable=[])
     if n_replicates > 0 and len(board) > 1:
-        boot = paired_seed_bootstrap(per_seed, anchors, rule, n_replicates=n_replicates, seed=seed)
-        info = boot.ranks.set_index("encoder")
-        board["tier"] = board["encoder"].map(info["tier"])
-        board["p_rank1"] = board["encoder"].map(info["p_rank1"])
-        board["p_top3"] = board["encoder"].map(info["p_top3"])
+        unc = crs_uncertainty(per_seed, anchors, store=store, interval=interval, rule=rule,
+                              n_replicates=n_replicates, seed=seed)  # fmt: skip
+        info = unc.result.ranks.set_index("encoder")
+        for col in ("crs_ci_low", "crs_ci_high", "tier", "p_rank1", "p_top3"):
+            board[col] = board["encoder"].map(info[col])
+        board["interval"] = np.where(board["tier"].notna(), unc.method, "")
+        board.attrs.update(interval_note=unc.note, n_patients=unc.n_patients,
+                           indistinguishable=indistinguishable_sentences(unc))  # fmt: skip
     return board[list(LEADERBOARD_COLUMNS)]
 
 

@@ -11,13 +11,19 @@ names what is missing (see :mod:`crsbench.scoring.notes`). What each axis expect
   (:data:`~crsbench.core.conditions.PAPER_SHIFTS`) when the store evaluates it for this
   dataset;
 - R extra: every extra condition and every other shift target the store evaluates for this
-  dataset (none: NaN, no note).
+  dataset (none: NaN, no note);
+- R all shifts (the named variant ``robustness_drop_all_shifts``): the 15 paper conditions
+  and every shift target, paper's or extra.
+
+A shift target's drop is ``reference − AUROC_target``: the reference is the source's clean
+AUROC on the labels the target provides when its record says so
+(:mod:`crsbench.core.shift_labels`), else the clean AUROC.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -36,12 +42,15 @@ class SeedRows:
 
     ``clean`` maps a label fraction to ``(auroc, ece)``; ``perturbed`` maps
     ``(perturbation, severity)`` to the full-label AUROC; ``shift`` maps a shift target to
-    its AUROC.
+    its AUROC; ``shift_reference`` maps a shift target whose compared labels leave out a
+    source label to the source's clean AUROC on the compared ones (its drop's reference,
+    :mod:`crsbench.core.shift_labels`; absent: the clean AUROC).
     """
 
     clean: Mapping[float, tuple[float, float]]
     perturbed: Mapping[Condition, float]
     shift: Mapping[str, float]
+    shift_reference: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -85,12 +94,36 @@ def _label_axes(
     return retention(curve, fractions=exp.fractions), aulc(curve)
 
 
-def _drop(clean_auc: float, conds: dict | None) -> float:
-    from crsbench.metrics import robustness_drop
+def _references(
+    rows: SeedRows, axis: str, wanted: Sequence[str], out: list[str], got: dict | None
+) -> dict | None:
+    """``got`` unless a wanted shift's recorded reference (the source's clean AUROC on the
+    compared labels) is NaN: then ``None`` and a note."""
+    nan = [f"shift:{t}" for t in wanted if not np.isfinite(rows.shift_reference.get(t, 0.0))]
+    if nan:
+        out.append(nt.listed(axis, "shift", nan, "source AUROC on the compared labels NaN"))
+        return None
+    return got
+
+
+def _drops(rows: SeedRows, clean_auc: float, conds: dict | None) -> dict | None:
+    """Per-condition drops: ``clean − AUROC`` of a perturbed condition (a tuple key), and
+    ``reference − AUROC`` of a shift target (a str key; the reference is the source's clean
+    AUROC on the labels compared, see :mod:`crsbench.core.shift_labels`)."""
+    if conds is None:
+        return None
+    return {
+        k: rows.shift_reference.get(k, clean_auc) - v if isinstance(k, str) else clean_auc - v
+        for k, v in conds.items()
+    }
+
+
+def _drop(rows: SeedRows, clean_auc: float, conds: dict | None) -> float:
+    from crsbench.metrics import robustness_from_drops
 
     if conds is None or not conds or not np.isfinite(clean_auc):
         return np.nan
-    return robustness_drop(clean_auc, {str(k): v for k, v in conds.items()})
+    return robustness_from_drops(_drops(rows, clean_auc, conds) or {})
 
 
 def seed_axes(rows: SeedRows, exp: Expected) -> tuple[dict[str, float], str]:
@@ -100,7 +133,9 @@ def seed_axes(rows: SeedRows, exp: Expected) -> tuple[dict[str, float], str]:
     -------
     (dict, str)
         ``auroc, ece, retention, aulc, robustness_drop, shift_auroc, robustness_drop_extra,
-        robustness_drop_with_extra, n_conditions, n_extra_conditions`` and the note.
+        robustness_drop_with_extra, robustness_drop_all_shifts`` (R's formula over the 15
+        paper conditions and every shift target, paper's or extra), ``n_conditions,
+        n_extra_conditions`` and the note.
     """
     out: list[str] = []
     if not rows.clean and not rows.perturbed and not rows.shift:
@@ -116,21 +151,26 @@ def seed_axes(rows: SeedRows, exp: Expected) -> tuple[dict[str, float], str]:
     ret, area = _label_axes(rows, exp, auc, out)
     paper = _gather("R", "condition", [(condition_label(*c), c) for c in PAPER_CONDITIONS],
                     rows.perturbed, out)  # fmt: skip
-    shifts = _gather("R", "shift", [(f"shift:{t}", t) for t in exp.shift_targets], rows.shift, out)
+    shifts = _references(rows, "R", exp.shift_targets, out,
+                         _gather("R", "shift", [(f"shift:{t}", t) for t in exp.shift_targets],
+                                 rows.shift, out))  # fmt: skip
     extra = _gather("R extra", "condition", [(condition_label(*c), c) for c in exp.extras],
                     rows.perturbed, out)  # fmt: skip
-    extra_shifts = _gather("R extra", "shift", [(f"shift:{t}", t) for t in
-                           exp.extra_shift_targets], rows.shift, out)  # fmt: skip
+    extra_shifts = _references(rows, "R extra", exp.extra_shift_targets, out,
+                               _gather("R extra", "shift", [(f"shift:{t}", t) for t in
+                                       exp.extra_shift_targets], rows.shift, out))  # fmt: skip
     extra = None if extra is None or extra_shifts is None else extra | extra_shifts
     in_r = None if paper is None or shifts is None else paper | shifts
     with_extra = None if in_r is None or extra is None else in_r | extra
+    every_shift = None if in_r is None or extra_shifts is None else in_r | extra_shifts
     shift_values = list(rows.shift.values())  # descriptive: every shift target evaluated
     values = {
         "auroc": float(auc), "ece": float(ece), "retention": float(ret), "aulc": float(area),
-        "robustness_drop": _drop(auc, in_r),
+        "robustness_drop": _drop(rows, auc, in_r),
         "shift_auroc": float(np.mean(shift_values)) if shift_values else np.nan,  # NaN stays
-        "robustness_drop_extra": _drop(auc, extra),
-        "robustness_drop_with_extra": _drop(auc, with_extra),
+        "robustness_drop_extra": _drop(rows, auc, extra),
+        "robustness_drop_with_extra": _drop(rows, auc, with_extra),
+        "robustness_drop_all_shifts": _drop(rows, auc, every_shift),
         "n_conditions": len(PAPER_CONDITIONS) + len(exp.shift_targets),
         "n_extra_conditions": len(exp.extras) + len(exp.extra_shift_targets),
     }  # fmt: skip
@@ -142,6 +182,7 @@ def _empty(exp: Expected) -> dict[str, float]:
     return {
         "auroc": nan, "ece": nan, "retention": nan, "aulc": nan, "robustness_drop": nan,
         "shift_auroc": nan, "robustness_drop_extra": nan, "robustness_drop_with_extra": nan,
+        "robustness_drop_all_shifts": nan,
         "n_conditions": len(PAPER_CONDITIONS) + len(exp.shift_targets),
         "n_extra_conditions": len(exp.extras) + len(exp.extra_shift_targets),
     }  # fmt: skip

@@ -18,13 +18,16 @@ from crsbench.core.errors import DataError
 from crsbench.scoring.aggregate import aggregate_by_encoder, encoder_means, score_cells
 from crsbench.scoring.anchors import load_anchors
 from crsbench.scoring.axes import axes_from_runs
+from crsbench.scoring.planned import add_unrun_cells, store_planned_cells
 from crsbench.stats.agreement import rank_agreement, rank_moves
-from crsbench.stats.bootstrap import paired_seed_bootstrap
+from crsbench.stats.analyze_beyond import emit_beyond
+from crsbench.stats.analyze_predictions import emit_prediction_analyses
 from crsbench.stats.calibration_effects import (
     discrimination_calibration_correlation,
     ece_increase_by_condition,
     recalibration_effect,
 )
+from crsbench.stats.contamination import pretraining_overlap
 from crsbench.stats.control_probes import agreement_headline, control_probe_agreement
 from crsbench.stats.insertion import insertion_experiment, insertion_summary
 from crsbench.stats.label_efficiency import (
@@ -33,8 +36,14 @@ from crsbench.stats.label_efficiency import (
 )
 from crsbench.stats.layers import layer_depth
 from crsbench.stats.regimes import regime_comparison
-from crsbench.stats.shift import default_groups, shift_auroc_by_encoder, shift_welch
-from crsbench.stats.validity import leave_one_dataset_out, shift_validity
+from crsbench.stats.shift import (
+    default_groups,
+    shift_auroc_by_encoder,
+    shift_drop_matrix,
+    shift_welch_by_target,
+)
+from crsbench.stats.uncertainty import crs_uncertainty, indistinguishable_sentences
+from crsbench.stats.validity import leave_one_dataset_out, leave_one_target_out, shift_validity
 
 
 def _jsonable(value: object) -> object:
@@ -58,10 +67,13 @@ def _records(df: pd.DataFrame) -> list[dict]:
 def run_analyses(
     runs: pd.DataFrame,
     out_dir: str | Path,
-    n_replicates: int = 10_000,
+    n_replicates: int = 2_000,
     seed: int = 0,
     anchors: str | Path | None = None,
     groups: dict[str, str] | None = None,
+    *,
+    store: str | Path | None = None,
+    interval: str = "test-patients",
 ) -> dict:
     """Run every analysis, write ``<name>.csv`` per analysis and ``summary.json``.
 
@@ -80,6 +92,9 @@ def run_analyses(
     groups : mapping, optional
         Encoder → ``general`` / ``medical`` for the shift test (default: encoder cards, then
         the ``encoder_group`` column).
+    store, interval
+        The bootstrap of tiers and intervals (:func:`crsbench.stats.uncertainty.crs_uncertainty`):
+        test patients × seeds on ``store``'s predictions by default, ``"seed-only"`` by name.
 
     Returns
     -------
@@ -95,6 +110,8 @@ def run_analyses(
         warnings.simplefilter("always", UserWarning)
         per_seed = axes_from_runs(runs)
         cells = score_cells(per_seed, anc)
+    if store is not None:  # a planned cell the store lacks makes the encoder's row incomplete
+        cells = add_unrun_cells(cells, store_planned_cells(store))
     summary["cells_left_out"] = [str(w.message) for w in caught]
     summary["cells_not_scored"] = {f"{e}/{d}": m for e, d, m, c in zip(
         cells["encoder"], cells["dataset"], cells["missing"], cells["CRS"], strict=True)
@@ -105,6 +122,8 @@ def run_analyses(
             "the store has no complete main-protocol cell (frozen, logistic, last layer, every "
             "fraction and condition): nothing to analyse. `crsbench status` shows what is left."
         )
+    board["pretraining_overlap"] = board["encoder"].map(
+        pretraining_overlap(cells, shift_auroc_by_encoder(runs))).fillna("")  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
 
     def emit(
@@ -136,13 +155,21 @@ def run_analyses(
     emit("agreement_auroc_vs_crs", agreement)
 
     def bootstrap() -> tuple[pd.DataFrame, dict]:
-        res = paired_seed_bootstrap(per_seed, anc, n_replicates=n_replicates, seed=seed)
-        res.pairwise.to_csv(out / "bootstrap_pairwise.csv", index=False)
-        top = res.ranks.iloc[:3]
-        return res.ranks, {
+        unc = crs_uncertainty(per_seed, anc, store=store, interval=interval,
+                              n_replicates=n_replicates, seed=seed)  # fmt: skip
+        ranks = unc.ranks()
+        unc.result.pairwise.assign(interval=unc.method).to_csv(
+            out / "bootstrap_pairwise.csv", index=False
+        )
+        top = ranks.iloc[:3]
+        return ranks, {
             "n_replicates": n_replicates,
+            "interval": unc.method,
+            "note": unc.note,
+            "n_test_patients": unc.n_patients,
             "p_rank1": dict(zip(top["encoder"], top["p_rank1"], strict=True)),
-            "leading_tier": res.ranks.loc[res.ranks["tier"] == 1, "encoder"].tolist(),
+            "leading_tier": ranks.loc[ranks["tier"] == 1, "encoder"].tolist(),
+            "indistinguishable": indistinguishable_sentences(unc),
         }
 
     emit("bootstrap", bootstrap)
@@ -163,16 +190,20 @@ def run_analyses(
         if per_enc.empty:
             return per_enc, {}
         per_enc.to_csv(out / "shift_auroc.csv", index=False)
-        target = per_enc.groupby("encoder")["shift_auroc"].mean().to_dict()
-        grp = groups if groups is not None else default_groups(target, runs)
-        table = shift_welch(target, grp)
-        return table, _records(table)[0]
+        shift_drop_matrix(per_enc).to_csv(out / "shift_drop.csv")
+        encoders = sorted(per_enc["encoder"].unique())
+        grp = groups if groups is not None else default_groups(encoders, runs)
+        # one test per (source, target): the paper's CheXpert -> MIMIC-CXR row first, extra
+        # targets each on their own row, never pooled
+        table = shift_welch_by_target(per_enc, grp)
+        return table, {f"{r['source']}->{r['target']}": r for r in _records(table)}
 
     emit("shift_welch", shift)
     emit("label_efficiency_cells", lambda: label_efficiency_cells(runs, cells))
     emit("label_efficiency_correlations", lambda: label_efficiency_correlations(cells))
     emit("external_validity_shift", lambda: shift_validity(runs, anc))
     emit("leave_one_dataset_out", lambda: leave_one_dataset_out(cells))
+    emit("leave_one_target_out", lambda: leave_one_target_out(runs, anc))
     emit(
         "regime_comparison",
         lambda: regime_comparison(runs, anc),
@@ -191,5 +222,7 @@ def run_analyses(
         control_probes,
         "no control-probe rows in the store (probe other than logistic)",
     )
+    emit_beyond(emit, runs, cells, board, per_seed, anc, groups, n_replicates, seed)
+    emit_prediction_analyses(emit, out, store, cells, per_seed, n_replicates, seed)
     (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2), encoding="utf-8")
     return summary

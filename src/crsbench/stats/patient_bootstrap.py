@@ -32,26 +32,36 @@ from crsbench.stats.bootstrap import (
 from crsbench.stats.resample import (
     DEFAULT_REPLICATES,
     SEED_STREAM,
+    patient_index,
     replicate_ids,
     resample_counts_for,
-    row_weights,
 )
-from crsbench.stats.weighted_metrics import weighted_ece, weighted_macro_auroc
+from crsbench.stats.weighted_metrics import (
+    ReplicateWeights,
+    weighted_debiased_ece,
+    weighted_ece,
+    weighted_macro_auroc,
+)
 
 #: How the report names the two interval methods.
 TEST_PATIENTS_X_SEEDS = "test patients × seeds"
 SEED_ONLY = "seed-only"
 INTERVAL_METHODS: dict[str, str] = {"test-patients": TEST_PATIENTS_X_SEEDS, "seed-only": SEED_ONLY}
+#: Replicates evaluated at once (memory ~ chunk × the largest test split).
+DEFAULT_CHUNK = 250
 
 
 @dataclass(frozen=True)
 class EvalSplit:
     """The rows one prediction is evaluated on: whose patients, which patient each row is,
-    and the targets (class indices, or an ``(n, L)`` 0/1/NaN matrix)."""
+    and the targets (class indices, or an ``(n, L)`` 0/1/NaN matrix); read from a store, also
+    the image ids and the subgroup attributes stored with them (attribute → ``(n,)`` str)."""
 
     dataset: str
     groups: np.ndarray
     y: np.ndarray
+    image_ids: np.ndarray | None = None
+    metadata: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def n_patients(self) -> int:
@@ -76,6 +86,10 @@ class CellPredictions:
         Full-label probabilities on the same test rows under each robustness condition.
     shift : (EvalSplit, array) or None
         The shift target's rows and the full-label probabilities on them.
+    more_shifts : tuple of (EvalSplit, array)
+        Further shift targets inside R (each drop is one more condition).
+    val : (EvalSplit, array) or None
+        The full-label fit's validation rows and probabilities (operating points).
     """
 
     encoder: str
@@ -87,6 +101,13 @@ class CellPredictions:
     fractions: Mapping[float, np.ndarray] = field(default_factory=dict)
     conditions: Mapping[tuple[str, int], np.ndarray] = field(default_factory=dict)
     shift: tuple[EvalSplit, np.ndarray] | None = None
+    more_shifts: tuple[tuple[EvalSplit, np.ndarray], ...] = ()
+    val: tuple[EvalSplit, np.ndarray] | None = None
+
+    @property
+    def shifts(self) -> tuple[tuple[EvalSplit, np.ndarray], ...]:
+        """Every shift target inside R."""
+        return ((self.shift,) if self.shift is not None else ()) + tuple(self.more_shifts)
 
 
 @dataclass(frozen=True)
@@ -133,10 +154,14 @@ def _per_seed(prob: np.ndarray, n_seeds: int, fn) -> np.ndarray:
     return np.stack([fn(p) for p in prob], axis=1)
 
 
-def _weights(split: EvalSplit, replicates: Sequence[int] | np.ndarray | None, seed: int):
+def _weights(
+    split: EvalSplit, replicates: Sequence[int] | np.ndarray | None, seed: int
+) -> ReplicateWeights:
     if replicates is None:
-        return np.ones((1, len(split.groups)))
-    return row_weights(split.dataset, split.groups, replicates, seed).astype(float)
+        return ReplicateWeights.of(np.ones((1, len(split.groups)), dtype=np.int32))
+    patients, inverse = patient_index(split.groups)
+    counts = resample_counts_for(split.dataset, len(patients), replicates, seed)
+    return ReplicateWeights.of(counts, inverse)
 
 
 def cell_replicate_axes(
@@ -164,10 +189,9 @@ def cell_replicate_axes(
     else:
         ret = np.full_like(d, np.nan)
     drops = [d - _per_seed(p, n_s, auc) for _, p in sorted(cell.conditions.items())]
-    if cell.shift is not None:
-        split, p = cell.shift
+    for split, p in cell.shifts:
         wt = _weights(split, replicates, seed)
-        drops.append(d - _per_seed(p, n_s, lambda q: weighted_macro_auroc(split.y, q, task, wt)))
+        drops.append(d - _per_seed(p, n_s, lambda q, s=split, w=wt: auc(q, s.y, w)))
     if drops:
         stack = np.stack(drops, axis=-1)
         r = 0.5 * stack.mean(axis=-1) + 0.5 * stack.max(axis=-1)
@@ -183,7 +207,7 @@ def seed_resampled_axes(per_seed: np.ndarray, seed_counts: np.ndarray) -> np.nda
 
 
 def _scores(
-    cells: Sequence[CellPredictions], raw: list[np.ndarray], anchors: Anchors
+    cells: Sequence[CellPredictions], raw: list[np.ndarray], anchors: Anchors, rule: str = "fixed"
 ) -> tuple[np.ndarray, list[str]]:
     """Aggregate CRS per encoder of each replicate, ``(B, E)``, scored as the point estimate."""
     n_b = raw[0].shape[0]
@@ -196,7 +220,7 @@ def _scores(
     )
     frame[list(AXES)] = np.concatenate(raw, axis=0)
     cube = axes_cube(frame)
-    return replicate_scores(cube, np.eye(n_b, dtype=int), anchors), cube.encoders
+    return replicate_scores(cube, np.eye(n_b, dtype=int), anchors, rule), cube.encoders
 
 
 def _check_cells(cells: Sequence[CellPredictions]) -> None:
@@ -217,7 +241,8 @@ def patient_seed_bootstrap(
     seed: int = 0,
     top_k: int = 3,
     level: float = 0.95,
-    chunk: int = 250,
+    chunk: int = DEFAULT_CHUNK,
+    rule: str = "fixed",
 ) -> PatientBootstrapResult:
     """Paired bootstrap over test patients × seeds of the aggregate-CRS ranking.
 
@@ -235,6 +260,8 @@ def patient_seed_bootstrap(
         ``p_top3`` counts ranks ``<= top_k``; the percentile intervals' level.
     chunk : int
         Replicates evaluated at once (memory ~ chunk × the largest test split).
+    rule : {"fixed", "cohort"}
+        How each replicate's axes are scored (as the point estimate is).
 
     Returns
     -------
@@ -251,11 +278,11 @@ def patient_seed_bootstrap(
         block = ids[start : start + chunk]
         sc = resample_counts_for(SEED_STREAM, n_s, block, seed)
         raw = [seed_resampled_axes(cell_replicate_axes(c, block, seed), sc) for c in cells]
-        scores, encoders = _scores(cells, raw, anc)
+        scores, encoders = _scores(cells, raw, anc, rule)
         reps.append(scores)
         axes.append(np.stack(raw, axis=1))
     point_raw = [_point_axes(c) for c in cells]
-    point, encoders = _scores(cells, point_raw, anc)
+    point, encoders = _scores(cells, point_raw, anc, rule)
     base = _basic_intervals(
         _summarise(encoders, point[0], np.concatenate(reps), top_k, level), point[0], level
     )
@@ -308,8 +335,8 @@ def count_test_patients(cells: Sequence[CellPredictions]) -> dict[str, int]:
     out: dict[str, int] = {}
     for c in cells:
         out[c.dataset] = c.test.n_patients
-        if c.shift is not None:
-            out[c.shift[0].dataset] = c.shift[0].n_patients
+        for split, _ in c.shifts:
+            out[split.dataset] = split.n_patients
     return out
 
 
@@ -329,3 +356,46 @@ def _point_axes(cell: CellPredictions) -> np.ndarray:
     """The cell's seed-mean axes on the test set as drawn (all weights 1): ``(1, 4)``."""
     axes = cell_replicate_axes(cell, None)
     return seed_resampled_axes(axes, np.ones((1, len(cell.seeds)), dtype=int))
+
+
+def debiased_ece_intervals(
+    cells: Sequence[CellPredictions],
+    n_replicates: int = DEFAULT_REPLICATES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Bootstrap interval of each cell's population ECE around the debiased estimate.
+
+    Same paired replicates as :func:`patient_seed_bootstrap`, but each replicate's ECE is
+    :func:`crsbench.stats.weighted_metrics.weighted_debiased_ece`: the plug-in's upward bias,
+    larger on the population side than the bootstrap reproduces, no longer shifts the
+    interval. The pivot is the basic interval's: a replicate's debiased ECE minus the ECE of
+    the world it was drawn from (the test set as drawn, whose ECE is the plug-in) stands for
+    the debiased ECE minus the population's, ``[θ̃ + θ̂ − q_hi, θ̃ + θ̂ − q_lo]``.
+    Columns: encoder, dataset, value (the plug-in ECE, as reported), debiased, ci_low (not
+    below 0), ci_high.
+    """
+    alpha, rows = (1 - level) / 2, []
+    ids = replicate_ids(n_replicates)
+    for c in cells:
+        n_s = len(c.seeds)
+
+        def ece(reps, fn, cell=c, n_s=n_s):
+            w = _weights(cell.test, reps, seed)
+            vals = _per_seed(cell.clean, n_s, lambda p: fn(cell.test.y, p, cell.task, w))
+            counts = (np.ones((1, n_s)) if reps is None
+                      else resample_counts_for(SEED_STREAM, n_s, reps, seed))  # fmt: skip
+            return (vals * counts).sum(axis=1) / counts.sum(axis=1)
+
+        chunks = range(0, n_replicates, DEFAULT_CHUNK)
+        reps = np.concatenate(
+            [ece(ids[i : i + DEFAULT_CHUNK], weighted_debiased_ece) for i in chunks]
+        )
+        point, plug = ece(None, weighted_debiased_ece)[0], ece(None, weighted_ece)[0]
+        # pivot: the resampled debiased ECE estimates the resampled world's ECE, the plug-in
+        lo = point + plug - np.nanquantile(reps, 1 - alpha)
+        hi = point + plug - np.nanquantile(reps, alpha)
+        rows.append((c.encoder, c.dataset, plug, point, max(lo, 0.0), hi))
+    return pd.DataFrame(
+        rows, columns=["encoder", "dataset", "value", "debiased", "ci_low", "ci_high"]
+    )

@@ -1,4 +1,5 @@
-"""Institutional shift: shift-target AUROC of medical vs general encoders (Welch t-test)."""
+"""Institutional shift: shift-target AUROC and drop per encoder and target, and medical vs
+general encoders (Welch t-test) per target."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from crsbench.core.errors import CrsbenchError
+from crsbench.core.shift_labels import compared_labels, source_reference
 from crsbench.stats._select import select
 
 #: Card ``family_group`` → the two groups of the test.
@@ -50,17 +52,48 @@ def default_groups(encoders: Iterable[str], runs: pd.DataFrame | None = None) ->
 
 
 def shift_auroc_by_encoder(runs: pd.DataFrame, regime: str = "frozen") -> pd.DataFrame:
-    """Per (encoder, source dataset, shift target): seed-mean AUROC on the target and on the
-    source, and the drop."""
+    """Per (encoder, source dataset, shift target): seed-mean AUROC on the target, the
+    source's clean AUROC it is compared with, and the drop.
+
+    The source AUROC of a target that provides fewer labels than the source is the one its
+    records carry (the source's clean AUROC on the compared labels, see
+    :mod:`crsbench.core.shift_labels`), else the source's clean AUROC, seed by seed; the
+    columns ``compared_labels`` (``all`` or the names) and ``n_seeds`` say which.
+    """
     target = select(runs, regime=regime, condition="shift", own_eval=False)
-    source = select(runs, regime=regime).groupby(["encoder", "dataset"])["auroc"].mean()
-    t = target.groupby(["encoder", "dataset", "eval_dataset"])["auroc"].mean().reset_index()
-    t = t.rename(columns={"auroc": "shift_auroc"})
-    t["source_auroc"] = [
-        source.get((e, d), np.nan) for e, d in zip(t["encoder"], t["dataset"], strict=True)
-    ]
-    t["shift_drop"] = t["source_auroc"] - t["shift_auroc"]
-    return t
+    cols = ["encoder", "dataset", "eval_dataset", "shift_auroc", "source_auroc", "shift_drop",
+            "compared_labels", "n_seeds"]  # fmt: skip
+    if target.empty:
+        return pd.DataFrame(columns=cols)
+    clean = select(runs, regime=regime).groupby(["encoder", "dataset", "seed"])["auroc"].mean()
+    details = target["details"] if "details" in target else pd.Series(None, index=target.index)
+    refs = [source_reference(d) for d in details]
+    labels = [compared_labels(d) for d in details]
+    own = [clean.get((e, d, s), np.nan) for e, d, s in
+           zip(target["encoder"], target["dataset"], target["seed"], strict=True)]  # fmt: skip
+    t = target[["encoder", "dataset", "eval_dataset", "seed", "auroc"]].copy()
+    t["source_auroc"] = [o if r is None else r for o, r in zip(own, refs, strict=True)]
+    t["compared_labels"] = labels
+    g = t.groupby(["encoder", "dataset", "eval_dataset"], sort=True)
+    out = g[["auroc", "source_auroc"]].agg(lambda s: s.mean(skipna=False)).reset_index()
+    out = out.rename(columns={"auroc": "shift_auroc"})
+    out["shift_drop"] = out["source_auroc"] - out["shift_auroc"]
+    out["compared_labels"] = g["compared_labels"].first().to_numpy()
+    out["n_seeds"] = g["seed"].nunique().to_numpy()
+    return out[cols]
+
+
+def paper_shift_auroc(shift: pd.DataFrame) -> dict[str, float]:
+    """Encoder → shift-target AUROC of the paper's shift (CheXpert → MIMIC-CXR) only.
+
+    The institutional-shift test compares medical and general encoders on that target; other
+    shift targets are extras, reported per target, never pooled into it.
+    """
+    from crsbench.core.conditions import PAPER_SHIFTS
+
+    pairs = list(zip(shift["dataset"], shift["eval_dataset"], strict=True))
+    paper = shift[[p in PAPER_SHIFTS for p in pairs]]
+    return paper.groupby("encoder")["shift_auroc"].agg(lambda s: s.mean(skipna=False)).to_dict()
 
 
 def shift_welch(shift_auroc: Mapping[str, float], groups: Mapping[str, str]) -> pd.DataFrame:
@@ -92,3 +125,29 @@ def shift_welch(shift_auroc: Mapping[str, float], groups: Mapping[str, str]) -> 
         res = sps.ttest_ind(med, gen, equal_var=False)
         row["t"], row["p_value"] = float(res.statistic), float(res.pvalue)
     return pd.DataFrame([row])
+
+
+def shift_welch_by_target(
+    shift: pd.DataFrame, groups: Mapping[str, str], value: str = "shift_auroc"
+) -> pd.DataFrame:
+    """:func:`shift_welch` for each (source, shift target) of :func:`shift_auroc_by_encoder`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``source``, ``target``, then the columns of :func:`shift_welch` (medical vs general
+        encoders' ``value``, Welch t-test); one row per target, in name order.
+    """
+    rows = []
+    for (source, target), grp in shift.groupby(["dataset", "eval_dataset"], sort=True):
+        test = shift_welch(dict(zip(grp["encoder"], grp[value], strict=True)), groups)
+        rows.append({"source": source, "target": target, **test.iloc[0].to_dict()})
+    return pd.DataFrame(rows)
+
+
+def shift_drop_matrix(shift: pd.DataFrame) -> pd.DataFrame:
+    """The shift drop as an encoder × ``source→target`` table (from
+    :func:`shift_auroc_by_encoder`): rows are encoders, columns are shifts, NaN where a
+    pair was not evaluated."""
+    wide = shift.assign(shift=shift["dataset"] + "→" + shift["eval_dataset"])
+    return wide.pivot(index="encoder", columns="shift", values="shift_drop").sort_index()

@@ -1,25 +1,124 @@
 """Macro-AUROC and ECE of one prediction under many bootstrap weightings at once.
 
-Each replicate is a row of a ``(B, n)`` weight matrix (how many times each test row was drawn);
-a score column is sorted once and every replicate is evaluated as weights on the sorted scores
-(:func:`crsbench.metrics.auroc_batch`), ECE bins are assigned once and every replicate is one
-row of a matrix product. With all weights 1 both equal the store's metrics exactly
-(:func:`crsbench.metrics.macro_auroc`, :func:`crsbench.metrics.expected_calibration_error`).
+Each replicate is a row of a ``(B, n)`` weight matrix (how many times each test row was
+drawn; :class:`ReplicateWeights`). The AUROC of a score column sorts its negatives once; the
+weighted count of negatives below each positive is then a cumulative sum of the negatives'
+weights along that order, read at each positive's place (ties between a positive and
+negatives count one half, the midrank rule), and every replicate is one row of that matrix
+work. Integer counts are summed in integers (exact); other weights in float64. ECE bins are
+assigned once and every replicate's per-bin gaps are one sum over the rows of each bin. With all weights 1 both
+equal the store's metrics exactly (:func:`crsbench.metrics.macro_auroc`,
+:func:`crsbench.metrics.expected_calibration_error`).
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtr
 
-from crsbench.metrics import auroc_batch
+from crsbench.core.errors import DataError
 
 N_BINS = 15
+_INT32_MAX = np.iinfo(np.int32).max
+_CACHE_ELEMENTS = 1 << 18  # cumulative sums per block of replicates (about 1 MiB of int32)
+
+
+@dataclass(frozen=True)
+class ReplicateWeights:
+    """Bootstrap weights of a split's rows, one row per replicate.
+
+    Row ``i`` of the split weighs ``counts[b, inverse[i]]`` in replicate ``b``: ``counts`` is
+    ``(B, m)`` (one column per patient when every image of a patient moves together, else one
+    per row) and ``inverse`` maps rows to its columns; gathering from the small patient matrix
+    is what the metrics spend most time on. Integer counts are kept in the smallest unsigned
+    type that holds them and summed in ``sum_dtype`` (int32 when every sum the AUROC forms
+    fits in it, else int64), so those sums are exact; other weights are float64.
+    """
+
+    counts: np.ndarray
+    inverse: np.ndarray
+    sum_dtype: type
+
+    @classmethod
+    def of(
+        cls, w: np.ndarray | ReplicateWeights, inverse: np.ndarray | None = None
+    ) -> ReplicateWeights:
+        """From a ``(B, m)`` weight matrix and the column of each row (identity when ``None``)."""
+        if isinstance(w, ReplicateWeights):
+            return w
+        arr = np.asarray(w)
+        if arr.ndim != 2:
+            raise DataError(f"replicate weights must be a (B, n) matrix. Got shape {arr.shape}.")
+        inv = np.arange(arr.shape[1]) if inverse is None else np.asarray(inverse, dtype=np.intp)
+        if arr.size and np.min(arr) < 0:
+            raise DataError("replicate weights must be non-negative. Got a negative weight.")
+        if not (np.issubdtype(arr.dtype, np.integer) or np.array_equal(arr, np.round(arr))):
+            return cls(np.ascontiguousarray(arr, dtype=np.float64), inv, np.float64)
+        top = int(arr.max()) if arr.size else 0
+        small = np.uint8 if top <= np.iinfo(np.uint8).max else np.int64
+        total = float(arr[:, inv].sum(axis=1, dtype=np.float64).max()) if arr.size else 0.0
+        sums = np.int32 if total * total / 2 < _INT32_MAX else np.int64
+        return cls(np.ascontiguousarray(arr, dtype=small), inv, sums)
+
+    @property
+    def n_replicates(self) -> int:
+        """Replicates (rows)."""
+        return int(self.counts.shape[0])
+
+    def columns(self, rows: np.ndarray) -> np.ndarray:
+        """The ``(B, len(rows))`` weights of the given rows of the split."""
+        return self.counts.take(self.inverse[rows], axis=1)
+
+
+def weighted_auroc_column(
+    target: np.ndarray, score: np.ndarray, w: ReplicateWeights, rows: np.ndarray | None = None
+) -> np.ndarray:
+    """AUROC of one score column under every replicate: shape ``(B,)``.
+
+    ``rows`` are the test rows of ``w`` that ``target`` and ``score`` belong to (all when
+    ``None``). NaN in a replicate without both classes.
+    """
+    idx = np.arange(len(target)) if rows is None else np.asarray(rows)
+    pos = np.asarray(target).astype(bool)
+    neg_local = np.flatnonzero(~pos)
+    neg_local = neg_local[np.argsort(score[neg_local], kind="mergesort")]
+    neg_scores, pos_scores = score[neg_local], score[pos]
+    below = np.searchsorted(neg_scores, pos_scores, side="left")
+    upto = np.searchsorted(neg_scores, pos_scores, side="right")
+    neg_cols, pos_cols = w.inverse[idx[neg_local]], w.inverse[idx[pos]]
+    ties = not np.array_equal(below, upto)
+    # blocks of replicates small enough that the cumulative sums stay in cache
+    step = max(8, _CACHE_ELEMENTS // max(len(neg_local), 1))
+    out = np.empty(w.n_replicates)
+    for start in range(0, w.n_replicates, step):
+        counts = w.counts[start : start + step]
+        out[start : start + step] = _sorted_auroc(counts, neg_cols, pos_cols, below, upto, ties,
+                                                  w.sum_dtype)  # fmt: skip
+    return out
+
+
+def _sorted_auroc(counts, neg_cols, pos_cols, below, upto, ties: bool, dtype) -> np.ndarray:
+    """AUROC per row of ``counts`` from the negatives in score order and each positive's place."""
+    cum = np.zeros((counts.shape[0], len(neg_cols) + 1), dtype=dtype)
+    np.cumsum(counts.take(neg_cols, axis=1), axis=1, dtype=dtype, out=cum[:, 1:])
+    # twice the weighted negatives below each positive, ties with a negative counted one half
+    twice = cum.take(below, axis=1)
+    if ties:
+        twice += cum.take(upto, axis=1)
+    else:
+        twice *= 2
+    w_pos = counts.take(pos_cols, axis=1).astype(dtype, copy=False)
+    num = np.einsum("bi,bi->b", twice, w_pos)
+    den = 2.0 * w_pos.sum(axis=1, dtype=np.float64) * cum[:, -1].astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / den, np.nan)
 
 
 def _binary_columns(y: np.ndarray, prob: np.ndarray, task: str):
-    """Per column: (row mask or None, 0/1 target, score) as the macro AUROC defines them."""
+    """Per column: (row indices or None, 0/1 target, score) as the macro AUROC defines them."""
     if task == "multiclass":
         for k in range(prob.shape[1]):
             yield None, (y == k).astype(float), prob[:, k]
@@ -27,21 +126,24 @@ def _binary_columns(y: np.ndarray, prob: np.ndarray, task: str):
     for j in range(prob.shape[1]):
         m = ~np.isnan(y[:, j])
         if m.any():
-            yield (None if m.all() else m), y[m, j], prob[m, j]
+            yield (None if m.all() else np.flatnonzero(m)), y[m, j], prob[m, j]
 
 
-def weighted_macro_auroc(y: np.ndarray, prob: np.ndarray, task: str, w: np.ndarray) -> np.ndarray:
-    """Macro AUROC for each row of ``w`` (shape ``(B,)``).
+def weighted_macro_auroc(
+    y: np.ndarray, prob: np.ndarray, task: str, w: np.ndarray | ReplicateWeights
+) -> np.ndarray:
+    """Macro AUROC for each replicate of ``w`` (shape ``(B,)``).
 
+    ``w`` is a ``(B, n)`` weight matrix or a :class:`ReplicateWeights` (faster when reused).
     A column without both classes in a replicate is left out of that replicate's mean, as
     :func:`crsbench.metrics.macro_auroc` leaves it out of the point estimate; NaN when every
     column is left out.
     """
-    total = np.zeros(w.shape[0])
-    n = np.zeros(w.shape[0])
-    for mask, target, score in _binary_columns(y, prob, task):
-        wj = w if mask is None else w[:, mask]
-        auc = auroc_batch(target, score, sample_weight=wj)
+    rw = ReplicateWeights.of(w)
+    total = np.zeros(rw.n_replicates)
+    n = np.zeros(rw.n_replicates)
+    for rows, target, score in _binary_columns(y, prob, task):
+        auc = weighted_auroc_column(target, score, rw, rows)
         ok = np.isfinite(auc)
         total += np.where(ok, auc, 0.0)
         n += ok
@@ -49,37 +151,101 @@ def weighted_macro_auroc(y: np.ndarray, prob: np.ndarray, task: str, w: np.ndarr
         return np.where(n > 0, total / n, np.nan)
 
 
-def _bin_matrix(conf: np.ndarray, acc: np.ndarray, n_bins: int) -> np.ndarray:
-    """``(n, n_bins)`` matrix with ``acc − conf`` in each row's bin (the ECE's binning)."""
+def _bins(conf: np.ndarray, n_bins: int) -> np.ndarray:
+    """Each row's equal-width bin on [0, 1] (the ECE's binning)."""
     edges = np.linspace(0.0, 1.0, n_bins + 1)
-    idx = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
-    out = np.zeros((conf.size, n_bins))
-    out[np.arange(conf.size), idx] = acc - conf
-    return out
+    return np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
 
 
-def _weighted_binned_ece(conf, acc, w, n_bins) -> np.ndarray:
-    gaps = w @ _bin_matrix(conf, acc, n_bins)
-    total = w.sum(axis=1)
+def _weighted_binned_ece(conf, acc, w: ReplicateWeights, rows, n_bins) -> np.ndarray:
+    """ECE of each replicate: per bin, the weighted sum of ``acc − conf`` over its rows."""
+    bins = _bins(conf, n_bins)
+    order = np.argsort(bins, kind="mergesort")
+    starts = np.flatnonzero(np.r_[True, bins[order][1:] != bins[order][:-1]])
+    idx = order if rows is None else np.asarray(rows)[order]
+    cols = w.columns(idx)
+    gaps = np.add.reduceat(cols * (acc - conf)[order], starts, axis=1)
+    total = cols.sum(axis=1, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total > 0, np.abs(gaps).sum(axis=1) / total, np.nan)
 
 
-def weighted_ece(
-    y: np.ndarray, prob: np.ndarray, task: str, w: np.ndarray, n_bins: int = N_BINS
-) -> np.ndarray:
-    """ECE (equal-width bins, top-label or mean per-label) for each row of ``w``."""
+def _mean_abs_normal(mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """``E|mu + sd·Z|`` for standard normal ``Z`` (``|mu|`` where ``sd`` is 0)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(sd > 0, mu / sd, 0.0)
+        folded = sd * np.sqrt(2 / np.pi) * np.exp(-(z**2) / 2) + mu * (1 - 2 * ndtr(-z))
+    return np.where(sd > 0, folded, np.abs(mu))
+
+
+def _debiased_binned_ece(conf, acc, w: ReplicateWeights, rows, n_bins) -> np.ndarray:
+    """Debiased ECE of each replicate (:func:`weighted_debiased_ece`) for one column."""
+    bins = _bins(conf, n_bins)
+    idx = np.arange(len(conf)) if rows is None else np.asarray(rows)
+    patients, cell = np.unique(w.inverse[idx] * n_bins + bins, return_inverse=True)
+    gap_sum = np.bincount(cell, weights=acc - conf)  # per (patient, bin) present
+    n_imgs = np.bincount(cell).astype(np.float64)
+    per_patient = np.zeros((w.counts.shape[1], n_bins, 5))
+    p_idx, b_idx = np.divmod(patients, n_bins)
+    per_patient[p_idx, b_idx] = np.stack(
+        [n_imgs, gap_sum, gap_sum**2, gap_sum * n_imgs, n_imgs**2], axis=1
+    )
+    sums = np.tensordot(w.counts.astype(np.float64), per_patient, axes=(1, 0))  # (B, bins, 5)
+    mass, gap, g2, gn, n2 = np.moveaxis(sums, -1, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(mass > 0, gap / mass, 0.0)
+        # cluster-robust variance of the bin mean (a patient's images are one cluster)
+        var = np.where(mass > 0, (g2 - 2 * mean * gn + mean**2 * n2) / mass**2, 0.0)
+        terms = mass * (2 * np.abs(mean) - _mean_abs_normal(mean, np.sqrt(np.maximum(var, 0))))
+        total = mass.sum(axis=1)
+        return np.where(total > 0, terms.sum(axis=1) / total, np.nan)
+
+
+def _per_column_ece(y, prob, task, w, n_bins, column_fn) -> np.ndarray:
+    """``column_fn`` over the ECE's columns (top label, or each label's labelled rows), averaged."""
+    rw = ReplicateWeights.of(w)
     if task == "multiclass":
         conf = prob.max(axis=1)
         acc = (prob.argmax(axis=1) == y).astype(float)
-        return _weighted_binned_ece(conf, acc, w, n_bins)
+        return column_fn(conf, acc, rw, None, n_bins)
     parts = []
     for j in range(prob.shape[1]):
         m = ~np.isnan(y[:, j])
         if m.any():
-            parts.append(_weighted_binned_ece(prob[m, j], y[m, j], w[:, m], n_bins))
+            rows = None if m.all() else np.flatnonzero(m)
+            parts.append(column_fn(prob[m, j], y[m, j], rw, rows, n_bins))
     if not parts:
-        return np.full(w.shape[0], np.nan)
+        return np.full(rw.n_replicates, np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmean(np.stack(parts), axis=0)
+
+
+def weighted_ece(
+    y: np.ndarray,
+    prob: np.ndarray,
+    task: str,
+    w: np.ndarray | ReplicateWeights,
+    n_bins: int = N_BINS,
+) -> np.ndarray:
+    """ECE (equal-width bins, top-label or mean per-label) for each replicate of ``w``."""
+    return _per_column_ece(y, prob, task, w, n_bins, _weighted_binned_ece)
+
+
+def weighted_debiased_ece(
+    y: np.ndarray,
+    prob: np.ndarray,
+    task: str,
+    w: np.ndarray | ReplicateWeights,
+    n_bins: int = N_BINS,
+) -> np.ndarray:
+    """A debiased estimate of the population binned ECE for each replicate of ``w``.
+
+    The plug-in ECE averages ``|mean gap|`` over bins, and ``E|x̂| > |x|`` for a noisy bin
+    mean ``x̂``: it overstates the population ECE on finite test sets. Following Kumar et al.
+    (2019, *Verified uncertainty calibration*), each bin's term is corrected by its estimated
+    bias under a normal approximation of the bin mean, ``2|x̂| − E|x̂ + s·Z|`` (``s`` the
+    bin mean's standard error, cluster-robust over patients), same bins and weights as
+    :func:`weighted_ece`. For intervals only: the reported ECE stays the plug-in.
+    """
+    return _per_column_ece(y, prob, task, w, n_bins, _debiased_binned_ece)

@@ -3,7 +3,9 @@
 Over many worlds drawn from the same planted parameters, count how often the 95 % interval of
 each encoder's CRS and of each cell's axis covers the population value, for the test-patient
 × seed bootstrap and for the seed-only bootstrap; whether the planted leader is in tier 1; and
-how P(rank 1) is calibrated.
+how P(rank 1) is calibrated. The ECE interval around the debiased estimate
+(:func:`crsbench.stats.patient_bootstrap.debiased_ece_intervals`) is scored beside the
+protocol's as the target :data:`DEBIASED_ECE`, left out of :meth:`CoverageReport.protocol_min`.
 """
 
 from __future__ import annotations
@@ -15,8 +17,17 @@ import pandas as pd
 
 from crsbench.scoring.anchors import AXES
 from crsbench.stats.bootstrap import paired_seed_bootstrap
-from crsbench.stats.patient_bootstrap import patient_seed_bootstrap, per_seed_axes
+from crsbench.stats.patient_bootstrap import (
+    SEED_ONLY,
+    TEST_PATIENTS_X_SEEDS,
+    debiased_ece_intervals,
+    patient_seed_bootstrap,
+    per_seed_axes,
+)
 from crsbench.testing.planted import draw_world, planted_parameters, population_table
+
+#: Target name of the ECE interval centred on the debiased estimate (not the protocol's).
+DEBIASED_ECE = "ece (debiased interval)"
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,10 @@ class CoverageReport:
     def coverage(self) -> pd.DataFrame:
         """Coverage per (method, target)."""
         return self.hits.groupby(["method", "target"])["covered"].mean().unstack("method")
+
+    def protocol_min(self, method: str) -> float:
+        """Lowest coverage of ``method`` over CRS and the four axes (the protocol's intervals)."""
+        return float(self.coverage().loc[["CRS", *AXES], method].min())
 
     def calibration(self, bins: tuple[float, ...] = (0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0001)):
         """Among (world, encoder) pairs with P(rank 1) in a bin, how often it is the leader."""
@@ -48,6 +63,14 @@ def _axis_hits(world, res, method: str, lo: np.ndarray, hi: np.ndarray, w: int) 
             out.append({"world": w, "method": method, "target": axis,
                         "covered": bool(lo[i, k] <= truth <= hi[i, k])})  # fmt: skip
     return out
+
+
+def _debiased_ece_hits(world, n_rep: int, w: int, level: float) -> list[dict]:
+    pop = world.population.set_index(["encoder", "dataset"])["ece"]
+    ci = debiased_ece_intervals(world.cells, n_replicates=n_rep, seed=w, level=level)
+    return [{"world": w, "method": TEST_PATIENTS_X_SEEDS, "target": DEBIASED_ECE,
+             "covered": bool(r.ci_low <= pop[(r.encoder, r.dataset)] <= r.ci_high)}
+            for r in ci.itertuples()]  # fmt: skip
 
 
 def _seed_only_axes(per_seed: pd.DataFrame, keys, n_rep: int, rng, level: float):
@@ -84,7 +107,7 @@ def run_coverage(
         res = patient_seed_bootstrap(world.cells, n_replicates=n_replicates, seed=w, level=level)
         seed_only = paired_seed_bootstrap(per_seed_axes(world.cells), n_replicates=n_replicates,
                                           seed=w, level=level)  # fmt: skip
-        for method, r in (("test patients × seeds", res), ("seed-only", seed_only)):
+        for method, r in ((TEST_PATIENTS_X_SEEDS, res), (SEED_ONLY, seed_only)):
             t = r.ranks.set_index("encoder")
             for enc, truth in world.population_crs.items():
                 covered = t.loc[enc, "crs_ci_low"] <= truth <= t.loc[enc, "crs_ci_high"]
@@ -93,10 +116,11 @@ def run_coverage(
         ci = res.axis_intervals(level)
         lo = ci["ci_low"].to_numpy().reshape(-1, 4)
         hi = ci["ci_high"].to_numpy().reshape(-1, 4)
-        hits += _axis_hits(world, res, "test patients × seeds", lo, hi, w)
+        hits += _axis_hits(world, res, TEST_PATIENTS_X_SEEDS, lo, hi, w)
         so_lo, so_hi = _seed_only_axes(per_seed_axes(world.cells), res.cell_keys, n_replicates,
                                        np.random.default_rng(w), level)  # fmt: skip
-        hits += _axis_hits(world, res, "seed-only", so_lo, so_hi, w)
+        hits += _axis_hits(world, res, SEED_ONLY, so_lo, so_hi, w)
+        hits += _debiased_ece_hits(world, n_replicates, w, level)
         leader = world.population_crs.idxmax()
         t = res.ranks.set_index("encoder")
         in_tier1.append(bool(t.loc[leader, "tier"] == 1))

@@ -51,6 +51,12 @@ FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25, 1.0)
 LAYERS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
 RECALIBRATORS: tuple[str, ...] = ("temperature", "vector", "isotonic", "dirichlet")
 SHIFT_TARGET = dict(PAPER_SHIFTS)
+#: A planted extra shift target's source reference minus the source's clean AUROC.
+EXTRA_SHIFT_REFERENCE_GAP = 0.01
+_NOT_COMPARED_3 = ("Enlarged Cardiomediastinum", "Fracture", "Support Devices")
+_COMPARED_11 = ("No Finding", "Cardiomegaly", "Lung Opacity", "Lung Lesion", "Edema",
+                "Consolidation", "Pneumonia", "Atelectasis", "Pneumothorax",
+                "Pleural Effusion", "Pleural Other")  # fmt: skip
 #: The config hash every simulated store is written under (sha256 of a fixed text).
 SIMULATED_CONFIG_HASH = hashlib.sha256(b"crsbench simulated results store v1").hexdigest()
 _BASE_AUROC = {"isic2019": 0.80, "aptos2019": 0.78, "chexpert": 0.72}
@@ -83,6 +89,7 @@ def simulate_runs(
     seeds: int = 5,
     rng_seed: int = 0,
     regimes: Sequence[str] = ("frozen",),
+    extra_shift_targets: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Simulated run rows in the results-store schema (every column but ``run_key``).
 
@@ -98,6 +105,10 @@ def simulate_runs(
         Seed of the generator (the frame is a pure function of the arguments).
     regimes : sequence of str
         ``"frozen"`` and/or ``"lora"``.
+    extra_shift_targets : sequence of str
+        More shift targets of ``chexpert`` beside MIMIC-CXR (extras, beside R). Each is
+        planted as providing 11 of the 14 labels: its rows carry ``details["shift_labels"]``
+        with a source reference :data:`EXTRA_SHIFT_REFERENCE_GAP` above the clean AUROC.
 
     Returns
     -------
@@ -120,7 +131,10 @@ def simulate_runs(
                 cell_auc += rng.normal(0, 0.01)
                 cell_ece = 0.03 + 0.06 / (1 + np.exp(2 * e.calib)) + abs(rng.normal(0, 0.01))
                 for seed in range(n_seeds):
-                    rows += _cell_seed_rows(e, ds, seed, regime, cell_auc, cell_ece, rng)
+                    seed_rows = _cell_seed_rows(e, ds, seed, regime, cell_auc, cell_ece, rng)
+                    rows += seed_rows
+                    if ds in SHIFT_TARGET:
+                        rows += _extra_shift_rows(seed_rows, extra_shift_targets)
     return _add_provenance(pd.DataFrame(rows), rng)
 
 
@@ -186,6 +200,27 @@ def _cell_seed_rows(e, ds, seed, regime, cell_auc, cell_ece, rng) -> list[dict]:
     return out
 
 
+def _extra_shift_rows(seed_rows: list[dict], targets: Sequence[str]) -> list[dict]:
+    """Rows of the extra shift targets of one cell seed, planted from its clean and MIMIC rows:
+    target ``k`` drops ``0.03·(k + 1)`` more than MIMIC-CXR from a reference
+    :data:`EXTRA_SHIFT_REFERENCE_GAP` above the clean AUROC (compared labels: 11 of 14)."""
+    if not targets:
+        return []
+    mine = [r for r in seed_rows if r["probe"] == "logistic" and r["recalibrator"] == "none"
+            and r["layer"] == 1.0]  # fmt: skip
+    clean = next(r for r in mine if r["condition"] == "clean" and r["fraction"] == 1.0)
+    base = next(r for r in mine if r["condition"] == "shift")
+    out = []
+    for k, target in enumerate(targets):
+        ref = clean["auroc"] + EXTRA_SHIFT_REFERENCE_GAP
+        details = {"simulated": True, "shift_labels": {"compared": list(_COMPARED_11),
+                   "not_compared": list(_NOT_COMPARED_3), "source_clean_auroc": ref}}  # fmt: skip
+        drop = (clean["auroc"] - base["auroc"]) + 0.03 * (k + 1)
+        out.append({**base, "eval_dataset": target, "auroc": ref - drop,
+                    "details": json.dumps(details)})  # fmt: skip
+    return out
+
+
 def _add_provenance(df: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
     from crsbench import __version__
     from crsbench.scoring.anchors import load_anchors
@@ -198,7 +233,8 @@ def _add_provenance(df: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
     df["wall_time_s"] = rng.uniform(0.05, 2.0, len(df))
     df["created_at"] = pd.Timestamp("2025-01-01")
     df["schema_version"] = SCHEMA_VERSION
-    df["details"] = json.dumps({"simulated": True})
+    plain = json.dumps({"simulated": True})
+    df["details"] = df["details"].fillna(plain) if "details" in df else plain
     return df[[*IDENTITY_COLUMNS, *METRIC_COLUMNS, *df.columns.difference(
         [*IDENTITY_COLUMNS, *METRIC_COLUMNS], sort=False)]]  # fmt: skip
 

@@ -45,7 +45,7 @@ def test_miscalibrated_scores_are_fitted_and_the_grid_choice_is_recorded():
     grid = load_recal_protocol().grids["dirichlet"]
     assert rec["params"] in [dict(g) for g in grid]
     assert rec | {"params": None} == rec | {
-        "protocol": "v1", "loss": "nll", "n_folds": 5, "min_per_class": 20, "seed": 0,
+        "protocol": "v1", "loss": "nll", "n_folds": 5, "min_per_class": 15, "seed": 0,
         "params": None,
     }  # fmt: skip
 
@@ -83,7 +83,7 @@ def test_too_small_multiclass_names_the_class_and_count():
         CalibrationSplitTooSmall, match=r"^calibration split too small: class 1 has n=19 < 20$"
     ):
         check_calibration_size(y, "multiclass", 3, 20)
-    with pytest.raises(CalibrationSplitTooSmall, match=r"class 3 has n=0 < 20"):
+    with pytest.raises(CalibrationSplitTooSmall, match=r"class 3 has n=0 < 15"):
         y4 = np.array([0] * 25 + [1] * 20 + [2] * 30)  # class 3 never appears
         fit_recalibrator("temperature", np.zeros((75, 4)), y4, "multiclass", seed=0, input="logits")
 

@@ -105,7 +105,7 @@ def test_quiet_run_progress_prints_nothing() -> None:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
-    from crsbench.stats import simulate_runs, write_store
+    from crsbench.testing import simulate_runs, write_store
 
     path = tmp_path_factory.mktemp("cli") / "store"
     write_store(simulate_runs(n_encoders=3, datasets=("isic2019", "chexpert"), seeds=2,

@@ -141,6 +141,8 @@ SEMANTIC_EDITS = {
     st.integers(min_value=0, max_value=2**32 - 1),
 )
 def test_hash_changes_under_semantic_edits(edits: list[str], seed: int) -> None:
+    # an edit of the shift's rows needs the shift: applied after removing it, it is not an edit
+    edits = [e for e in edits if not (e == "shift_rows" and "no_shift" in edits)]
     raw = copy.deepcopy(RAW)
     for name in edits:
         SEMANTIC_EDITS[name](raw)

@@ -230,7 +230,10 @@ def test_shipped_configs_parse(name: str, tmp_path: Path) -> None:
     assert len(cfg.perturbations.names) * len(cfg.perturbations.severities) == 15
     assert cfg.probes.names == ["logistic", "mlp", "knn"] and len(cfg.recalibrators) == 4
     assert {"isic2019", "aptos2019", "chexpert"} <= set(cfg.probe_datasets)
-    assert cfg.shift_targets == ["mimic_cxr"]
+    targets = {"paper": ["mimic_cxr", "nih_cxr14", "padchest", "vindr_cxr"],
+               "demo": ["mimic_cxr", "nih_cxr14"]}  # fmt: skip
+    assert cfg.shift_targets == targets[name]
+    assert [s.source for s in cfg.shifts] == ["chexpert"] * len(targets[name])
     assert all(d.root.is_absolute() for d in cfg.datasets.values())
     if name == "paper":
         assert len(cfg.encoders) == 15 and cfg.layers == [0.25, 0.5, 0.75, 1.0]

@@ -7,7 +7,10 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-FORBIDDEN = re.compile(r"PROTOCOL\.md|\.\./shared|/work/shared|shared/encoders\.md")
+FORBIDDEN = re.compile(
+    r"PROTOCOL\.md|RELIABILITY\.md|ARCHITECTURE\.md|PERFORMANCE\.md|\.\./shared|/work/shared"
+    r"|shared/encoders\.md"
+)
 
 
 def _tracked_text_files() -> list[Path]:
@@ -47,7 +50,9 @@ def test_every_section_reference_exists() -> None:
     page = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
     sections = {int(m) for m in re.findall(r"^## (\d+)\.", page, flags=re.M)}
     cited = set()
-    for path in _tracked_text_files():
+    for path in _tracked_text_files():  # tests of the docs hooks cite made-up sections on purpose
+        if "tests/docs" in str(path):
+            continue
         if not path.exists():
             continue
         text = path.read_text(encoding="utf-8")

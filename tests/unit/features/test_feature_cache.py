@@ -1,4 +1,4 @@
-"""Feature cache: hits, key sensitivity, corruption, NaN rejection (RELIABILITY.md D1-D5, H1)."""
+"""Feature cache: hits, key sensitivity, corruption, NaN rejection."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_corrupt_shard_detected_reported_and_recomputed(tmp_path, doubles, image
         npy.write_bytes(bytes(data[:128]) + bytes(len(data) - 128))
     else:
         mans[0].write_text("{not json")
-    with caplog.at_level("WARNING"):
+    with caplog.at_level("WARNING", logger="crsbench"):
         again = doubles.run_extract(ids, paths, root)
     assert [e["event"] for e in again.cache_events] == ["corrupt"]
     assert "corrupt" in caplog.text and str(mans[0].name)[:16] in caplog.text

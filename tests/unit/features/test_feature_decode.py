@@ -1,4 +1,4 @@
-"""Decode policy: explicit per-mode conversion and classified failures (RELIABILITY.md B1-B4)."""
+"""Decode policy: explicit per-mode conversion and classified failures."""
 
 from __future__ import annotations
 

@@ -228,7 +228,7 @@ def test_precision_resolution_and_bf16_features(tmp_path, doubles, images, monke
 
 
 def test_a_changed_file_is_recomputed_not_served_stale(tmp_path, doubles, monkeypatch):
-    """RELIABILITY.md B6: the key covers each file's size and mtime; only its shard is redone."""
+    """The key covers each file's size and mtime; only its shard is redone."""
     import os
 
     ids, paths = doubles.write_images(tmp_path / "imgs", 10)

@@ -1,5 +1,5 @@
 """SIGKILL mid-extraction: the rerun resumes at shard granularity and equals a clean run
-(RELIABILITY.md D2, G1)."""
+(a kill at any moment, two processes on one key)."""
 
 from __future__ import annotations
 

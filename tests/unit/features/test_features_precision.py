@@ -89,7 +89,7 @@ def test_row_cosine_matches_scipy():
         (0.9995, 0.800, 0.8015, "bf16", "cosine+auroc"),  # both within: bf16 kept
         (0.9985, 0.800, 0.800, "fp32", "cosine+auroc"),  # cosine 0.9985 < 0.999
         (0.9999, 0.800, 0.8025, "fp32", "cosine+auroc"),  # |dAUROC| 0.0025 > 0.002
-        (0.9995, None, None, "bf16", "cosine"),  # no AUROC: the cosine alone decides
+        (0.9995, None, None, "fp32", "cosine"),  # no AUROC: bf16 is not shown safe, fp32
     ],
 )
 def test_decision_rule(cos, a32, a16, precision, criteria):
@@ -180,7 +180,8 @@ def test_single_class_batch_falls_back_to_the_cosine(tmp_path, doubles, batch, o
     one = pc.ProbeBatch(batch.image_ids, batch.paths, np.zeros(24, int), "multiclass", 3, "rev1")
     d = _quiet(pc.decide_precision, "auto", _pool_encoder(doubles), one,
                FeatureCache(tmp_path / "c"))  # fmt: skip
-    assert (d.precision, d.criteria, d.auroc_delta) == ("bf16", "cosine", None)
+    # both criteria are required: with no AUROC on the batch bf16 is not shown safe
+    assert (d.precision, d.criteria, d.auroc_delta) == ("fp32", "cosine", None)
     assert "single class in the probe batch (1 in the fitting half, 1 in the evaluation half)" in (
         d.reason
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
-from crsbench.probes._lbfgs import batched_lbfgs
+from crsbench.probes._lbfgs import FunctionObjective, batched_lbfgs
 
 
 def _quadratics(m: int, p: int, seed: int = 0):
@@ -27,7 +27,7 @@ def _quadratics(m: int, p: int, seed: int = 0):
 
 def test_quadratics_reach_the_exact_minimisers():
     A, b, fun = _quadratics(m=5, p=20)
-    res = batched_lbfgs(fun, np.zeros((5, 20)), max_iter=500, tol=1e-7, ftol=0.0)
+    res = batched_lbfgs(FunctionObjective(fun), np.zeros((5, 20)), max_iter=500, tol=1e-7, ftol=0.0)
     exact = np.stack([np.linalg.solve(A[i], b[i]) for i in range(5)])
     assert res.converged.all()
     np.testing.assert_allclose(res.x, exact, atol=1e-5)
@@ -49,7 +49,7 @@ def test_logistic_problems_match_scipy_one_by_one():
         out = [one(w, lams[i]) for w, i in zip(W, idx, strict=True)]
         return np.array([o[0] for o in out]), np.stack([o[1] for o in out])
 
-    res = batched_lbfgs(fun, np.zeros((3, 6)), max_iter=1000, tol=1e-7, ftol=0.0)
+    res = batched_lbfgs(FunctionObjective(fun), np.zeros((3, 6)), max_iter=1000, tol=1e-7, ftol=0.0)
     for i, lam in enumerate(lams):
         ref = minimize(
             lambda w, lam=lam: one(w, lam),
@@ -64,6 +64,6 @@ def test_logistic_problems_match_scipy_one_by_one():
 
 def test_iteration_cap_reports_not_converged():
     _, _, fun = _quadratics(m=2, p=30, seed=3)
-    res = batched_lbfgs(fun, np.zeros((2, 30)), max_iter=2, tol=1e-12)
+    res = batched_lbfgs(FunctionObjective(fun), np.zeros((2, 30)), max_iter=2, tol=1e-12)
     assert res.n_iter == 2 and not res.converged.any()
     assert res.message == "iteration cap reached"

@@ -1,7 +1,13 @@
-"""Session fixtures of the report tests: small synthetic stores and the reports built on them."""
+"""Fixtures of the report tests: small synthetic stores, the reports built on them, and a
+headless Chromium page driven over the DevTools protocol (Debian's ``chromium``)."""
 
 from __future__ import annotations
 
+import itertools
+import json
+import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -40,3 +46,79 @@ def big_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     store = make_store(tmp_path_factory.mktemp("big") / "store", 15, BIG_DATASETS, 2)
     return build_report(store, tmp_path_factory.mktemp("big_out"), n_replicates=40)
+
+
+class DevTools:
+    """A minimal Chrome DevTools protocol client over one page session."""
+
+    def __init__(self, ws_url: str) -> None:
+        import websocket
+
+        self.ws = websocket.create_connection(ws_url, timeout=60, suppress_origin=True)
+        self.ids = itertools.count(1)
+        self.session: str | None = None
+        self.events: list[dict] = []
+
+    def call(self, method: str, **params: object) -> dict:
+        msg_id = next(self.ids)
+        msg: dict = {"id": msg_id, "method": method, "params": params}
+        if self.session:
+            msg["sessionId"] = self.session
+        self.ws.send(json.dumps(msg))
+        while True:
+            reply = json.loads(self.ws.recv())
+            if reply.get("id") == msg_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+            self.events.append(reply)
+
+    def wait_for(self, method: str, timeout: float = 60.0) -> None:
+        end = time.monotonic() + timeout
+        if any(e.get("method") == method for e in self.events):
+            return
+        while time.monotonic() < end:
+            event = json.loads(self.ws.recv())
+            self.events.append(event)
+            if event.get("method") == method:
+                return
+        raise TimeoutError(method)
+
+
+@pytest.fixture()
+def browser(tmp_path: Path):
+    """A :class:`DevTools` session on a fresh headless Chromium page (skips without chromium
+    or websocket-client)."""
+    pytest.importorskip("websocket", reason="websocket-client is not installed")
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    profile = tmp_path / "profile"
+    proc = subprocess.Popen(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
+         "--remote-debugging-port=0", "--window-size=1400,3000", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    port_file = profile / "DevToolsActivePort"
+    try:
+        end = time.monotonic() + 60
+        while not (port_file.is_file() and len(port_file.read_text().splitlines()) >= 2):
+            if time.monotonic() > end or proc.poll() is not None:
+                pytest.fail("chromium did not start its DevTools endpoint")
+            time.sleep(0.1)
+        port, path = port_file.read_text().splitlines()[:2]
+        tools = DevTools(f"ws://127.0.0.1:{port}{path}")
+        target = tools.call("Target.createTarget", url="about:blank")["targetId"]
+        tools.session = tools.call("Target.attachToTarget", targetId=target, flatten=True)[
+            "sessionId"
+        ]
+        yield tools
+        tools.ws.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -10,12 +10,13 @@ import pandas as pd
 import pytest
 
 SECTION_IDS = (
-    "leaderboard", "profiles", "rank-shift", "uncertainty", "calibration",
-    "label-efficiency", "robustness", "layer-depth", "control-probes", "provenance",
+    "at-a-glance", "leaderboard", "profiles", "rank-shift", "uncertainty", "calibration",
+    "label-efficiency", "robustness", "layer-depth", "control-probes", "pretraining-overlap",
+    "weights", "provenance",
 )  # fmt: skip
 FULL_FIGURES = (
     "profiles", "rank_shift", "uncertainty", "calibration_cell", "recalibration",
-    "label_efficiency", "robustness", "shift", "layer_depth",
+    "label_efficiency", "robustness", "shift", "shift_drop", "layer_depth", "weights_pareto",
 )  # fmt: skip
 
 
@@ -39,9 +40,14 @@ def test_every_section_present_with_reading_guide(small_report: Path) -> None:
         lede = re.search(r'<p class="lede">([^<]+)</p>', body)
         assert lede is not None and len(lede.group(1)) > 40, sid
     # the simulated store has data for every analysis; it lacks only the optional
-    # reliability bins and the control probes' rows other than clean full-label ones (so
-    # their CRS is not computed); the real writer wrote its meta table, so no note on it
+    # reliability bins, the per-sample predictions (so the intervals fall back to seed-only,
+    # said under the leaderboard and in section 4) and the control probes' rows other than
+    # clean full-label ones (so their CRS is not computed); the real writer wrote its meta
+    # table, so no note on it
     notes = re.findall(r'<p class="note">([^<]*)</p>', html)
+    fallback = [n for n in notes if "seed-only bootstrap because this store has no" in n]
+    assert len(fallback) == 2
+    notes = [n for n in notes if n not in fallback]
     assert len(notes) == 3
     assert "reliability" in notes[0] and not any("meta table" in n for n in notes)
     for note, probe in zip(notes[1:3], ("kNN", "MLP"), strict=True):

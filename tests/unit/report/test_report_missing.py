@@ -43,7 +43,7 @@ def minimal_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_missing_analyses_say_so(minimal_report: Path) -> None:
     html = minimal_report.read_text(encoding="utf-8")
     sections = dict(re.findall(r'<section id="([^"]+)">(.*?)</section>', html, flags=re.S))
-    assert len(sections) == 10
+    assert len(sections) == 13
     expect = {
         "uncertainty": "at least two seeds",
         "calibration": "no recalibrated rows",
@@ -54,7 +54,7 @@ def test_missing_analyses_say_so(minimal_report: Path) -> None:
     for sid, text in expect.items():
         assert '<p class="note">' in sections[sid] and text in sections[sid], sid
     figs = {p.stem for p in (minimal_report.parent / "figures").glob("*.png")}
-    assert figs == {"profiles", "rank_shift", "label_efficiency", "robustness"}
+    assert figs == {"profiles", "rank_shift", "label_efficiency", "robustness", "weights_pareto"}
     # present sections still draw their figure
     assert "<img" in sections["label-efficiency"] and "<img" not in sections["layer-depth"]
 

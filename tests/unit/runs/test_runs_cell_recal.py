@@ -60,15 +60,15 @@ def test_recalibrated_rows_record_the_cv_choice():
 
 
 def test_too_small_calibration_split_gives_nan_with_reason():
-    cell = _cell(n_calib=45)  # 45 calibration rows over 3 classes: some class has < 20
+    cell = _cell(n_calib=30)  # 30 calibration rows over 3 classes: some class has < 15
     counts = np.bincount(cell.labels[cell.calib].argmax(1), minlength=3)
-    first = int(np.flatnonzero(counts < 20)[0])
+    first = int(np.flatnonzero(counts < 15)[0])
     rows = _recal_rows(cell)
     assert len(rows) == 2
     for r in rows:
         assert np.isnan(r["ece"]) and np.isnan(r["auroc"])
         reason = r["details"]["undefined"]["ece"]
-        assert reason == f"calibration split too small: class {first} has n={counts[first]} < 20"
+        assert reason == f"calibration split too small: class {first} has n={counts[first]} < 15"
         assert r["details"]["recal_choice"] == "undefined"
     recs = to_records(
         rows,

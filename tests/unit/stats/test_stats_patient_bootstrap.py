@@ -22,7 +22,7 @@ from crsbench.stats.patient_bootstrap import (
 )
 from crsbench.stats.resample import row_weights
 from crsbench.stats.weighted_metrics import weighted_ece, weighted_macro_auroc
-from crsbench.testing.coverage import run_coverage
+from crsbench.testing.coverage import DEBIASED_ECE, run_coverage
 from crsbench.testing.planted import PlantedEncoder, draw_world, population_table
 
 SRC = Path(__file__).resolve().parents[3] / "src"
@@ -158,6 +158,10 @@ def test_reduced_coverage_on_planted_truth():
     assert min(main[["CRS", "auroc", "retention", "robustness_drop"]]) >= 0.7
     assert seed_only["auroc"] <= 0.2 and seed_only["robustness_drop"] <= 0.2
     assert rep.leader_in_tier1.all()
+    # the debiased-ECE interval is scored beside the protocol's, outside coverage=
+    assert 0.5 <= main[DEBIASED_ECE] <= 1.0 and np.isnan(seed_only[DEBIASED_ECE])
+    protocol = ["CRS", "auroc", "ece", "retention", "robustness_drop"]
+    assert rep.protocol_min(TEST_PATIENTS_X_SEEDS) == min(main[protocol])
 
 
 def test_delong_reference_itself_matches_the_binormal_variance():

@@ -7,7 +7,7 @@ from pathlib import Path
 from crsbench.core.seeding import stable_rng
 from crsbench.datasets.synthetic import common
 from crsbench.datasets.synthetic.aptos_render import render_aptos
-from crsbench.datasets.synthetic.io import save_png, write_csv, write_dataset
+from crsbench.datasets.synthetic.io import dataset_writer, save_png, write_csv
 from crsbench.datasets.synthetic.sizes import SynthSize
 
 NAME = "aptos2019"
@@ -19,7 +19,7 @@ REAL_COUNTS = (1805, 370, 999, 193, 295)
 
 
 def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> None:
-    """Write every file of the dataset under ``tmp`` (see :func:`write_dataset`)."""
+    """Write every file of the dataset under ``tmp`` (see :func:`~crsbench.datasets.synthetic.io.write_dataset`)."""
     h, w = sz.side, int(round(sz.side * 4 / 3))
     rng = stable_rng(NAME, seed, "table")
     grades = common.shuffled_labels(rng, common.class_counts(sz.aptos2019, REAL_COUNTS))
@@ -32,15 +32,6 @@ def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> No
     write_csv(tmp / LABELS, COLUMNS, rows)
 
 
-def write_aptos2019(
-    root: str | Path,
-    size: str | dict | SynthSize = "small",
-    seed: int = 0,
-    overwrite: bool = False,
-    progress: common.Progress = None,
-) -> Path:
-    """Write a synthetic APTOS 2019 training set under ``root``.
-
-    Parameters and return value: see :func:`~crsbench.datasets.synthetic.io.write_dataset`.
-    """
-    return write_dataset(NAME, _build, root, size, seed, overwrite, progress)
+write_aptos2019 = dataset_writer(
+    NAME, _build, "Write a synthetic APTOS 2019 training set under ``root``."
+)

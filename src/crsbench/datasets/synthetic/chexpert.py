@@ -15,7 +15,7 @@ from crsbench.datasets.synthetic.cxr_labels import (
     report,
 )
 from crsbench.datasets.synthetic.cxr_render import CHEXPERT_SCANNER, render_cxr
-from crsbench.datasets.synthetic.io import save_jpeg, write_csv, write_dataset
+from crsbench.datasets.synthetic.io import dataset_writer, save_jpeg, write_csv
 from crsbench.datasets.synthetic.sizes import SynthSize
 
 NAME = "chexpert"
@@ -69,7 +69,7 @@ def _rows(n_rows: int, split: str, first_patient: int, seed: int) -> list[dict]:
 
 
 def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> None:
-    """Write every file of the dataset under ``tmp`` (see :func:`write_dataset`)."""
+    """Write every file of the dataset under ``tmp`` (see :func:`~crsbench.datasets.synthetic.io.write_dataset`)."""
     train = _rows(sz.chexpert_train, "train", 1, seed)
     last = max(int(r["Path"].split("/patient")[1][:5]) for r in train)
     valid = _rows(sz.chexpert_valid, "valid", last + 1, seed)
@@ -98,15 +98,8 @@ def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> No
         write_csv(tmp / PREFIX / f"{split}.csv", COLUMNS, table)
 
 
-def write_chexpert(
-    root: str | Path,
-    size: str | dict | SynthSize = "small",
-    seed: int = 0,
-    overwrite: bool = False,
-    progress: common.Progress = None,
-) -> Path:
-    """Write a synthetic CheXpert-v1.0-small under ``root`` (``root/CheXpert-v1.0-small/...``).
-
-    Parameters and return value: see :func:`~crsbench.datasets.synthetic.io.write_dataset`.
-    """
-    return write_dataset(NAME, _build, root, size, seed, overwrite, progress)
+write_chexpert = dataset_writer(
+    NAME,
+    _build,
+    "Write a synthetic CheXpert-v1.0-small under ``root`` (``root/CheXpert-v1.0-small/...``).",
+)

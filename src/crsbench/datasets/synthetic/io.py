@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 from PIL import Image
@@ -131,6 +132,56 @@ def write_dataset(
         build(tmp, sz, seed, progress)
 
     return write_atomically(Path(root), spec, write, overwrite)
+
+
+class DatasetWriter(Protocol):
+    """The signature of every ``write_<dataset>`` (see :func:`~crsbench.datasets.synthetic.io.write_dataset`)."""
+
+    def __call__(
+        self,
+        root: str | Path,
+        size: str | dict | SynthSize = "small",
+        seed: int = 0,
+        overwrite: bool = False,
+        progress: Progress = None,
+    ) -> Path: ...
+
+
+def dataset_writer(
+    name: str, build: Callable[[Path, SynthSize, int, Progress], None], summary: str
+) -> DatasetWriter:
+    """The public ``write_<name>`` function: :func:`write_dataset` bound to ``name`` and ``build``.
+
+    Parameters
+    ----------
+    name : str
+        Dataset name (the writer is called ``write_<name>``).
+    build : Callable[[Path, SynthSize, int, Progress], None]
+        Writes every file of the dataset (see :func:`~crsbench.datasets.synthetic.io.write_dataset`).
+    summary : str
+        First line of the writer's docstring.
+
+    Returns
+    -------
+    DatasetWriter
+        ``writer(root, size="small", seed=0, overwrite=False, progress=None) -> root``.
+    """
+
+    def writer(
+        root: str | Path,
+        size: str | dict | SynthSize = "small",
+        seed: int = 0,
+        overwrite: bool = False,
+        progress: Progress = None,
+    ) -> Path:
+        return write_dataset(name, build, root, size, seed, overwrite, progress)
+
+    writer.__name__ = writer.__qualname__ = f"write_{name}"
+    writer.__doc__ = (
+        f"{summary}\n\n    Parameters and return value: see "
+        ":func:`~crsbench.datasets.synthetic.io.write_dataset`.\n"
+    )
+    return writer
 
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from crsbench.core.seeding import stable_rng
 from crsbench.datasets.synthetic import common
-from crsbench.datasets.synthetic.io import save_jpeg, write_csv, write_dataset
+from crsbench.datasets.synthetic.io import dataset_writer, save_jpeg, write_csv
 from crsbench.datasets.synthetic.isic_render import CLASSES, lesion_params, render_isic
 from crsbench.datasets.synthetic.sizes import SynthSize
 
@@ -81,7 +81,7 @@ def _plan(n: int, seed: int) -> list[dict]:
 
 
 def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> None:
-    """Write every file of the dataset under ``tmp`` (see :func:`write_dataset`)."""
+    """Write every file of the dataset under ``tmp`` (see :func:`~crsbench.datasets.synthetic.io.write_dataset`)."""
     h, w = sz.side, int(round(sz.side * 4 / 3))
     rows = _plan(sz.isic2019, seed)
     params: dict[str, dict] = {}
@@ -102,18 +102,9 @@ def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> No
     write_csv(tmp / METADATA, META_COLUMNS, meta)
 
 
-def write_isic2019(
-    root: str | Path,
-    size: str | dict | SynthSize = "small",
-    seed: int = 0,
-    overwrite: bool = False,
-    progress: common.Progress = None,
-) -> Path:
-    """Write a synthetic ISIC 2019 training set under ``root``.
-
-    Parameters and return value: see :func:`~crsbench.datasets.synthetic.io.write_dataset`.
-    """
-    return write_dataset(NAME, _build, root, size, seed, overwrite, progress)
+write_isic2019 = dataset_writer(
+    NAME, _build, "Write a synthetic ISIC 2019 training set under ``root``."
+)
 
 
 def n_items(size: SynthSize) -> int:

@@ -14,7 +14,7 @@ from crsbench.datasets.synthetic.cxr_labels import (
     report,
 )
 from crsbench.datasets.synthetic.cxr_render import MIMIC_SCANNER, render_cxr
-from crsbench.datasets.synthetic.io import save_jpeg, write_csv, write_dataset
+from crsbench.datasets.synthetic.io import dataset_writer, save_jpeg, write_csv
 from crsbench.datasets.synthetic.sizes import SynthSize
 
 NAME = "mimic_cxr"
@@ -110,7 +110,7 @@ def image_path(image: dict) -> str:
 
 
 def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> None:
-    """Write every file of the dataset under ``tmp`` (see :func:`write_dataset`)."""
+    """Write every file of the dataset under ``tmp`` (see :func:`~crsbench.datasets.synthetic.io.write_dataset`)."""
     studies, images = _plan(sz.mimic_cxr, seed)
     for index, image in enumerate(images):
         view = "LATERAL" if image["view"] in ("LATERAL", "LL") else image["view"]
@@ -151,18 +151,9 @@ def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> No
     )
 
 
-def write_mimic_cxr(
-    root: str | Path,
-    size: str | dict | SynthSize = "small",
-    seed: int = 0,
-    overwrite: bool = False,
-    progress: common.Progress = None,
-) -> Path:
-    """Write a synthetic MIMIC-CXR-JPG (the second hospital) under ``root``.
-
-    Parameters and return value: see :func:`~crsbench.datasets.synthetic.io.write_dataset`.
-    """
-    return write_dataset(NAME, _build, root, size, seed, overwrite, progress)
+write_mimic_cxr = dataset_writer(
+    NAME, _build, "Write a synthetic MIMIC-CXR-JPG (the second hospital) under ``root``."
+)
 
 
 __all__ = ["image_path", "write_mimic_cxr"]

@@ -11,7 +11,7 @@ from crsbench.core.seeding import stable_rng
 from crsbench.datasets.synthetic import common
 from crsbench.datasets.synthetic.cxr_labels import draw_findings
 from crsbench.datasets.synthetic.cxr_render import render_cxr
-from crsbench.datasets.synthetic.io import save_png, write_csv, write_dataset
+from crsbench.datasets.synthetic.io import dataset_writer, save_png, write_csv
 from crsbench.datasets.synthetic.shift_profiles import (
     NIH_EXTRA,
     NIH_NAMES,
@@ -79,15 +79,4 @@ def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> No
         (tmp / name).write_text("".join(f"{i}\n" for i in listed), encoding="utf-8")
 
 
-def write_nih_cxr14(
-    root: str | Path,
-    size: str | dict | SynthSize = "small",
-    seed: int = 0,
-    overwrite: bool = False,
-    progress: common.Progress = None,
-) -> Path:
-    """Write a synthetic NIH ChestX-ray14 under ``root``.
-
-    Parameters and return value: see :func:`~crsbench.datasets.synthetic.io.write_dataset`.
-    """
-    return write_dataset(NAME, _build, root, size, seed, overwrite, progress)
+write_nih_cxr14 = dataset_writer(NAME, _build, "Write a synthetic NIH ChestX-ray14 under ``root``.")

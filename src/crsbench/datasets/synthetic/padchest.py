@@ -12,7 +12,7 @@ from crsbench.core.seeding import stable_rng
 from crsbench.datasets.synthetic import common
 from crsbench.datasets.synthetic.cxr_labels import draw_findings
 from crsbench.datasets.synthetic.cxr_render import render_cxr
-from crsbench.datasets.synthetic.io import write_csv, write_dataset
+from crsbench.datasets.synthetic.io import dataset_writer, write_csv
 from crsbench.datasets.synthetic.shift_profiles import (
     PADCHEST_EXTRA,
     PADCHEST_NAMES,
@@ -101,15 +101,4 @@ def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> No
     write_csv(tmp / LABELS_CSV, COLUMNS, [_cells(r, sz.side) for r in rows])
 
 
-def write_padchest(
-    root: str | Path,
-    size: str | dict | SynthSize = "small",
-    seed: int = 0,
-    overwrite: bool = False,
-    progress: common.Progress = None,
-) -> Path:
-    """Write a synthetic PadChest under ``root``.
-
-    Parameters and return value: see :func:`~crsbench.datasets.synthetic.io.write_dataset`.
-    """
-    return write_dataset(NAME, _build, root, size, seed, overwrite, progress)
+write_padchest = dataset_writer(NAME, _build, "Write a synthetic PadChest under ``root``.")

@@ -22,7 +22,7 @@ from crsbench.datasets.synthetic.shift_profiles import (
     finding_names,
 )
 from crsbench.datasets.synthetic.sizes import SynthSize
-from crsbench.datasets.vindr_cxr import KAGGLE_CLASSES
+from crsbench.datasets.vindr_cxr import KAGGLE_CLASSES, KAGGLE_COLUMNS
 
 NAME = "vindr_cxr"
 LAYOUTS = ("official", "kaggle")
@@ -33,16 +33,6 @@ OFFICIAL_FINDINGS = (
     "Pleural thickening", "Pneumothorax", "Pulmonary fibrosis", "Rib fracture", "Other lesion",
     "COPD", "Lung tumor", "Pneumonia", "Tuberculosis", "Other diseases", "No finding",
 )  # fmt: skip
-KAGGLE_COLUMNS = (
-    "image_id",
-    "class_name",
-    "class_id",
-    "rad_id",
-    "x_min",
-    "y_min",
-    "x_max",
-    "y_max",
-)
 TEST_FRACTION = 0.2
 READERS = 3
 

@@ -1,0 +1,181 @@
+"""The model of a profiled cell, rebuilt from the store and the feature cache, and proven equal.
+
+The store keeps each fit's choices (the chosen C, the recalibrator's CV choice) and metrics,
+not its weights. Both fits are deterministic on CPU, so :func:`refit_cell` refits them from
+the cached features with the stored config: the full-label logistic probe on the training
+split (C chosen on validation macro-AUROC over the config's grid, as the run did), then the
+recalibrator on the calibration split with the run row's seed. It then proves the refit is
+the run's model: the chosen C and the recalibrator's record must equal the stored ones, and
+the refit's clean-test metrics must equal the stored metrics within :data:`METRIC_TOLERANCE`;
+otherwise nothing is exported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from crsbench.core.errors import DataError, StoreError
+
+#: Largest difference allowed between a refit's clean-test metric and the stored one.
+METRIC_TOLERANCE = 1e-9
+_COMPARED = ("auroc", "ece", "brier", "nll")
+
+
+@dataclass(frozen=True)
+class CellRefit:
+    """A refitted cell model with the rows it was fitted and evaluated on.
+
+    ``test_ids`` and ``test_proba`` are the profile's clean-test evaluation of this model:
+    image ids in test-split order and their (recalibrated) probabilities.
+    """
+
+    model: Any  # ModelArtefact
+    test_ids: np.ndarray
+    test_paths: np.ndarray
+    test_proba: np.ndarray
+    checked: dict[str, Any]
+
+
+def _store_tables(store_dir: Path) -> tuple[Any, Any]:
+    from crsbench.config import BenchmarkConfig
+    from crsbench.core.storefile import STORE_FILE, read_tables
+
+    found = read_tables(Path(store_dir) / STORE_FILE, ("meta", "runs"))
+    if "meta" not in found or found["meta"].empty or "runs" not in found:
+        raise StoreError(f"{Path(store_dir) / STORE_FILE} has no meta or runs table.")
+    cfg = BenchmarkConfig.model_validate_json(str(found["meta"]["config_json"].iloc[0]))
+    return cfg, found["runs"]
+
+
+def _stored_row(runs: Any, encoder: str, dataset: str, seed: int, recal: str) -> Any:
+    m = runs[(runs["encoder"] == encoder) & (runs["dataset"] == dataset)
+             & (runs["eval_dataset"] == dataset) & (runs["seed"] == seed)
+             & (runs["regime"] == "frozen") & (runs["probe"] == "logistic")
+             & (runs["layer"] == 1.0) & (runs["fraction"] == 1.0)
+             & (runs["condition"] == "clean") & (runs["recalibrator"] == recal)]  # fmt: skip
+    if m.empty:
+        known = sorted(runs["encoder"].unique())
+        raise StoreError(
+            f"the store has no clean full-label logistic row of encoder {encoder!r} on "
+            f"{dataset!r} (seed {seed}, recalibrator {recal!r}). Encoders in it: {known}."
+        )
+    return m.iloc[0]
+
+
+def _equal(a: float, b: Any) -> bool:
+    b = float("nan") if b is None else float(b)
+    return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= METRIC_TOLERANCE
+
+
+def _prove(stored: Any, got: dict[str, Any], what: str) -> dict[str, Any]:
+    """Refuse when a refit metric differs from the stored one; return the comparison."""
+    out = {}
+    for m in _COMPARED:
+        if not _equal(got[m], stored[m]):
+            raise DataError(
+                f"the refit {what} does not reproduce the stored run: {m} {got[m]!r} vs "
+                f"{stored[m]!r} stored. The features or code changed since the profile; "
+                "run `crsbench profile` again, then export."
+            )
+        out[m] = got[m]
+    return out
+
+
+def _cell_inputs(cfg: Any, encoder: str, dataset: str) -> tuple[Any, Any, str, Any]:
+    """The cell's arrays from the cache (every feature is a cache hit after a profile)."""
+    from crsbench.runs.cell_inputs import cell_data
+    from crsbench.runs.extract_cell import extract_cell_features, get_encoder
+    from crsbench.runs.plan import plan_cells
+    from crsbench.runs.prepare import prepare_datasets
+
+    prepared = {k: v for k, v in prepare_datasets(cfg).items() if k == dataset}
+    modal = {dataset: prepared[dataset].dataset.card.modality}
+    plan = next(c for c in plan_cells(cfg, modal) if (c.encoder, c.dataset) == (encoder, dataset))
+    feats, _ = extract_cell_features(cfg, plan, prepared[dataset], None, progress=False)
+    enc = get_encoder(cfg, encoder)
+    prep = prepared[dataset]
+    return cell_data(plan, prep, feats, None), enc, feats["precision"]["precision"], prep.dataset
+
+
+def refit_cell(store_dir: Path, encoder: str, recalibrator: str = "none",
+               seed: int | None = None, dataset: str | None = None) -> CellRefit:  # fmt: skip
+    """Refit the stored cell's model and prove it equal to the run's (see the module).
+
+    Raises
+    ------
+    StoreError
+        The store lacks the cell's row.
+    DataError
+        The refit does not reproduce the stored choices or metrics.
+    """
+    from crsbench import __version__
+    from crsbench.calibration import CalibrationSplitTooSmall, fit_recalibrator
+    from crsbench.cohort.artefact import ModelArtefact
+    from crsbench.probes import fit_probe_grid
+    from crsbench.probes._basis import standardisation
+    from crsbench.runs.cell_scoring import score, targets
+    from crsbench.runs.extract_cell import encoder_revision, run_working_size
+
+    cfg, runs = _store_tables(Path(store_dir))
+    dataset = dataset or cfg.probe_datasets[0]
+    seed = int(cfg.seeds[0] if seed is None else seed)
+    if encoder not in [e.name for e in cfg.encoders]:
+        raise StoreError(f"encoder {encoder!r} is not in the store's config "
+                         f"({', '.join(e.name for e in cfg.encoders)}).")  # fmt: skip
+    stored = _stored_row(runs, encoder, dataset, seed, recalibrator)
+    cell, enc, precision, ds = _cell_inputs(cfg, encoder, dataset)
+    X, y = cell.features[1.0], targets(cell.labels, cell.task)
+    lg = cfg.probes.logistic
+    rows = cell.subsets[(1.0, seed)]
+    fit = fit_probe_grid(X[cell.train], y[cell.train], X[cell.val], y[cell.val], cell.task,
+                         Cs=np.asarray(lg.c_grid), subsets={"full": rows},
+                         n_outputs=cell.n_outputs, max_iter=lg.max_iter, tol=lg.tol)["full"]  # fmt: skip
+    details = json.loads(stored["details"]) if isinstance(stored["details"], str) else {}
+    if not _equal(fit.C, details.get("C")):
+        raise DataError(f"the refit probe chose C={fit.C}; the stored run chose "
+                        f"{details.get('C')}. Run `crsbench profile` again, then export.")  # fmt: skip
+    test = X[cell.test]
+    proba = fit.predict_proba(test)
+    recal = None
+    if recalibrator != "none":
+        try:
+            recal = fit_recalibrator(recalibrator, fit.predict_proba(X[cell.calib]),
+                                     y[cell.calib], cell.task, seed)  # fmt: skip
+        except CalibrationSplitTooSmall as exc:
+            raise DataError(
+                f"recalibrator {recalibrator!r} is undefined on this cohort ({exc}); the "
+                "profile's recalibrated rows are NaN for the same reason. Export with "
+                "--recalibrator none, or profile a cohort with more images per class."
+            ) from None
+        if recal.record() != details.get("recal"):
+            raise DataError(f"the refit {recalibrator} recalibration differs from the stored "
+                            "one (details.recal). Run `crsbench profile` again, then export.")  # fmt: skip
+        proba = recal.predict_proba(proba)
+    checked = _prove(stored, score(y[cell.test], proba, cell.task), f"{encoder} model")
+    mean, scale, _ = standardisation(X[cell.train][rows])
+    model = ModelArtefact(
+        encoder={"name": encoder, "weights_sha256": enc.weights_hash,
+                 "input_size": int(getattr(enc, "input_size", enc.card.input_size)),
+                 "working_size": run_working_size(cfg), "precision": precision,
+                 "revision": encoder_revision(enc, precision)},
+        task=ds.task, labels=list(ds.label_names),
+        probe={"C": fit.C, "seed": seed, "n_train": int(fit.n_rows),
+               "converged": bool(np.all(fit.converged)), "flags": list(fit.flags),
+               "skipped": {str(k): v for k, v in fit.skipped.items()}},
+        coef=np.asarray(fit.coef, dtype=np.float64), intercept=np.asarray(fit.intercept),
+        mean=mean, scale=scale, recalibrator=recal,
+        provenance={"store": str(Path(store_dir).resolve()), "dataset": dataset,
+                    "config_hash": str(stored["config_hash"]),
+                    "dataset_revision": str(stored["dataset_revision"]),
+                    "package_version": __version__, "recalibrator": recalibrator,
+                    "test_metrics_reproduced": checked, "metric_tolerance": METRIC_TOLERANCE},
+    )  # fmt: skip
+    return CellRefit(
+        model, np.asarray(ds.image_ids)[cell.test], np.asarray(ds.paths)[cell.test], proba, checked
+    )

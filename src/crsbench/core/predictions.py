@@ -1,0 +1,106 @@
+"""Per-sample predictions in the results store: the layout shared by the writer and readers.
+
+Three tables (``docs/config_and_store.md``, "Per-sample predictions"):
+
+- ``eval_splits``: the rows one prediction is evaluated on, stored once per distinct set of
+  rows: dataset, split (``test``, ``val`` or ``shift``), task, image ids and patient groups
+  (lists, in evaluation order) and the label matrix (a float32 blob, NaN = not labelled).
+- ``prediction_blobs``: one probability matrix (rows in the split's order), keyed by the
+  sha256 of its content, so the full-label fit that every seed shares is stored once. It is
+  float32 when that is lossless for the metrics (every column's order and ties, the ECE bin
+  and the top class of every row are those of the float64 values), else float64
+  (``dtype``): probabilities that differ by less than float32 resolution, as a collapsed
+  feature gives, would otherwise tie and change the AUROC.
+- ``split_metadata``: the subgroup attributes of a split's rows (``sex``, ``age``, ``view``,
+  ``site``; :mod:`crsbench.datasets.subgroups`), one row per (split, attribute), values in the
+  split's order; optional (stores written before it have none).
+- ``predictions``: which blob a run record's prediction is, on which split:
+  ``run_key`` (→ ``runs``), ``split``, ``split_key``, ``prob_key``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+import numpy as np
+
+from crsbench.core.errors import StoreError
+
+SPLITS_TABLE = "eval_splits"
+BLOBS_TABLE = "prediction_blobs"
+PREDICTIONS_TABLE = "predictions"
+SPLIT_META_TABLE = "split_metadata"
+#: Every table of the predictions layout, in the order they are exported and restored.
+PREDICTION_TABLES: tuple[str, ...] = (SPLITS_TABLE, BLOBS_TABLE, PREDICTIONS_TABLE)
+#: How labels, and probabilities when lossless, are stored (little-endian float32, row-major).
+BLOB_DTYPE = np.dtype("<f4")
+#: The exact fallback of a probability matrix that float32 would change.
+EXACT_DTYPE = np.dtype("<f8")
+#: The ECE's bins (the same 15 equal-width bins as the stored ``ece``).
+ECE_BINS = 15
+#: The split a run record is scored on (its test rows, or the shift target's rows) and the
+#: validation split of the same model (kept for operating points picked on validation).
+EVAL_SPLIT = "test"
+VAL_SPLIT = "val"
+#: ``eval_splits.split`` of a shift target's evaluation rows.
+SHIFT_SPLIT = "shift"
+
+
+def encode_matrix(values: np.ndarray) -> bytes:
+    """A 2-D array as float32 bytes (row-major)."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    return np.ascontiguousarray(arr, dtype=BLOB_DTYPE).tobytes()
+
+
+def _same_for_metrics(exact: np.ndarray, small: np.ndarray) -> bool:
+    """Whether ``small`` has the order and ties of every column, the ECE bins and the top
+    class of every row of ``exact`` (then AUROC is identical and ECE equal to rounding)."""
+    order = np.argsort(exact, axis=0, kind="stable")
+    a = np.take_along_axis(exact, order, axis=0)
+    b = np.take_along_axis(small, order, axis=0)
+    if not np.array_equal(np.diff(a, axis=0) > 0, np.diff(b, axis=0) > 0):
+        return False
+    if np.any(np.diff(b, axis=0) < 0):
+        return False
+    edges = np.linspace(0.0, 1.0, ECE_BINS + 1)
+    if not np.array_equal(
+        np.searchsorted(edges, exact, "right"), np.searchsorted(edges, small, "right")
+    ):
+        return False
+    return bool(np.array_equal(exact.argmax(axis=1), small.argmax(axis=1)))
+
+
+def encode_probabilities(prob: np.ndarray) -> tuple[bytes, str]:
+    """A probability matrix as bytes and its dtype (``"<f4"`` when lossless, else ``"<f8"``)."""
+    exact = np.asarray(prob, dtype=np.float64)
+    if exact.ndim == 1:
+        exact = exact[:, None]
+    small = exact.astype(BLOB_DTYPE)
+    if _same_for_metrics(exact, small.astype(np.float64)):
+        return np.ascontiguousarray(small).tobytes(), BLOB_DTYPE.str
+    return np.ascontiguousarray(exact, dtype=EXACT_DTYPE).tobytes(), EXACT_DTYPE.str
+
+
+def decode_matrix(
+    blob: bytes, n_rows: int, n_cols: int, where: str = "blob", dtype: str = BLOB_DTYPE.str
+) -> np.ndarray:
+    """The ``(n_rows, n_cols)`` float64 array of stored bytes of ``dtype`` (checked)."""
+    if dtype not in (BLOB_DTYPE.str, EXACT_DTYPE.str):
+        raise StoreError(f"{where} must be stored as <f4 or <f8. Got dtype {dtype!r} instead.")
+    data = np.frombuffer(bytes(blob), dtype=np.dtype(dtype))
+    if data.size != int(n_rows) * int(n_cols):
+        raise StoreError(f"{where} must hold {n_rows} x {n_cols} values. Got {data.size} instead.")
+    return data.reshape(int(n_rows), int(n_cols)).astype(np.float64)
+
+
+def content_key(parts: Iterable[bytes | str]) -> str:
+    """sha256 of the parts (each length-prefixed, so boundaries cannot collide)."""
+    h = hashlib.sha256()
+    for p in parts:
+        b = p.encode("utf-8") if isinstance(p, str) else bytes(p)
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()

@@ -1,0 +1,100 @@
+"""The tables behind the verdict, pretraining-overlap and weight sections, computed once.
+
+Everything comes from :mod:`crsbench.stats` (which reads the pretraining catalogue through
+:mod:`crsbench.core.pretraining`), never from the encoder registry. A part the store has no
+data for is ``None`` with its reason in :attr:`BeyondData.missing`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from crsbench.core.errors import CrsbenchError
+from crsbench.report.data import ReportData
+
+
+@dataclass
+class BeyondData:
+    """Verdict table, overlap flags, shift analyses without flagged results, weight sweep."""
+
+    verdict: pd.DataFrame | None = None
+    flags: pd.DataFrame | None = None
+    welch: pd.DataFrame | None = None
+    validity: pd.DataFrame | None = None
+    sweep: pd.DataFrame | None = None
+    sweep_headline: dict[str, Any] = field(default_factory=dict)
+    front: pd.DataFrame | None = None
+    catalogue_version: str = ""
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+def _replicates(d: ReportData, per_seed: pd.DataFrame) -> Any:
+    """The bootstrap's per-cell axes: the report's own when it computed them (a test-patient
+    bootstrap sets ``axis_replicates``), else the paired-seed bootstrap's draws."""
+    from crsbench.stats.verdict import seed_axis_replicates
+
+    given = getattr(d, "axis_replicates", None)
+    if given is not None:
+        return given
+    return seed_axis_replicates(per_seed, n_replicates=max(d.n_replicates, 1), seed=d.seed)
+
+
+def _add_verdict(d: ReportData, out: BeyondData) -> None:
+    from crsbench.scoring import axes_from_runs
+    from crsbench.stats.verdict import verdict_table
+
+    if d.n_replicates <= 0:
+        out.missing["verdict"] = "intervals need --replicates ≥ 1; the leaders are in the tables"
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # unscored cells are named elsewhere
+        per_seed = axes_from_runs(d.runs)
+    try:
+        out.verdict = verdict_table(d.runs, _replicates(d, per_seed), d.anchors, seed=d.seed)
+    except (CrsbenchError, ValueError) as exc:
+        out.missing["verdict"] = str(exc)
+
+
+def _add_overlap(d: ReportData, out: BeyondData) -> None:
+    from crsbench.stats.contamination import (
+        contamination_flags,
+        pretraining_overlap,
+        shift_validity_without_flagged,
+        shift_welch_without_flagged,
+    )
+    from crsbench.stats.shift import shift_auroc_by_encoder
+
+    out.flags = contamination_flags(d.cells)
+    out.catalogue_version = str(out.flags["catalogue_version"].iloc[0])
+    shift = shift_auroc_by_encoder(d.runs)
+    marks = pretraining_overlap(d.cells, shift)
+    d.board["pretraining_overlap"] = d.board["encoder"].map(marks).fillna("")
+    if shift.empty:
+        out.missing["shift"] = "the store has no institutional-shift rows (condition = shift)"
+        return
+    out.welch = shift_welch_without_flagged(d.runs)
+    out.validity = shift_validity_without_flagged(d.runs, d.anchors)
+
+
+def _add_weights(d: ReportData, out: BeyondData) -> None:
+    from crsbench.stats.weight_sensitivity import pareto_front, weight_sensitivity
+
+    scored = d.board[d.board["CRS"].notna()]
+    if len(scored) < 2:
+        out.missing["weights"] = "the weight sweep needs at least two scored encoders"
+        return
+    out.sweep, out.sweep_headline = weight_sensitivity(scored, d.anchors, seed=d.seed)
+    out.front = pareto_front(scored, d.anchors)
+
+
+def compute_beyond(d: ReportData) -> BeyondData:
+    """Compute every table of the three sections; adds ``pretraining_overlap`` to the board."""
+    out = BeyondData()
+    _add_overlap(d, out)
+    _add_weights(d, out)
+    _add_verdict(d, out)
+    return out

@@ -1,0 +1,86 @@
+"""Report section "At a glance": per dataset, the leader on each question, its interval, and
+the runner-up when the two are not distinguishable."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from crsbench.core.pretraining import PretrainingCatalog, load_pretraining
+from crsbench.report.beyond_data import BeyondData
+from crsbench.report.data import ReportData
+from crsbench.report.html import Section, esc, files_html, note_html, table_html
+from crsbench.report.sections import Writer
+
+SECTION_ID = "at-a-glance"
+FLAG_MARK = "†"
+
+
+def _flagged(cat: PretrainingCatalog, encoder: str, group: str) -> bool:
+    """Whether ``encoder``'s pretraining may include the dataset(s) of ``group``
+    (``dataset`` or ``source→target``)."""
+    return any(cat.overlap(encoder, ds).flagged for ds in str(group).split("→"))
+
+
+def _estimate(value: float, lo: float, hi: float) -> str:
+    if not np.isfinite(value):
+        return "—"
+    return f"{value:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _runner_up(row: pd.Series) -> str:
+    """``ahead of B`` when the gap's interval excludes 0, else ``≈ B 0.812 (gap [lo, hi])``."""
+    if row["runner_up"] is None or pd.isna(row["runner_up"]):
+        return "— (only one encoder)"
+    if bool(row["distinguishable"]):
+        return f"ahead of {row['runner_up']}"
+    return (f"≈ {row['runner_up']} {row['runner_up_value']:.3f} "
+            f"(gap [{row['gap_ci_low']:.3f}, {row['gap_ci_high']:.3f}])")  # fmt: skip
+
+
+def readable_verdict(verdict: pd.DataFrame, cat: PretrainingCatalog) -> pd.DataFrame:
+    """The page's table: question with its measure (↑ higher / ↓ lower is better), leader
+    (``†`` when its pretraining may include the data), value with interval, runner-up
+    (named with its value when not distinguishable) and the interval method."""
+    rows = []
+    for _, r in verdict.iterrows():
+        mark = f" {FLAG_MARK}" if _flagged(cat, r["leader"], r["dataset"]) else ""
+        arrow = "↑" if r["higher_is_better"] else "↓"
+        rows.append({
+            "dataset": r["dataset"],
+            "question": f"{r['asks']} ({r['value_name']} {arrow})",
+            "leader": f"{r['leader']}{mark}",
+            "value [95% interval]": _estimate(r["value"], r["ci_low"], r["ci_high"]),
+            "runner-up": _runner_up(r),
+            "interval": r["interval"],
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def verdict_section(d: ReportData, b: BeyondData, w: Writer) -> Section:
+    """Section "At a glance": the verdict table per dataset."""
+    s = Section(
+        SECTION_ID, "At a glance: which encoder for what",
+        "For each dataset, the encoder that leads on each question with its 95% bootstrap "
+        "interval. When the interval of its gap to the runner-up includes 0, the two are not "
+        "distinguishable on these runs: pick between them on other grounds (licence, cost, "
+        "the axis you care about most).",
+    )  # fmt: skip
+    if b.verdict is None:
+        s.parts.append(note_html(b.missing.get("verdict", "not available")))
+        return s
+    cat = load_pretraining(b.catalogue_version or None)
+    table = readable_verdict(b.verdict, cat)
+    methods = ", ".join(sorted(set(b.verdict["interval"])))
+    s.parts.append(f'<p class="legend">Intervals: {esc(methods)} bootstrap (the method is '
+                   "named on every row; seed-only intervals ignore that the test set is a "
+                   "sample, and are zero-width where the full-label probe does not vary "
+                   f"over seeds). ↑ / ↓: higher / lower is better. ≈: the runner-up is not "
+                   "distinguishable from the leader (the interval of the gap includes 0). "
+                   f"{FLAG_MARK}: the leader's pretraining data may include this dataset "
+                   "(section 10).</p>")  # fmt: skip
+    for i, (dataset, part) in enumerate(table.groupby("dataset", sort=True)):
+        s.parts.append(f"<h3>{esc(dataset)}</h3>")
+        s.parts.append(table_html(part.drop(columns="dataset"), table_id=f"verdict-{i}"))
+    s.parts.append(files_html([w.csv(b.verdict, "verdict")]))
+    return s

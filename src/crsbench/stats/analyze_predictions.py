@@ -1,0 +1,69 @@
+"""The analyses ``crsbench analyze`` runs on the store's per-sample predictions: subgroups,
+operating points and their transfer under shift, and prediction flips under perturbation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from crsbench.stats.flips import prediction_flips
+from crsbench.stats.operating_points import operating_point_transfer, sensitivity_lost
+from crsbench.stats.store_predictions import load_store_predictions
+from crsbench.stats.subgroups import subgroup_analysis, worst_subgroup_ranking
+
+Emit = Callable[..., None]
+_NO_PREDICTIONS = "the store has no per-sample predictions for any complete cell"
+
+
+def _overall_auroc(cells: pd.DataFrame) -> pd.Series:
+    return cells.groupby("encoder")["auroc"].mean()
+
+
+def emit_prediction_analyses(
+    emit: Emit,
+    out: Path,
+    store: str | Path | None,
+    cells: pd.DataFrame,
+    per_seed: pd.DataFrame,
+    n_replicates: int,
+    seed: int,
+) -> None:
+    """Emit ``subgroups`` (and ``subgroup_cells.csv``, ``subgroup_ranking.csv``),
+    ``operating_points`` (and ``operating_point_transfer.csv``) and ``prediction_flips``
+    through :func:`crsbench.stats.run_analyses`'s ``emit``."""
+    keys = sorted({(e, d) for e, d in zip(cells["encoder"], cells["dataset"], strict=True)})
+    seeds = sorted(int(s) for s in per_seed["seed"].unique())
+    found = load_store_predictions(store, keys, seeds) if store is not None else None
+    preds = found.cells if found is not None and found.available else {}
+
+    def subgroups() -> tuple[pd.DataFrame, dict]:
+        if not preds:
+            return pd.DataFrame(), {}
+        sub, worst = subgroup_analysis(preds, n_replicates=max(n_replicates, 1), seed=seed)
+        sub.to_csv(out / "subgroup_cells.csv", index=False)
+        if worst.empty:
+            return worst, {}
+        ranking = worst_subgroup_ranking(worst, _overall_auroc(cells))
+        ranking.to_csv(out / "subgroup_ranking.csv", index=False)
+        return worst, {"too_small": int((sub["status"] == "too small").sum()),
+                       "ranking": ranking["encoder"].tolist()}  # fmt: skip
+
+    def operating_points() -> tuple[pd.DataFrame, dict]:
+        if not preds:
+            return pd.DataFrame(), {}
+        table = operating_point_transfer(preds)
+        if table.empty:
+            return table, {}
+        table.to_csv(out / "operating_point_transfer.csv", index=False)
+        lost = sensitivity_lost(table)
+        if lost.empty:
+            return lost, {}
+        keep = lost.groupby("encoder")["keeps_operating_point"].all()
+        return lost, {"keep_operating_point": sorted(keep[keep].index)}
+
+    emit("subgroups", subgroups, _NO_PREDICTIONS + " (or no subgroup metadata)")
+    emit("operating_points", operating_points,
+         _NO_PREDICTIONS + " with validation predictions and a shift target")  # fmt: skip
+    emit("prediction_flips", lambda: prediction_flips(preds), _NO_PREDICTIONS)

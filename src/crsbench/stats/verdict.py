@@ -1,0 +1,248 @@
+"""The questions a reader asks first, answered per dataset: which encoder leads on each axis,
+how sure that is, and who else is not distinguishable from it.
+
+Each question is one value per (encoder, dataset) cell (or per shift result) with a direction:
+the overall pick (the cell's CRS), D, C, L and R, the AUROC drop under JPEG, and the ECE
+increase on the shift target. The leader is the best point estimate; its interval and the
+interval of its gap to the runner-up come from bootstrap replicates of the cells' axes
+(:class:`AxisReplicates`): today the paired-seed bootstrap's resamples
+(:func:`seed_axis_replicates`, the same draws as :func:`crsbench.stats.paired_seed_bootstrap`
+with the same seed), or a test-patient bootstrap's per-cell axes
+(:func:`from_patient_bootstrap`). The JPEG and shift-calibration questions are resampled over
+seeds only (their rows are not in the per-cell axes); each row names its interval method.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from crsbench.core.errors import DataError
+from crsbench.scoring.anchors import AXES, Anchors, load_anchors
+from crsbench.scoring.crs import crs_components, fixed_utilities
+from crsbench.scoring.dominance import DominanceCounter
+from crsbench.stats._select import select
+from crsbench.stats.bootstrap import axes_cube, resample_counts
+from crsbench.stats.patient_bootstrap import SEED_ONLY, TEST_PATIENTS_X_SEEDS
+
+#: (key, question as the report asks it, value, True when higher is better).
+QUESTIONS: tuple[tuple[str, str, str, bool], ...] = (
+    ("pick", "Which encoder should I pick?", "CRS of the cell", True),
+    ("discrimination", "Which discriminates best?", "D: AUROC", True),
+    ("calibration", "Which is best calibrated?", "C: ECE", False),
+    ("label_efficiency", "Which keeps its AUROC with few labels?", "L: retention", True),
+    ("robustness", "Which is most robust overall?", "R: AUROC drop", False),
+    ("jpeg", "Which is most robust to JPEG?", "AUROC drop under JPEG", False),
+    ("shift_calibration", "Which keeps its calibration under shift?", "ECE increase on the "
+     "shift target", False),
+)  # fmt: skip
+JPEG = "jpeg"
+
+
+@dataclass(frozen=True)
+class AxisReplicates:
+    """Bootstrap replicates of every cell's four axes, and how to read them.
+
+    Attributes
+    ----------
+    cell_keys : list of (encoder, dataset)
+        Order of the cells in ``point`` and ``replicates``.
+    point : numpy.ndarray
+        ``(n_cells, 4)`` axes as estimated (order :data:`crsbench.scoring.AXES`).
+    replicates : numpy.ndarray
+        ``(B, n_cells, 4)`` axes of each replicate.
+    method : str
+        The interval method's name, shown beside every interval.
+    basic : bool
+        Basic (``2·θ̂ − q``) intervals when True, percentile intervals when False.
+    """
+
+    cell_keys: list[tuple[str, str]]
+    point: np.ndarray
+    replicates: np.ndarray
+    method: str
+    basic: bool
+
+
+def seed_counts(n_replicates: int, n_seeds: int, seed: int, chunk: int = 1_000) -> np.ndarray:
+    """``(B, S)`` seed resample counts drawn exactly as the paired-seed bootstrap draws them."""
+    rng = np.random.default_rng(seed)
+    parts = [resample_counts(min(chunk, n_replicates - s), n_seeds, rng)
+             for s in range(0, n_replicates, chunk)]  # fmt: skip
+    return np.concatenate(parts)
+
+
+def seed_axis_replicates(
+    per_seed: pd.DataFrame, n_replicates: int = 2_000, seed: int = 0
+) -> AxisReplicates:
+    """Per-cell axes under the paired-seed bootstrap (percentile intervals, ``seed-only``).
+
+    A cell with a NaN axis at any seed is NaN in every replicate, as its point estimate is.
+    """
+    cube = axes_cube(per_seed)
+    counts = seed_counts(n_replicates, len(cube.seeds), seed).astype(float)
+    complete = np.isfinite(cube.values).all(axis=(-1, -2))
+    x0 = np.where(complete[:, :, None, None], cube.values, 0.0)
+    reps = np.einsum("cesk,bs->bcek", x0, counts) / counts.sum(axis=1)[:, None, None, None]
+    point = x0.mean(axis=2)
+    ci, ei = np.nonzero(cube.exists)
+    keys = [(cube.encoders[e], cube.datasets[c]) for c, e in zip(ci, ei, strict=True)]
+    bad = ~complete[ci, ei]
+    point, reps = point[ci, ei], reps[:, ci, ei]
+    point[bad], reps[:, bad] = np.nan, np.nan
+    return AxisReplicates(keys, point, reps, SEED_ONLY, basic=False)
+
+
+def from_patient_bootstrap(result: object) -> AxisReplicates:
+    """The per-cell axes of a test-patient × seed bootstrap
+    (:class:`crsbench.stats.patient_bootstrap.PatientBootstrapResult`), basic intervals."""
+    return AxisReplicates(list(result.cell_keys), np.asarray(result.point_axes),
+                          np.asarray(result.axes), TEST_PATIENTS_X_SEEDS, basic=True)  # fmt: skip
+
+
+def _cell_crs(reps: AxisReplicates, anchors: Anchors) -> tuple[np.ndarray, np.ndarray]:
+    """Point ``(n,)`` and replicate ``(B, n)`` CRS of each cell, scored as the point estimate."""
+    point = np.full(len(reps.cell_keys), np.nan)
+    rep = np.full((reps.replicates.shape[0], len(reps.cell_keys)), np.nan)
+    datasets = np.array([d for _, d in reps.cell_keys])
+    for ds in np.unique(datasets):
+        idx = np.flatnonzero(datasets == ds)
+        counter = DominanceCounter(anchors.panel_for(str(ds)))
+        for raw, out in ((reps.point[idx], point), (reps.replicates[:, idx], rep)):
+            u = fixed_utilities(raw, anchors)
+            crs = crs_components(u, counter.share(u), anchors.weights)["CRS"]
+            out[..., idx] = crs
+    return point, rep
+
+
+def _seed_values(values: pd.DataFrame, seeds: list, counts: np.ndarray):
+    """Pivot ``encoder, group, seed, value`` to items; point and seed-resampled replicates."""
+    wide = values.pivot_table(index=["encoder", "group"], columns="seed", values="value")
+    wide = wide.reindex(columns=seeds)
+    x = wide.to_numpy(dtype=float)
+    ok = np.isfinite(x).all(axis=1)
+    x0 = np.where(ok[:, None], x, 0.0)
+    rep = (counts @ x0.T) / counts.sum(axis=1)[:, None]
+    point = x0.mean(axis=1)
+    point[~ok], rep[:, ~ok] = np.nan, np.nan
+    return list(wide.index), point, rep
+
+
+def _jpeg_drops(runs: pd.DataFrame) -> pd.DataFrame:
+    clean = select(runs).set_index(["encoder", "dataset", "seed"])["auroc"]
+    jp = select(runs, condition=JPEG)
+    if jp.empty:
+        return pd.DataFrame(columns=["encoder", "group", "seed", "value"])
+    ref = clean.reindex(pd.MultiIndex.from_frame(jp[["encoder", "dataset", "seed"]])).to_numpy()
+    jp = jp.assign(value=ref - jp["auroc"].to_numpy(dtype=float))
+    out = jp.groupby(["encoder", "dataset", "seed"])["value"].mean(numeric_only=True)
+    return out.reset_index().rename(columns={"dataset": "group"})
+
+
+def _shift_ece_increase(runs: pd.DataFrame) -> pd.DataFrame:
+    clean = select(runs).set_index(["encoder", "dataset", "seed"])["ece"]
+    sh = select(runs, condition="shift", own_eval=False)
+    if sh.empty:
+        return pd.DataFrame(columns=["encoder", "group", "seed", "value"])
+    ref = clean.reindex(pd.MultiIndex.from_frame(sh[["encoder", "dataset", "seed"]])).to_numpy()
+    return pd.DataFrame({"encoder": sh["encoder"].to_numpy(),
+                         "group": (sh["dataset"] + "→" + sh["eval_dataset"]).to_numpy(),
+                         "seed": sh["seed"].to_numpy(),
+                         "value": sh["ece"].to_numpy(dtype=float) - ref})  # fmt: skip
+
+
+def _interval(point: float, rep: np.ndarray, level: float, basic: bool) -> tuple[float, float]:
+    alpha = (1 - level) / 2
+    lo, hi = np.nanquantile(rep, alpha), np.nanquantile(rep, 1 - alpha)
+    return (2 * point - hi, 2 * point - lo) if basic else (lo, hi)
+
+
+def _verdicts(question, items, point, rep, method, basic, level) -> list[dict]:
+    key, text, value_name, higher = question
+    sign = 1.0 if higher else -1.0
+    rows = []
+    groups = sorted({g for _, g in items})
+    for group in groups:
+        idx = [i for i, (_, g) in enumerate(items) if g == group and np.isfinite(point[i])]
+        if not idx:
+            continue
+        order = sorted(idx, key=lambda i: (-sign * point[i], items[i][0]))
+        lead = order[0]
+        lo, hi = _interval(point[lead], rep[:, lead], level, basic)
+        row = {"dataset": group, "question": key, "asks": text, "value_name": value_name,
+               "higher_is_better": higher, "leader": items[lead][0], "value": point[lead],
+               "ci_low": lo, "ci_high": hi, "runner_up": None, "runner_up_value": np.nan,
+               "gap": np.nan, "gap_ci_low": np.nan, "gap_ci_high": np.nan,
+               "distinguishable": None, "n_encoders": len(idx), "interval": method}  # fmt: skip
+        if len(order) > 1:
+            second = order[1]
+            gap_rep = sign * (rep[:, lead] - rep[:, second])
+            gap = sign * (point[lead] - point[second])
+            glo, ghi = _interval(gap, gap_rep, level, basic)
+            row.update(runner_up=items[second][0], runner_up_value=point[second], gap=gap,
+                       gap_ci_low=glo, gap_ci_high=ghi, distinguishable=bool(glo > 0))  # fmt: skip
+        rows.append(row)
+    return rows
+
+
+def verdict_table(
+    runs: pd.DataFrame,
+    replicates: AxisReplicates,
+    anchors: str | Anchors | None = None,
+    seed: int = 0,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """One row per (dataset, question): the leader, its interval, the runner-up and whether
+    the two are distinguishable (the interval of the leader's gap excludes 0).
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        A store's ``runs`` table (for the JPEG and shift-calibration questions).
+    replicates : AxisReplicates
+        Per-cell axes and their replicates: :func:`seed_axis_replicates` or
+        :func:`from_patient_bootstrap`.
+    anchors : anchors source, optional
+        Scores the cells' CRS (default: the shipped current version).
+    seed : int
+        Seed of the seed resampling of the JPEG and shift questions (the paired-seed
+        bootstrap's draws when ``replicates`` came from the same seed).
+    level : float
+        Interval level.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``dataset`` (``source→target`` for the shift question), ``question``,
+        ``asks``, ``value_name``, ``higher_is_better``, ``leader``, ``value``, ``ci_low``,
+        ``ci_high``, ``runner_up``, ``runner_up_value``, ``gap`` (leader better by, > 0),
+        ``gap_ci_low``, ``gap_ci_high``, ``distinguishable``, ``n_encoders``, ``interval``.
+    """
+    anc = load_anchors(anchors)
+    if not replicates.cell_keys:
+        raise DataError("the verdict needs at least one cell with bootstrap replicates.")
+    items = list(replicates.cell_keys)
+    crs_point, crs_rep = _cell_crs(replicates, anc)
+    rows = _verdicts(QUESTIONS[0], items, crs_point, crs_rep, replicates.method,
+                     replicates.basic, level)  # fmt: skip
+    for j, question in enumerate(QUESTIONS[1:5]):
+        rows += _verdicts(question, items, replicates.point[:, j], replicates.replicates[:, :, j],
+                          replicates.method, replicates.basic, level)  # fmt: skip
+    seeds = sorted(select(runs)["seed"].unique())
+    counts = seed_counts(replicates.replicates.shape[0], max(len(seeds), 1), seed).astype(float)
+    for question, values in ((QUESTIONS[5], _jpeg_drops(runs)),
+                             (QUESTIONS[6], _shift_ece_increase(runs))):  # fmt: skip
+        if values.empty:
+            continue
+        its, point, rep = _seed_values(values, seeds, counts)
+        rows += _verdicts(question, its, point, rep, SEED_ONLY, False, level)
+    order = {q[0]: i for i, q in enumerate(QUESTIONS)}
+    out = pd.DataFrame(rows)
+    out["_q"] = out["question"].map(order)
+    return out.sort_values(["dataset", "_q"]).drop(columns="_q").reset_index(drop=True)
+
+
+__all__ = ["AXES", "QUESTIONS", "AxisReplicates", "from_patient_bootstrap",
+           "seed_axis_replicates", "verdict_table"]  # fmt: skip

@@ -1,0 +1,75 @@
+"""The verdict page in headless Chromium: it loads offline with no console error, no exception
+and no request but the page itself, and its ranking sorts. The page is built from small stores
+written by the real writer (a cohort store and a benchmark store for ``--compare``).
+Needs ``chromium`` and ``websocket-client`` (the ``browser`` fixture of conftest.py)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from crsbench.report.verdict import write_verdict
+from crsbench.testing import simulate_runs, write_store
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("chromium") is None,
+    reason="Debian's chromium is not installed (apt-get install chromium)",
+)
+ENCODERS = ("dinov2", "biomedclip", "rad_dino")
+
+
+def _store(path: Path, encoders, datasets, seeds: int) -> Path:
+    df = simulate_runs(n_encoders=15, datasets=datasets, seeds=seeds, rng_seed=0)
+    write_store(df[df["encoder"].isin(encoders)].reset_index(drop=True), path)
+    return path
+
+
+def _problems(events: list[dict]) -> list[dict]:
+    """Exceptions, console errors/warnings and log errors/warnings among the page's events."""
+    out = [e for e in events if e.get("method") == "Runtime.exceptionThrown"]
+    out += [e for e in events if e.get("method") == "Runtime.consoleAPICalled"
+            and e["params"]["type"] in ("error", "assert", "warning")]  # fmt: skip
+    out += [e for e in events if e.get("method") == "Log.entryAdded"
+            and e["params"]["entry"]["level"] in ("error", "warning")]  # fmt: skip
+    return out
+
+
+def test_verdict_loads_offline_without_errors(browser, tmp_path: Path) -> None:
+    cohort = _store(tmp_path / "cohort", ENCODERS, ("chexpert",), 3)
+    bench = _store(tmp_path / "bench", ENCODERS[:2], ("isic2019", "chexpert"), 2)
+    page = write_verdict(cohort, compare=bench)
+    for domain in ("Page", "Runtime", "Log", "Network"):
+        browser.call(f"{domain}.enable")
+    browser.call("Emulation.setDeviceMetricsOverride", width=1280, height=1600,
+                 deviceScaleFactor=1, mobile=False)  # fmt: skip
+    url = page.resolve().as_uri()
+    browser.call("Page.navigate", url=url)
+    browser.wait_for("Page.loadEventFired")
+    info = json.loads(browser.call("Runtime.evaluate", returnByValue=True, expression=(
+        "JSON.stringify({sections: Array.from(document.querySelectorAll('main > section'))"
+        ".map(s => s.id), rows: document.querySelectorAll('#ranking tbody tr').length,"
+        " methods: Array.from(document.querySelectorAll('#ranking tbody tr')).map(r =>"
+        " r.cells[Array.from(document.querySelectorAll('#ranking th'))"
+        ".findIndex(h => h.textContent === 'interval')].textContent)})"
+    ))["result"]["value"])  # fmt: skip
+    assert info["sections"] == ["verdict", "ranking", "recalibration", "cohort", "compare"]
+    assert info["rows"] == len(ENCODERS)
+    assert info["methods"] == ["seed-only"] * len(ENCODERS)  # no predictions in these stores
+    shot = base64.b64decode(browser.call("Page.captureScreenshot", format="png")["data"])
+    assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 20_000
+
+    first = browser.call("Runtime.evaluate", returnByValue=True, expression=(
+        "(() => { const th = Array.from(document.querySelectorAll('#ranking th'))"
+        ".find(h => h.textContent === 'encoder'); th.click();"
+        " return document.querySelector('#ranking tbody tr').cells[1].textContent; })()"
+    ))["result"]["value"]  # fmt: skip
+    assert first == "biomedclip"  # sorted by name
+    requests = [e["params"]["request"]["url"] for e in browser.events
+                if e.get("method") == "Network.requestWillBeSent"]  # fmt: skip
+    assert requests == [url] or all(u == url or u.startswith("data:") for u in requests)
+    assert url in requests
+    assert not _problems(browser.events), _problems(browser.events)

@@ -1,0 +1,89 @@
+"""The per-dataset verdict table on a toy store with planted per-seed values (leaders,
+intervals and gaps worked by hand), and its agreement with the paired-seed bootstrap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crsbench.scoring import axes_from_runs, load_anchors
+from crsbench.stats import paired_seed_bootstrap
+from crsbench.stats.verdict import _cell_crs, seed_axis_replicates, verdict_table
+
+ENCODERS = ("resnet50", "vit_b16", "clip", "siglip")
+CLEAN = {"resnet50": [0.90, 0.91, 0.92], "vit_b16": [0.80, 0.81, 0.82],
+         "clip": [0.70, 0.71, 0.72], "siglip": [0.60, 0.61, 0.62]}  # fmt: skip
+JPEG_DROP = {"resnet50": [0.05] * 3, "vit_b16": [0.05] * 3,
+             "clip": [0.010, 0.030, 0.020], "siglip": [0.025, 0.005, 0.027]}  # fmt: skip
+SHIFT_ECE_UP = {"resnet50": 0.01, "vit_b16": 0.05, "clip": 0.05, "siglip": 0.05}
+
+
+def _plant(df: pd.DataFrame, main_mask) -> None:
+    clean = main_mask(df, "clean")
+    seed_of = df["seed"].astype(int)
+    df.loc[clean, "auroc"] = [CLEAN[e][s] for e, s in zip(df.loc[clean, "encoder"],
+                                                          seed_of[clean], strict=True)]  # fmt: skip
+    jpeg = main_mask(df, "jpeg")
+    df.loc[jpeg, "auroc"] = [CLEAN[e][s] - JPEG_DROP[e][s] for e, s in
+                             zip(df.loc[jpeg, "encoder"], seed_of[jpeg], strict=True)]  # fmt: skip
+    ece = df[clean].set_index(["encoder", "seed"])["ece"]
+    shift = main_mask(df, "shift")
+    df.loc[shift, "ece"] = [ece[(e, s)] + SHIFT_ECE_UP[e] for e, s in
+                            zip(df.loc[shift, "encoder"], df.loc[shift, "seed"], strict=True)]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def verdict(planted_store) -> pd.DataFrame:
+    runs = planted_store(ENCODERS, 3, _plant)
+    reps = seed_axis_replicates(axes_from_runs(runs), n_replicates=2_000, seed=0)
+    return verdict_table(runs, reps, seed=0).set_index(["dataset", "question"])
+
+
+def test_discrimination_leader_interval_and_gap(verdict: pd.DataFrame) -> None:
+    r = verdict.loc[("chexpert", "discrimination")]
+    assert (r["leader"], r["runner_up"]) == ("resnet50", "vit_b16")
+    assert r["value"] == pytest.approx(0.91)
+    # seed-resampled means of 0.90, 0.91, 0.92 lie in [0.90, 0.92]
+    assert 0.90 - 1e-12 <= r["ci_low"] <= 0.91 <= r["ci_high"] <= 0.92 + 1e-12
+    # the paired difference is 0.10 at every seed, so in every replicate
+    assert (r["gap"], r["gap_ci_low"], r["gap_ci_high"]) == pytest.approx((0.10, 0.10, 0.10))
+    assert r["distinguishable"] and r["interval"] == "seed-only"
+
+
+def test_jpeg_leader_not_distinguishable_from_runner_up(verdict: pd.DataFrame) -> None:
+    r = verdict.loc[("chexpert", "jpeg")]
+    # mean drops: siglip (0.025+0.005+0.027)/3 = 0.019, clip 0.020, the others 0.05
+    assert (r["leader"], r["runner_up"]) == ("siglip", "clip")
+    assert (r["value"], r["runner_up_value"], r["gap"]) == pytest.approx((0.019, 0.020, 0.001))
+    # paired differences clip - siglip = -0.015, +0.025, -0.007: the gap's interval spans 0
+    assert r["gap_ci_low"] < 0 < r["gap_ci_high"] and not r["distinguishable"]
+    assert not r["higher_is_better"]
+
+
+def test_shift_calibration_question(verdict: pd.DataFrame) -> None:
+    r = verdict.loc[("chexpert→mimic_cxr", "shift_calibration")]
+    assert (r["leader"], r["value"], r["ci_low"], r["ci_high"]) == (
+        "resnet50", pytest.approx(0.01), pytest.approx(0.01), pytest.approx(0.01))  # fmt: skip
+    assert r["gap"] == pytest.approx(0.04) and r["distinguishable"]
+
+
+def test_every_question_answered_once_per_dataset(verdict: pd.DataFrame) -> None:
+    qs = verdict.loc["chexpert"].index.tolist()
+    assert qs == ["pick", "discrimination", "calibration", "label_efficiency", "robustness",
+                  "jpeg"]  # fmt: skip
+    assert (verdict["n_encoders"] == 4).all()
+
+
+def test_cell_replicates_are_the_paired_seed_bootstrap_draws() -> None:
+    from crsbench.testing import simulate_runs
+
+    per_seed = axes_from_runs(simulate_runs(n_encoders=5, seeds=3))
+    anc = load_anchors()
+    reps = seed_axis_replicates(per_seed, n_replicates=300, seed=7)
+    _, crs = _cell_crs(reps, anc)
+    encoders = sorted({e for e, _ in reps.cell_keys})
+    mean = np.stack([crs[:, [i for i, (e, _) in enumerate(reps.cell_keys) if e == enc]]
+                     .mean(axis=1) for enc in encoders], axis=1)  # fmt: skip
+    boot = paired_seed_bootstrap(per_seed, anc, n_replicates=300, seed=7)
+    assert np.allclose(mean, boot.replicates)
