@@ -14,8 +14,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from crsbench.core.storefile import LAST_RUN_FILE
 from crsbench.core.verbosity import NORMAL, QUIET
+from crsbench.store.files import LAST_RUN_FILE, STORE_FILE
 
 #: Wall-time target of ``crsbench demo`` (seconds, from start to the printed leaderboard) on a
 #: 2-core CPU machine; a slow test checks it (docs/quickstart.md).
@@ -74,7 +74,7 @@ def run_demo(
     t0 = _stage(loud, f"benchmark grid ({summary.n_records_total} run records)", t0, times)
     for stage, secs in summary.stage_seconds.items():
         loud.print(f"    {stage:<22} {secs:7.1f} s")
-    result: dict[str, Any] = {"out": out, "store": out / "results.duckdb", "times": times}
+    result: dict[str, Any] = {"out": out, "store": out / STORE_FILE, "times": times}
     result.update(leaderboard_and_report(out, console, times, t0, loud=loud))
     times["total"] = time.perf_counter() - t_start
     record_demo_times(out, times)

@@ -16,8 +16,8 @@ from crsbench.cli.output import (
     print_table,
     verbosity,
 )
-from crsbench.core.outputs import claim_results_folder, write_marker
 from crsbench.core.verbosity import NORMAL
+from crsbench.store.outputs import claim_results_folder, write_marker
 
 DRY_RUN_OK_OPTION = typer.Option(
     False, "--dry-run-ok", help="Accept a dry run's store (random weights: not results)."
@@ -49,7 +49,7 @@ def load_store_runs(store: Path, dry_run_ok: bool = False):
     ``dry_run_ok`` (see docs/runner.md, dry run)."""
     from crsbench.core.dryrun import refuse_dry_run
     from crsbench.core.errors import CrsbenchError
-    from crsbench.scoring import load_runs
+    from crsbench.store import load_runs
 
     try:
         runs = load_runs(store)

@@ -20,6 +20,7 @@ from crsbench.cli.output import (
 )
 from crsbench.core.errors import CrsbenchError
 from crsbench.core.verbosity import NORMAL, QUIET
+from crsbench.store.files import STORE_FILE
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -104,7 +105,7 @@ def run(
         signal.signal(signal.SIGTERM, previous)
     typer.echo(
         f"wrote {summary.n_records_written} run records "
-        f"({summary.n_records_total} in the grid) to {summary.out_dir / 'results.duckdb'}"
+        f"({summary.n_records_total} in the grid) to {summary.out_dir / STORE_FILE}"
     )
     if summary.skipped_cells:
         typer.echo(f"skipped {len(summary.skipped_cells)} cells (see `crsbench status`):")
@@ -130,8 +131,8 @@ def _dry_run_speeds(cfg, out_dir: Path) -> list[dict]:
     """Each encoder's forward throughput and peak memory, also written to last_run.json."""
     import json
 
-    from crsbench.core.storefile import LAST_RUN_FILE
     from crsbench.runs.dryrun import dry_run_throughputs
+    from crsbench.store.files import LAST_RUN_FILE
 
     speeds = [t.as_dict() for t in dry_run_throughputs(cfg)]
     for row in speeds:

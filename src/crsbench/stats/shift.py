@@ -11,11 +11,8 @@ from scipy import stats as sps
 
 from crsbench.core.errors import CrsbenchError
 from crsbench.core.shift_labels import compared_labels, source_reference
-from crsbench.stats._select import select
-
-#: Card ``family_group`` → the two groups of the test.
-GROUP_OF_FAMILY = {"general": "general", "baseline": "general",
-                   "medical": "medical", "specialist": "medical"}  # fmt: skip
+from crsbench.protocol import COMPARISON_GROUP
+from crsbench.store.reader import select_runs
 
 
 def _card_group(name: str) -> str | None:
@@ -30,7 +27,7 @@ def _card_group(name: str) -> str | None:
         family = getattr(card, "family_group", None)
     except (ImportError, CrsbenchError, AttributeError, KeyError, TypeError):
         return None
-    return GROUP_OF_FAMILY.get(family) if family else None
+    return COMPARISON_GROUP.get(family) if family else None
 
 
 def default_groups(encoders: Iterable[str], runs: pd.DataFrame | None = None) -> dict[str, str]:
@@ -40,7 +37,7 @@ def default_groups(encoders: Iterable[str], runs: pd.DataFrame | None = None) ->
     if runs is not None and "encoder_group" in runs:
         pairs = runs[["encoder", "encoder_group"]].dropna().drop_duplicates()
         fallback = {
-            e: GROUP_OF_FAMILY.get(g, g)
+            e: COMPARISON_GROUP.get(g, g)
             for e, g in zip(pairs["encoder"], pairs["encoder_group"], strict=True)
         }
     out = {}
@@ -60,12 +57,12 @@ def shift_auroc_by_encoder(runs: pd.DataFrame, regime: str = "frozen") -> pd.Dat
     :mod:`crsbench.core.shift_labels`), else the source's clean AUROC, seed by seed; the
     columns ``compared_labels`` (``all`` or the names) and ``n_seeds`` say which.
     """
-    target = select(runs, regime=regime, condition="shift", own_eval=False)
+    target = select_runs(runs, regime=regime, condition="shift", own_eval=False)
     cols = ["encoder", "dataset", "eval_dataset", "shift_auroc", "source_auroc", "shift_drop",
             "compared_labels", "n_seeds"]  # fmt: skip
     if target.empty:
         return pd.DataFrame(columns=cols)
-    clean = select(runs, regime=regime).groupby(["encoder", "dataset", "seed"])["auroc"].mean()
+    clean = select_runs(runs, regime=regime).groupby(["encoder", "dataset", "seed"])["auroc"].mean()
     details = target["details"] if "details" in target else pd.Series(None, index=target.index)
     refs = [source_reference(d) for d in details]
     labels = [compared_labels(d) for d in details]
@@ -89,7 +86,7 @@ def paper_shift_auroc(shift: pd.DataFrame) -> dict[str, float]:
     The institutional-shift test compares medical and general encoders on that target; other
     shift targets are extras, reported per target, never pooled into it.
     """
-    from crsbench.core.conditions import PAPER_SHIFTS
+    from crsbench.protocol import PAPER_SHIFTS
 
     pairs = list(zip(shift["dataset"], shift["eval_dataset"], strict=True))
     paper = shift[[p in PAPER_SHIFTS for p in pairs]]

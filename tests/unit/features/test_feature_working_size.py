@@ -142,16 +142,13 @@ def test_default_working_size_is_the_floor_for_a_small_encoder(tmp_path, doubles
 
 
 def test_run_working_size_of_the_shipped_configs(monkeypatch, tmp_path):
-    from importlib.resources import files
-
-    import crsbench.configs
-    from crsbench.config import load_config
+    from crsbench.config import load_config, packaged_config_path
     from crsbench.runs.extract_cell import run_working_size
 
     monkeypatch.setenv("CRSBENCH_DATA", str(tmp_path))
-    paper = load_config(str(files(crsbench.configs) / "paper.yaml"))
+    paper = load_config(packaged_config_path("paper"))
     assert paper.perturbations.working_size == 896 == run_working_size(paper)
-    demo = load_config(str(files(crsbench.configs) / "demo.yaml"))
+    demo = load_config(packaged_config_path("demo"))
     assert demo.perturbations.working_size == 128 == run_working_size(demo)  # inputs 64, 128
     unpinned = demo.model_copy(update={"perturbations": demo.perturbations.model_copy(
         update={"working_size": None})})  # fmt: skip

@@ -12,18 +12,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crsbench.core.conditions import PAPER_CONDITIONS, PAPER_PERTURBATIONS
 from crsbench.core.errors import ConfigError, DataError
+from crsbench.protocol import PAPER_CONDITIONS, PAPER_PERTURBATIONS
 from crsbench.scoring import (
     aggregate_by_encoder,
     axes_from_runs,
     build_leaderboard,
     load_anchors,
-    load_runs,
     score_cells,
     seed_means,
 )
 from crsbench.stats.bootstrap import axes_cube, paired_seed_bootstrap, replicate_scores
+from crsbench.store import load_runs
 from crsbench.testing import simulate_runs, write_store
 
 pytestmark = pytest.mark.filterwarnings("ignore:cells not scored:UserWarning")

@@ -1,0 +1,82 @@
+"""Table layout of the results store (DDL, Arrow schema) and its transaction helper."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from crsbench.core.errors import StoreError
+from crsbench.store.columns import GROUP_COLUMNS, METRIC_COLUMNS, RUN_COLUMNS
+
+_SQL_TYPES = {
+    "seed": "INTEGER",
+    "severity": "INTEGER",
+    "layer": "DOUBLE",
+    "fraction": "DOUBLE",
+    "wall_time_s": "DOUBLE",
+    "created_at": "TIMESTAMP",
+    "schema_version": "INTEGER",
+    **{m: "DOUBLE" for m in METRIC_COLUMNS},
+}
+ARROW_SCHEMA = pa.schema(
+    [
+        (
+            c,
+            {"INTEGER": pa.int32(), "DOUBLE": pa.float64(), "TIMESTAMP": pa.timestamp("us")}.get(
+                _SQL_TYPES.get(c, "VARCHAR"), pa.string()
+            ),
+        )
+        for c in RUN_COLUMNS
+    ]
+)
+
+
+def runs_ddl() -> str:
+    """``CREATE TABLE runs``: every :data:`RUN_COLUMNS`, metrics nullable, ``run_key`` the key."""
+    cols = []
+    for c in RUN_COLUMNS:
+        null = "" if c in METRIC_COLUMNS else " NOT NULL"
+        key = " PRIMARY KEY" if c == "run_key" else ""
+        cols.append(f"{c} {_SQL_TYPES.get(c, 'VARCHAR')}{null}{key}")
+    return f"CREATE TABLE runs ({', '.join(cols)})"
+
+
+def metrics_ddl() -> str:
+    """``CREATE TABLE metrics``: the group columns, ``n_seeds`` and mean/std/count per metric."""
+    cols = [f"{c} {_SQL_TYPES.get(c, 'VARCHAR')} NOT NULL" for c in GROUP_COLUMNS]
+    cols.append("n_seeds INTEGER NOT NULL")
+    for m in METRIC_COLUMNS:
+        cols += [f"{m}_mean DOUBLE", f"{m}_std DOUBLE", f"{m}_n_seeds INTEGER NOT NULL"]
+    return f"CREATE TABLE metrics ({', '.join(cols)})"
+
+
+META_DDL = (
+    "CREATE TABLE meta (schema_version INTEGER NOT NULL, config_hash VARCHAR NOT NULL, "
+    "config_json VARCHAR NOT NULL, package_version VARCHAR NOT NULL, created_at TIMESTAMP NOT NULL)"
+)
+
+
+class Transaction:
+    """``BEGIN`` … ``COMMIT`` (``ROLLBACK`` on error); DuckDB errors become StoreError."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path) -> None:
+        self.con, self.path = con, path
+
+    def __enter__(self) -> None:
+        self.con.execute("BEGIN TRANSACTION").fetchall()
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is not None:
+            try:
+                self.con.execute("ROLLBACK").fetchall()
+            except duckdb.Error:
+                pass
+            if isinstance(exc, duckdb.Error):
+                raise StoreError(f"write to {self.path} failed and was rolled back: {exc}") from exc
+            return
+        try:
+            self.con.execute("COMMIT").fetchall()
+        except duckdb.Error as err:
+            raise StoreError(f"commit to {self.path} failed; nothing was written: {err}") from err
