@@ -47,8 +47,9 @@ from crsbench.stats.weighted_metrics import (
 TEST_PATIENTS_X_SEEDS = "test patients × seeds"
 SEED_ONLY = "seed-only"
 INTERVAL_METHODS: dict[str, str] = {"test-patients": TEST_PATIENTS_X_SEEDS, "seed-only": SEED_ONLY}
-#: Replicates evaluated at once (memory ~ chunk × the largest test split).
-DEFAULT_CHUNK = 250
+#: Replicates evaluated at once (memory ~ chunk × the patients of the largest test split;
+#: each score column is sorted once per chunk).
+DEFAULT_CHUNK = 1_000
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,7 @@ def patient_seed_bootstrap(
     top_k, level : int, float
         ``p_top3`` counts ranks ``<= top_k``; the percentile intervals' level.
     chunk : int
-        Replicates evaluated at once (memory ~ chunk × the largest test split).
+        Replicates evaluated at once (memory ~ chunk × the patients of the largest split).
     rule : {"fixed", "cohort"}
         How each replicate's axes are scored (as the point estimate is).
 
