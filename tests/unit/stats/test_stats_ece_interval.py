@@ -113,5 +113,26 @@ def test_axis_intervals_use_the_ece_interval():
     np.testing.assert_allclose(ece["ci_low"], lo)
     np.testing.assert_allclose(ece["ci_high"], hi)
     b_lo, b_hi = basic_interval(res.point_axes[:, 1], res.axes[:, :, 1])
-    assert (ece["ci_low"] <= b_lo + 1e-15).all() and (ece["ci_high"] >= b_hi - 1e-15).all()
+    assert (ece["ci_low"] <= np.maximum(b_lo, 0) + 1e-15).all()
+    assert (ece["ci_high"] >= b_hi - 1e-15).all()
     assert (res.point_ece_shrunk <= res.point_axes[:, 1]).all()
+
+
+def test_verdict_leader_ece_interval_is_the_ece_interval():
+    from crsbench.stats.verdict import from_patient_bootstrap, verdict_table
+    from crsbench.testing import simulate_runs
+
+    rng = np.random.default_rng(13)
+    params = planted_parameters(3, ("isic2019",), rng)
+    world = draw_world(params, 200, 2, rng, population_table(params))
+    res = patient_seed_bootstrap(world.cells, n_replicates=200, seed=0)
+    runs = simulate_runs(n_encoders=2, datasets=("isic2019",), seeds=2)
+    table = verdict_table(runs, from_patient_bootstrap(res)).set_index(["dataset", "question"])
+    row = table.loc[("isic2019", "calibration")]
+    i = [e for e, _ in res.cell_keys].index(row["leader"])
+    assert row["value"] == pytest.approx(res.point_axes[:, 1].min())
+    lo, hi = ece_interval(res.point_axes[[i], 1], res.axes[:, [i], 1],
+                          res.point_ece_shrunk[[i]], res.ece_shrunk[:, [i]])  # fmt: skip
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((lo[0], hi[0]), abs=1e-15)
+    b_lo, _ = basic_interval(res.point_axes[[i], 1], res.axes[:, [i], 1])
+    assert row["ci_low"] <= max(b_lo[0], 0.0)  # never narrower than the basic one
