@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from crsbench.core.verbosity import NORMAL, QUIET
+from crsbench.store.files import STORE_FILE
 
 
 def _stage(console: Console, name: str, t0: float, times: dict[str, float]) -> float:
@@ -68,7 +69,7 @@ def run_demo(
     t0 = _stage(loud, f"benchmark grid ({summary.n_records_total} run records)", t0, times)
     for stage, secs in summary.stage_seconds.items():
         loud.print(f"    {stage:<22} {secs:7.1f} s")
-    result: dict[str, Any] = {"out": out, "store": out / "results.duckdb", "times": times}
+    result: dict[str, Any] = {"out": out, "store": out / STORE_FILE, "times": times}
     result.update(leaderboard_and_report(out, console, times, t0, loud=loud))
     times["total"] = time.perf_counter() - t_start
     console.print(

@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from crsbench.store.files import STORE_FILE
+
 DEMO_REPLICATES = 2_000
 
 
@@ -73,8 +75,9 @@ def leaderboard_and_report(
     leaderboard and the result paths to ``console``.
     """
     loud = loud or console
-    from crsbench.scoring import build_leaderboard, load_runs, write_tables
+    from crsbench.scoring import build_leaderboard, write_tables
     from crsbench.stats import run_analyses
+    from crsbench.store import load_runs
 
     result: dict[str, Any] = {}
     runs = load_runs(out)
@@ -104,7 +107,7 @@ def leaderboard_and_report(
                                   "retention", "robustness_drop", "CRS", "tier", "p_rank1")}  # fmt: skip
         print_table(console, board.sort_values("rank_crs").to_dict("records"), columns)
     console.print(
-        f"results: {out / 'results.duckdb'}  tables: {out / 'scores'}  analyses: {out / 'analysis'}",
+        f"results: {out / STORE_FILE}  tables: {out / 'scores'}  analyses: {out / 'analysis'}",
         markup=False,
         highlight=False,
     )

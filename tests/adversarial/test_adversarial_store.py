@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from crsbench.cli import app
-from crsbench.runs.records import RunRecord
-from crsbench.runs.store import ResultsStore
+from crsbench.store.records import RunRecord
+from crsbench.store.writer import ResultsStore
 
 HASH = "ab" * 32
 
@@ -100,7 +100,7 @@ def test_analyze_on_an_empty_store_writes_nothing(tmp_path: Path) -> None:
 
 HOLDER = """
 import sys, time
-from crsbench.runs.store import ResultsStore
+from crsbench.store.writer import ResultsStore
 store = ResultsStore(sys.argv[1], "ab" * 32)
 print("ready", flush=True)
 time.sleep(60)

@@ -40,7 +40,7 @@ def test_own_data_example_reads_a_folder_csv(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small store at WORK/results/demo written by the real store writer, with its export."""
-    from crsbench.runs.store import ResultsStore
+    from crsbench.store.writer import ResultsStore
     from crsbench.testing.simulated_store import simulate_runs, write_store
 
     work = tmp_path_factory.mktemp("store")

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from crsbench.cli import app
 from crsbench.cohort.refit import refit_cell
 from crsbench.runs.cell_scoring import score
-from crsbench.scoring import load_runs
+from crsbench.store import load_runs
 from crsbench.testing.cohort import write_cohort
 
 PROBA_TOLERANCE = 1e-12

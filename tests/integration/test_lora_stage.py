@@ -14,8 +14,8 @@ from crsbench.runs.lora_stage import LORA_PROBE, lora_identities, run_lora_stage
 from crsbench.runs.pipeline import run_benchmark
 from crsbench.runs.plan import cell_conditions
 from crsbench.runs.prepare import prepare_datasets
-from crsbench.runs.records import make_run_key
-from crsbench.runs.store import ResultsStore
+from crsbench.store.records import make_run_key
+from crsbench.store.writer import ResultsStore
 
 pytestmark = pytest.mark.slow  # ~1-2 min of CPU: a frozen run plus 12 short fine-tunes
 

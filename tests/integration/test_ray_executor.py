@@ -20,8 +20,8 @@ ray = pytest.importorskip("ray")
 
 from crsbench.config import BenchmarkConfig, parse_config  # noqa: E402
 from crsbench.core.errors import CacheError, ConfigError, CrsbenchError, DataError  # noqa: E402
-from crsbench.core.schema import IDENTITY_COLUMNS  # noqa: E402
 from crsbench.runs.pipeline import run_benchmark  # noqa: E402
+from crsbench.store.columns import IDENTITY_COLUMNS  # noqa: E402
 
 IDENTITY = list(IDENTITY_COLUMNS)
 METRICS = ["auroc", "ece", "brier", "nll", "sens_at_spec90", "sens_at_spec95"]

@@ -12,7 +12,7 @@ import pytest
 from crsbench.config import config_hash, parse_config
 from crsbench.runs.pipeline import run_benchmark
 from crsbench.runs.plan import plan_cells
-from crsbench.runs.records import make_run_key
+from crsbench.store.records import make_run_key
 
 from .runner_fixtures import tiny_config_dict, write_tiny_data
 

@@ -16,8 +16,7 @@ from crsbench.core.conditions import PAPER_CONDITIONS
 from crsbench.metrics import expected_calibration_error, macro_auroc
 from crsbench.runs.pipeline import run_benchmark
 from crsbench.runs.prepare import prepare_datasets
-from crsbench.runs.repair import repair_store
-from crsbench.scoring import axes_from_runs, build_leaderboard, load_runs
+from crsbench.scoring import axes_from_runs, build_leaderboard, score_cells
 from crsbench.stats.patient_bootstrap import (
     TEST_PATIENTS_X_SEEDS,
     CellPredictions,
@@ -25,6 +24,8 @@ from crsbench.stats.patient_bootstrap import (
     patient_seed_bootstrap,
 )
 from crsbench.stats.uncertainty import crs_uncertainty
+from crsbench.store import load_runs
+from crsbench.store.repair import repair_store
 
 from .runner_fixtures import tiny_config_dict, write_tiny_data
 
@@ -219,8 +220,19 @@ def test_subgroup_metadata_and_prediction_analyses(store, tmp_path):
         res = fn()
         done[name] = res[0] if isinstance(res, tuple) else res
 
-    cells = per_seed.groupby(["encoder", "dataset"], as_index=False)["auroc"].mean()
-    emit_prediction_analyses(emit, tmp_path, out, cells, per_seed, 5, 0)
+    from crsbench.scoring.anchors import load_anchors
+
+    cells = score_cells(per_seed)
+    emit_prediction_analyses(emit, tmp_path, out, cells, per_seed, 5, 0, load_anchors())
     flips = done["prediction_flips"]
     assert not flips.empty and flips["flip_share"].between(0, 1).all()
-    assert "status" in pd.read_csv(tmp_path / "subgroup_cells.csv").columns
+    sub = pd.read_csv(tmp_path / "subgroup_cells.csv")
+    # the tiny test sets are below the 30-patient minimum: too small, never a number, and no
+    # worst-subgroup CRS (the toy store of tests/unit/stats checks the numbers)
+    small = sub["status"] == "too small"
+    assert small.any() and sub.loc[small, "auroc"].isna().all()
+    crs_written = (tmp_path / "subgroup_crs.csv").is_file()
+    assert crs_written == (sub["status"] == "ok").any()
+    assert (tmp_path / "operating_point_transfer.csv").is_file()
+    ops = pd.read_csv(tmp_path / "operating_point_transfer.csv")
+    assert not ops["label"].astype(str).str.fullmatch(r"\d+").any()  # names, not indices

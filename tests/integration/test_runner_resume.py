@@ -15,7 +15,7 @@ import pandas as pd
 
 from crsbench.config import parse_config
 from crsbench.runs.pipeline import run_benchmark
-from crsbench.runs.records import IDENTITY_COLUMNS, METRIC_COLUMNS
+from crsbench.store.columns import IDENTITY_COLUMNS, METRIC_COLUMNS
 
 from .runner_fixtures import tiny_config_dict, write_tiny_data
 

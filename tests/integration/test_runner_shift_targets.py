@@ -14,7 +14,7 @@ import pytest
 from crsbench.config import config_hash, parse_config
 from crsbench.runs.pipeline import run_benchmark
 from crsbench.runs.plan import plan_cells
-from crsbench.runs.records import make_run_key
+from crsbench.store.records import make_run_key
 
 from .runner_fixtures import TINY_SIZES, tiny_config_dict
 
@@ -91,8 +91,9 @@ def test_labels_are_compared_like_with_like(finished) -> None:
 
 
 def test_axes_variant_and_leave_one_target_out_from_the_store(finished) -> None:
-    from crsbench.scoring import axes_from_runs, load_runs
+    from crsbench.scoring import axes_from_runs
     from crsbench.stats import leave_one_target_out, shift_auroc_by_encoder
+    from crsbench.store import load_runs
 
     cfg, _, _ = finished
     runs = load_runs(cfg.output_dir)

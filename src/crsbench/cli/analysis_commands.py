@@ -16,8 +16,8 @@ from crsbench.cli.output import (
     print_table,
     verbosity,
 )
-from crsbench.core.outputs import claim_results_folder, write_marker
 from crsbench.core.verbosity import NORMAL
+from crsbench.store.outputs import claim_results_folder, write_marker
 
 
 def _ci(low: float, high: float) -> str:
@@ -42,7 +42,7 @@ def interval_lines(attrs: dict, replicates: int) -> list[str]:
 
 def _load(store: Path):
     from crsbench.core.errors import CrsbenchError
-    from crsbench.scoring import load_runs
+    from crsbench.store import load_runs
 
     try:
         return load_runs(store)

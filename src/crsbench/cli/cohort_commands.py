@@ -19,6 +19,7 @@ from crsbench.cli.output import (
 )
 from crsbench.core.errors import CrsbenchError
 from crsbench.core.verbosity import NORMAL, QUIET
+from crsbench.store.files import STORE_FILE
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -106,7 +107,7 @@ def profile(
         signal.signal(signal.SIGTERM, previous)
     run = result.run
     typer.echo(f"wrote {run.n_records_written} run records ({run.n_records_total} in the "
-               f"profile) to {run.out_dir / 'results.duckdb'}")  # fmt: skip
+               f"profile) to {run.out_dir / STORE_FILE}")  # fmt: skip
     typer.echo(f"verdict: {result.verdict}")
 
 

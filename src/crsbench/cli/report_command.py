@@ -14,7 +14,7 @@ from crsbench.cli.output import (
     VERBOSE_OPTION,
     verbosity,
 )
-from crsbench.core.outputs import claim_results_folder, write_marker
+from crsbench.store.outputs import claim_results_folder, write_marker
 
 
 @app.command("report", epilog=EXIT_CODES_HELP)

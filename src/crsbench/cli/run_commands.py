@@ -20,6 +20,7 @@ from crsbench.cli.output import (
 )
 from crsbench.core.errors import CrsbenchError
 from crsbench.core.verbosity import NORMAL, QUIET
+from crsbench.store.files import STORE_FILE
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -90,7 +91,7 @@ def run(
         signal.signal(signal.SIGTERM, previous)
     typer.echo(
         f"wrote {summary.n_records_written} run records "
-        f"({summary.n_records_total} in the grid) to {summary.out_dir / 'results.duckdb'}"
+        f"({summary.n_records_total} in the grid) to {summary.out_dir / STORE_FILE}"
     )
     if summary.skipped_cells:
         typer.echo(f"skipped {len(summary.skipped_cells)} cells (see `crsbench status`):")

@@ -19,7 +19,7 @@ def repair(
 ) -> None:
     """Move a damaged results.duckdb aside and rebuild it from the last export."""
     from crsbench.core.errors import CrsbenchError
-    from crsbench.runs.repair import repair_store
+    from crsbench.store.repair import repair_store
 
     try:
         report = repair_store(store)

@@ -44,7 +44,7 @@ class CellRefit:
 
 def _store_tables(store_dir: Path) -> tuple[Any, Any]:
     from crsbench.config import BenchmarkConfig
-    from crsbench.core.storefile import STORE_FILE, read_tables
+    from crsbench.store import STORE_FILE, read_tables
 
     found = read_tables(Path(store_dir) / STORE_FILE, ("meta", "runs"))
     if "meta" not in found or found["meta"].empty or "runs" not in found:
@@ -54,11 +54,10 @@ def _store_tables(store_dir: Path) -> tuple[Any, Any]:
 
 
 def _stored_row(runs: Any, encoder: str, dataset: str, seed: int, recal: str) -> Any:
-    m = runs[(runs["encoder"] == encoder) & (runs["dataset"] == dataset)
-             & (runs["eval_dataset"] == dataset) & (runs["seed"] == seed)
-             & (runs["regime"] == "frozen") & (runs["probe"] == "logistic")
-             & (runs["layer"] == 1.0) & (runs["fraction"] == 1.0)
-             & (runs["condition"] == "clean") & (runs["recalibrator"] == recal)]  # fmt: skip
+    from crsbench.store import select_runs
+
+    m = select_runs(runs, recalibrator=recal)
+    m = m[(m["encoder"] == encoder) & (m["dataset"] == dataset) & (m["seed"] == seed)]
     if m.empty:
         known = sorted(runs["encoder"].unique())
         raise StoreError(

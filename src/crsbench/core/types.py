@@ -7,6 +7,8 @@ from typing import Literal
 
 Task = Literal["multiclass", "multilabel"]
 TASKS: tuple[str, ...] = ("multiclass", "multilabel")
+#: The four splits of a dataset (patient-level, :mod:`crsbench.splits`).
+SPLIT_NAMES: tuple[str, ...] = ("train", "val", "calib", "test")
 
 
 def check_task(task: str) -> Task:

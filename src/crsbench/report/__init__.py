@@ -13,6 +13,6 @@ The report reads results only; it never imports the pipeline (``crsbench.runs``,
 from __future__ import annotations
 
 from crsbench.report.build import build_report
-from crsbench.report.data import RELIABILITY_COLUMNS, ReportData, compute_report_data
+from crsbench.report.data import ReportData, compute_report_data
 
-__all__ = ["RELIABILITY_COLUMNS", "ReportData", "build_report", "compute_report_data"]
+__all__ = ["ReportData", "build_report", "compute_report_data"]

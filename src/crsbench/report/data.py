@@ -1,8 +1,8 @@
 """Everything the report shows, computed once from a results store.
 
-The report reads the store through :func:`crsbench.scoring.load_runs` and plain read-only
-DuckDB queries; it never imports the pipeline (``crsbench.runs``, ``crsbench.features``,
-``crsbench.encoders``). Each analysis that the store has no data for is left as ``None`` with
+The report reads the store only through its read-only reader (:mod:`crsbench.store.reader`:
+:func:`~crsbench.store.load_runs`, :func:`~crsbench.store.select_runs`); it never imports the
+pipeline (``crsbench.runs``, ``crsbench.features``, ``crsbench.encoders``). Each analysis that the store has no data for is left as ``None`` with
 a one-line reason in :attr:`ReportData.missing`, which the page shows instead of a figure.
 """
 
@@ -17,13 +17,10 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import CrsbenchError, DataError, StoreError
-from crsbench.core.storefile import STORE_FILE, read_tables
 from crsbench.scoring.planned import add_unrun_cells, planned_cells
+from crsbench.store.files import STORE_FILE
+from crsbench.store.reader import load_runs, read_meta, read_reliability, select_runs
 
-#: Columns of the optional ``reliability`` table (one row per reliability-diagram bin).
-RELIABILITY_COLUMNS: tuple[str, ...] = (
-    "encoder", "dataset", "seed", "recalibrator", "bin", "conf", "acc", "count",
-)  # fmt: skip
 #: Leaderboard columns shown and written, in order.
 BOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "rank_auroc", "encoder", "n_cells", "auroc", "ece", "retention",
@@ -77,50 +74,6 @@ class ReportData:
     interval_note: str = ""
     n_patients: dict[str, int] = field(default_factory=dict)
     indistinguishable: list[str] = field(default_factory=list)
-
-
-def read_store_extras(store_dir: str | Path) -> tuple[dict[str, Any], pd.DataFrame | None]:
-    """The ``meta`` row (empty dict when absent) and the optional ``reliability`` table.
-
-    Raises
-    ------
-    StoreError
-        The ``reliability`` table exists but lacks one of :data:`RELIABILITY_COLUMNS`.
-    """
-    path = Path(store_dir) / STORE_FILE
-    found = read_tables(path, ("meta", "reliability"))
-    meta: dict[str, Any] = {}
-    if "meta" in found and len(found["meta"]):
-        meta = found["meta"].iloc[0].to_dict()
-    reliability = found.get("reliability")
-    if reliability is not None:
-        absent = [c for c in RELIABILITY_COLUMNS if c not in reliability.columns]
-        if absent:
-            raise StoreError(
-                f"results store {path}: table 'reliability' must have columns "
-                f"{list(RELIABILITY_COLUMNS)}. Got {list(reliability.columns)} instead "
-                f"(missing {absent})."
-            )
-    return meta, reliability
-
-
-def _clean_full(
-    runs: pd.DataFrame,
-    *,
-    layer: float | None = 1.0,
-    fraction: float | None = 1.0,
-    recalibrator: str | None = "none",
-) -> pd.DataFrame:
-    """Frozen, logistic, clean, own-dataset rows; a ``None`` filter keeps every value."""
-    keep = (runs["regime"] == "frozen") & (runs["probe"] == "logistic")
-    keep &= (runs["condition"] == "clean") & (runs["eval_dataset"] == runs["dataset"])
-    if layer is not None:
-        keep &= np.isclose(runs["layer"].astype(float), layer)
-    if fraction is not None:
-        keep &= np.isclose(runs["fraction"].astype(float), fraction)
-    if recalibrator is not None:
-        keep &= runs["recalibrator"] == recalibrator
-    return runs.loc[keep]
 
 
 def _leader_gap(boot_ranks: pd.DataFrame, pairwise: pd.DataFrame) -> dict[str, Any] | None:
@@ -203,7 +156,7 @@ def _add_calibration(data: ReportData, wanted: tuple[str, str] | None) -> None:
     else:
         data.recalibration = recal
     enc, ds = data.calibration_cell = _choose_cell(data.board, data.cells, wanted)
-    rows = _clean_full(runs, recalibrator=None)
+    rows = select_runs(runs, recalibrator=None)
     rows = rows[(rows["encoder"] == enc) & (rows["dataset"] == ds)]
     data.cell_ece = (
         rows[["seed", "recalibrator", "ece", "auroc"]]
@@ -318,17 +271,11 @@ def compute_report_data(
         The store is missing, locked, or has no complete main-protocol cell to score.
     """
     from crsbench.report.provenance import excluded_cells, shift_rows_sentences
-    from crsbench.scoring import (
-        aggregate_by_encoder,
-        axes_from_runs,
-        load_anchors,
-        load_runs,
-        score_cells,
-    )
+    from crsbench.scoring import aggregate_by_encoder, axes_from_runs, load_anchors, score_cells
     from crsbench.stats import rank_agreement, rank_moves
 
     runs = load_runs(store_dir)
-    meta, reliability = read_store_extras(store_dir)
+    meta, reliability = read_meta(store_dir), read_reliability(store_dir)
     anc = load_anchors(anchors) if not hasattr(anchors, "version") else anchors
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
@@ -364,12 +311,12 @@ def compute_report_data(
     _add_bootstrap(data, per_seed, anc)
     _add_calibration(data, calibration_cell)
     _add_robustness(data, anc)
-    clean = _clean_full(runs, fraction=None)
+    clean = select_runs(runs, fraction=None)
     if clean["fraction"].nunique() >= 2:
         data.label_curves = _curves(clean, "fraction")
     else:
         data.missing["label_efficiency"] = "the store has clean rows at only one label fraction"
-    depth = _clean_full(runs, layer=None)
+    depth = select_runs(runs, layer=None)
     if depth["layer"].nunique() >= 2:
         data.depth_curves = _curves(depth, "layer")
     else:

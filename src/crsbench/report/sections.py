@@ -303,7 +303,7 @@ def provenance(d: ReportData, w: Writer, facts: list[tuple[str, object]]) -> Sec
     from crsbench.report.html import kv_html
 
     s = Section(
-        "provenance", "12. Provenance",
+        "provenance", "15. Provenance",
         "What produced these numbers: cite the package and anchors versions with any result, "
         "and check the encoder and dataset revisions before comparing with another report.",
     )  # fmt: skip

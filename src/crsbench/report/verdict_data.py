@@ -1,6 +1,6 @@
 """What the verdict page of a cohort profile says, computed from the profile's store.
 
-Read-only: the runs table (:func:`crsbench.scoring.load_runs`), its per-sample predictions and
+Read-only: the runs table (:func:`crsbench.store.load_runs`), its per-sample predictions and
 ``cohort.json``. Per encoder: the four axes and the CRS on the fixed anchors with a 95 %
 interval (by default the paired bootstrap over test patients × seeds,
 :func:`crsbench.stats.uncertainty.crs_uncertainty`; seed-only, with a note saying why, where
@@ -62,9 +62,9 @@ def _worst_condition(runs: pd.DataFrame) -> pd.DataFrame:
 
 def recal_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per encoder and recalibrator: seed-mean ECE and AUROC on the clean test split."""
-    from crsbench.stats._select import select
+    from crsbench.store.reader import select_runs
 
-    rows = select(runs, recalibrator=None)
+    rows = select_runs(runs, recalibrator=None)
     g = rows.groupby(["encoder", "recalibrator"])[["ece", "auroc", "nll"]].mean(skipna=False)
     return g.reset_index()
 
@@ -147,7 +147,8 @@ def _add_intervals(board: pd.DataFrame, per_seed: pd.DataFrame, store_dir: Path,
 
 
 def _compare(board: pd.DataFrame, store: Path) -> pd.DataFrame:
-    from crsbench.scoring import aggregate_by_encoder, load_runs, score_runs
+    from crsbench.scoring import aggregate_by_encoder, score_runs
+    from crsbench.store import load_runs
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -171,7 +172,7 @@ def compute_verdict(store_dir: Path, compare: Path | None = None,
     interval : {"test-patients", "seed-only"}
         The bootstrap of the CRS intervals (:func:`crsbench.stats.uncertainty.crs_uncertainty`).
     """
-    from crsbench.scoring import load_runs
+    from crsbench.store import load_runs
 
     runs = load_runs(store_dir)
     cohort_file = Path(store_dir) / "cohort.json"

@@ -1,36 +1,7 @@
-"""Run records and the results store (DuckDB); grid planning and executors come later.
+"""Orchestration: grid planning, cells, executors (local, Ray), the LoRA stage and the driver.
 
-Public API: :class:`ResultsStore`, :class:`RunRecord`, :class:`RunIdentity`,
-:func:`make_run_key`, :class:`StoreLock`. Importing this package imports duckdb and pyarrow
-but never torch.
+:func:`crsbench.runs.pipeline.run_benchmark` plans the grid (:mod:`~crsbench.runs.plan`),
+prepares each cell's data and features, evaluates cells locally or on Ray and writes their
+records through the results store (:mod:`crsbench.store`), which this package never
+bypasses. The store itself (schema, writer, lock, reader) lives in :mod:`crsbench.store`.
 """
-
-from __future__ import annotations
-
-from crsbench.runs.lock import StoreLock, StoreLockWarning, check_local_filesystem
-from crsbench.runs.records import (
-    IDENTITY_COLUMNS,
-    METRIC_COLUMNS,
-    RUN_COLUMNS,
-    SCHEMA_VERSION,
-    RunIdentity,
-    RunRecord,
-    make_run_key,
-)
-from crsbench.runs.store import DB_NAME, GROUP_COLUMNS, ResultsStore
-
-__all__ = [
-    "DB_NAME",
-    "GROUP_COLUMNS",
-    "IDENTITY_COLUMNS",
-    "METRIC_COLUMNS",
-    "RUN_COLUMNS",
-    "SCHEMA_VERSION",
-    "ResultsStore",
-    "RunIdentity",
-    "RunRecord",
-    "StoreLock",
-    "StoreLockWarning",
-    "check_local_filesystem",
-    "make_run_key",
-]

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from crsbench.core.predictions import EVAL_SPLIT, VAL_SPLIT
 from crsbench.probes import KNNProbe, MLPProbe, fit_probe_grid
 from crsbench.runs.cell_scoring import Lazy, emit, model_key, score, shift_reference, targets
-from crsbench.runs.predictions import PredictionKeeper, cell_keeper, shift_split
+from crsbench.runs.prediction_keeper import PredictionKeeper, cell_keeper, shift_split
+from crsbench.store.prediction_layout import EVAL_SPLIT, VAL_SPLIT
 
 __all__ = ["CellData", "CellSettings", "ShiftData", "evaluate_cell", "score", "targets"]
 
@@ -66,7 +66,7 @@ class CellData:
         Those images (``dataset``, ``split``, ``image_id``, ``path``, ``error_class``, ``message``).
     image_ids, groups : (N,) arrays or None
         Image id and patient group of every row; with them the main-protocol rows keep their
-        per-sample predictions (:mod:`crsbench.runs.predictions`).
+        per-sample predictions (:mod:`crsbench.runs.prediction_keeper`).
     metadata : mapping attribute → (N,) array of str, or None
         Subgroup attributes of every row (:func:`crsbench.datasets.subgroups.subgroup_columns`),
         stored with the predictions.

@@ -17,8 +17,7 @@ import numpy as np
 
 from crsbench.calibration import CalibrationSplitTooSmall, fit_recalibrator, load_recal_protocol
 from crsbench.runs.cell_scoring import Lazy, emit, shift_reference, targets
-
-_METRICS = ("auroc", "ece", "brier", "nll", "sens_at_spec90", "sens_at_spec95")
+from crsbench.store.columns import METRIC_COLUMNS
 
 
 def recalibrated_rows(
@@ -152,7 +151,7 @@ def _undefined_row(
     """A row whose every metric is NaN, each with ``reason`` in ``details["undefined"]``."""
     return {
         **ident,
-        **{m: float("nan") for m in _METRICS},
-        "details": {**details, "undefined": dict.fromkeys(_METRICS, reason)},
+        **{m: float("nan") for m in METRIC_COLUMNS},
+        "details": {**details, "undefined": dict.fromkeys(METRIC_COLUMNS, reason)},
         "wall_time_s": time.perf_counter() - t0,
     }

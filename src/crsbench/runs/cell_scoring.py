@@ -19,7 +19,7 @@ from crsbench.metrics import (
     negative_log_likelihood,
     sensitivity_at_specificity,
 )
-from crsbench.runs.reliability import reliability_bins
+from crsbench.store.reliability import reliability_bins
 
 
 def targets(labels: np.ndarray, task: str) -> np.ndarray:

@@ -29,7 +29,7 @@ from crsbench.core.errors import EncoderError
 from crsbench.runs.cell import score, targets
 from crsbench.runs.cell_scoring import shift_reference
 from crsbench.runs.plan import _identity, cell_conditions, shift_targets_of
-from crsbench.runs.records import make_run_key
+from crsbench.store.records import make_run_key
 
 #: ``probe`` of the LoRA rows. The stored analyses (``axes_from_runs``, hence
 #: ``regime_comparison``) read the main-protocol rows of a regime as ``probe='logistic'``; the

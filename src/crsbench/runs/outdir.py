@@ -1,4 +1,5 @@
-"""Which output directories are crsbench's, and moving a superseded run aside.
+"""Which output directories are crsbench's (moving a superseded run aside:
+:func:`crsbench.store.outputs.move_run_aside`).
 
 An output directory is crsbench's when it is empty (or new), or when it carries crsbench's
 marker file (written when crsbench first claims it) or a results store with its ``meta``
@@ -11,24 +12,17 @@ root, the home directory and the dataset roots (and anything inside them) are al
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterable
-from datetime import datetime, timezone
 from pathlib import Path
 
 from crsbench.core.errors import StoreError
-from crsbench.core.outputs import MARKER_NAME, refuse_protected, write_marker
-from crsbench.runs.lock import LOCK_NAME
-from crsbench.runs.schema import DB_NAME
+from crsbench.store.files import LAST_RUN_FILE, LOCK_FILE, STORE_FILE
+from crsbench.store.outputs import MARKER_NAME, refuse_protected, write_marker
 
 #: Everything crsbench writes directly under an output directory.
 OWN_NAMES: tuple[str, ...] = (
-    DB_NAME, DB_NAME + ".wal", LOCK_NAME, MARKER_NAME, "cache", "export", "scores",
-    "analysis", "report", "last_run.json", "data", "superseded", "lora", "damaged",
-)  # fmt: skip
-#: What a superseded run leaves behind and ``--force-new`` moves aside with its store.
-RUN_OUTPUTS: tuple[str, ...] = (
-    DB_NAME, DB_NAME + ".wal", "export", "scores", "analysis", "report", "last_run.json",
+    STORE_FILE, STORE_FILE + ".wal", LOCK_FILE, MARKER_NAME, "cache", "export", "scores",
+    "analysis", "report", LAST_RUN_FILE, "data", "superseded", "lora", "damaged",
 )  # fmt: skip
 _DIRECTORIES = frozenset(
     {"cache", "export", "scores", "analysis", "report", "data", "superseded", "lora", "damaged"}
@@ -40,7 +34,7 @@ def _is_within(path: Path, root: Path) -> bool:
 
 
 def _has_store(out: Path) -> bool:
-    store = out / DB_NAME
+    store = out / STORE_FILE
     if not store.is_file():
         return False
     import duckdb
@@ -144,20 +138,3 @@ def claim_output_dir(
     path = check_output_dir(out, dataset_roots=dataset_roots, force=force)
     write_marker(path)
     return path
-
-
-def move_run_aside(out: Path, label: str) -> list[tuple[Path, Path]]:
-    """Move a superseded run's store and derived folders to ``out/superseded/<label>-<utc>/``.
-
-    Returns the ``(from, to)`` pairs moved, in :data:`RUN_OUTPUTS` order.
-    """
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-    target = out / "superseded" / f"{label}-{stamp}"
-    moved: list[tuple[Path, Path]] = []
-    for name in RUN_OUTPUTS:
-        source = out / name
-        if source.exists():
-            target.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(source), str(target / name))
-            moved.append((source, target / name))
-    return moved

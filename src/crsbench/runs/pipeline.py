@@ -16,15 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
-from crsbench.core.storefile import LAST_RUN_FILE
 from crsbench.runs.cell import CellSettings
 from crsbench.runs.outdir import check_output_dir, claim_output_dir
 from crsbench.runs.plan import control_fractions, plan_cells
-from crsbench.runs.predictions import PREDICTIONS_KEY, pop_predictions, prediction_batch
+from crsbench.runs.prediction_keeper import PREDICTIONS_KEY, pop_predictions
 from crsbench.runs.prepare import prepare_datasets
-from crsbench.runs.records import RunRecord, make_run_key
-from crsbench.runs.reliability import rebuild_reliability_table
-from crsbench.runs.store import ResultsStore
+from crsbench.store import LAST_RUN_FILE, METRIC_COLUMNS, ResultsStore, RunRecord, make_run_key
+from crsbench.store.predictions import prediction_batch
+from crsbench.store.reliability import rebuild_reliability_table
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
 
@@ -100,7 +99,7 @@ def to_records(
         details = dict(row.pop("details", {}))
         wall = float(row.pop("wall_time_s", 0.0))
         undefined = dict(details.get("undefined") or {})
-        for m in ("auroc", "ece", "brier", "nll", "sens_at_spec90", "sens_at_spec95"):
+        for m in METRIC_COLUMNS:
             v = _clean_metric(row.get(m))
             if v is None and row.get(m) is not None and m not in undefined:
                 undefined[m] = "not defined on this evaluation set (see excluded / warnings)"
@@ -165,7 +164,7 @@ def _report_quarantine(
 ) -> None:
     """Keep a cell's quarantined images in the store and announce each image once per run
     (event ``quarantine``: dataset, split, image_id, path, error_class, message)."""
-    from crsbench.runs.quarantine import record_quarantine
+    from crsbench.store.quarantine import record_quarantine
 
     record_quarantine(store, entries)
     for entry in entries:

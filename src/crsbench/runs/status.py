@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
-from crsbench.core.storefile import skipped_cells
 from crsbench.runs.lora_stage import lora_plan
 from crsbench.runs.plan import plan_cells
-from crsbench.runs.records import make_run_key
+from crsbench.store.reader import skipped_cells
+from crsbench.store.records import make_run_key
 
 
 def grid_summary(cfg: BenchmarkConfig) -> str:
@@ -32,14 +32,14 @@ def grid_status(cfg: BenchmarkConfig) -> tuple[str, list[dict[str, Any]]]:
     ``--skip-missing``; ``reason`` says why).
     """
     from crsbench.datasets import DATASETS
-    from crsbench.runs.store import DB_NAME, ResultsStore
+    from crsbench.store import STORE_FILE, ResultsStore
 
     h = config_hash(cfg)
     modalities = {n: DATASETS.get(n).card.modality for n in cfg.datasets}
     cells = plan_cells(cfg, modalities)
     done: set[str] = set()
     out = Path(cfg.output_dir)
-    if (out / DB_NAME).exists():
+    if (out / STORE_FILE).exists():
         with ResultsStore(out, h, mode="r") as store:
             done = store.done_keys()
     skipped = skipped_cells(out)
@@ -69,11 +69,11 @@ def quarantine_status(cfg: BenchmarkConfig) -> list[str]:
     :data:`SHOWN_PER_DATASET`; the store's ``quarantine`` table holds them all). Plain text,
     to be printed without markup and unwrapped so that paths stay whole.
     """
-    from crsbench.runs.quarantine import quarantine_frame
-    from crsbench.runs.store import DB_NAME, ResultsStore
+    from crsbench.store import STORE_FILE, ResultsStore
+    from crsbench.store.quarantine import quarantine_frame
 
     out = Path(cfg.output_dir)
-    if not (out / DB_NAME).exists():
+    if not (out / STORE_FILE).exists():
         return []
     with ResultsStore(out, config_hash(cfg), mode="r") as store:
         frame = quarantine_frame(store.con)

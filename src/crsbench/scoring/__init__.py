@@ -4,7 +4,8 @@ Public API
 ----------
 - :func:`crs_table`: utilities, components P / I / W and the CRS under the fixed-anchor or the
   cohort rule.
-- :func:`load_runs`, :func:`axes_from_runs`, :func:`seed_means`: from a results store to axes.
+- :func:`axes_from_runs`, :func:`seed_means`: from run records (read with
+  :func:`crsbench.store.load_runs`) to axes.
 - :func:`score_cells`, :func:`score_runs`, :func:`aggregate_by_encoder`, :func:`per_domain`.
 - :func:`load_anchors`, :func:`freeze_anchors`, :class:`Anchors`: versioned anchors.
 - :func:`build_leaderboard`, :func:`write_tables`.
@@ -24,7 +25,7 @@ from crsbench.scoring.anchors import (
     load_anchors,
     save_anchors,
 )
-from crsbench.scoring.axes import axes_from_runs, load_runs, main_protocol, seed_means
+from crsbench.scoring.axes import axes_from_runs, seed_means
 from crsbench.scoring.crs import RULES, crs_components, crs_table, score_array
 from crsbench.scoring.dominance import DominanceCounter, cohort_dominance, dominance_share
 from crsbench.scoring.leaderboard import build_leaderboard, write_tables
@@ -47,8 +48,6 @@ __all__ = [
     "freeze_anchors",
     "halton_panel",
     "load_anchors",
-    "load_runs",
-    "main_protocol",
     "per_domain",
     "save_anchors",
     "score_array",

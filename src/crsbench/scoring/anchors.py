@@ -271,7 +271,8 @@ def freeze_anchors(
     datasets : sequence of str, optional
         Restrict the frozen panels to these datasets.
     """
-    from crsbench.scoring.axes import axes_from_runs, load_runs, seed_means
+    from crsbench.scoring.axes import axes_from_runs, seed_means
+    from crsbench.store import load_runs
 
     base_anchors = load_anchors(base)
     cells = seed_means(axes_from_runs(load_runs(store_dir)))

@@ -21,7 +21,6 @@ averaged over whatever happens to be present (see :mod:`crsbench.scoring.seed_ax
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -33,16 +32,14 @@ from crsbench.core.conditions import (
     condition_roles,
     shift_in_r,
 )
-from crsbench.core.errors import DataError, StoreError
-from crsbench.core.schema import IDENTITY_COLUMNS
+from crsbench.core.errors import DataError
 from crsbench.core.shift_labels import source_reference
-from crsbench.core.storefile import STORE_FILE, read_tables
 from crsbench.metrics.label_efficiency import DEFAULT_FRACTIONS
 from crsbench.scoring import notes as nt
 from crsbench.scoring.anchors import AXES
 from crsbench.scoring.seed_axes import NO_CLEAN, NO_ROWS, Expected, SeedRows, seed_axes
+from crsbench.store.reader import select_runs
 
-REQUIRED_COLUMNS: tuple[str, ...] = (*IDENTITY_COLUMNS, "auroc", "ece")
 AXIS_TABLE_COLUMNS: tuple[str, ...] = (
     "auroc",
     "ece",
@@ -55,46 +52,6 @@ AXIS_TABLE_COLUMNS: tuple[str, ...] = (
     "robustness_drop_all_shifts",
 )
 COUNT_COLUMNS: tuple[str, ...] = ("n_conditions", "n_extra_conditions")
-
-
-def load_runs(store_dir: str | Path, table: str = "runs") -> pd.DataFrame:
-    """Read the ``runs`` table of ``store_dir/results.duckdb`` through a read-only connection.
-
-    Raises
-    ------
-    StoreError
-        The store file or table is missing, locked or unreadable.
-    """
-    path = Path(store_dir) / STORE_FILE
-    found = read_tables(path, (table,))
-    if table not in found:
-        raise StoreError(f"results store {path} must have a table '{table}'. It has none.")
-    df = found[table]
-    if table == "runs":
-        check_runs(df, str(path))
-    return df
-
-
-def check_runs(runs: pd.DataFrame, source: str = "runs") -> pd.DataFrame:
-    """Raise :class:`DataError` when a required column is missing."""
-    missing = [c for c in REQUIRED_COLUMNS if c not in runs.columns]
-    if missing:
-        raise DataError(f"{source} must have columns {missing}. Got {list(runs.columns)} instead.")
-    return runs
-
-
-def main_protocol(
-    runs: pd.DataFrame, regime: str = "frozen", probe: str = "logistic", layer: float = 1.0
-) -> pd.DataFrame:
-    """The rows of ``runs`` that feed the axes: one regime, one probe, one layer, no recalibration."""
-    check_runs(runs)
-    keep = (
-        (runs["regime"] == regime)
-        & (runs["probe"] == probe)
-        & np.isclose(runs["layer"].astype(float), layer)
-        & (runs["recalibrator"] == "none")
-    )
-    return runs.loc[keep]
 
 
 def _frac(f: float) -> float:
@@ -189,7 +146,7 @@ def axes_from_runs(
     Parameters
     ----------
     runs : pandas.DataFrame
-        The store's ``runs`` table (see :data:`REQUIRED_COLUMNS`).
+        The store's ``runs`` table (see :data:`crsbench.store.reader.REQUIRED_COLUMNS`).
     regime, probe, layer : str, str, float
         Which rows are the protocol's main rows.
     include_shift : bool or sequence of str
@@ -217,7 +174,8 @@ def axes_from_runs(
     DataError
         Two main-protocol rows share an identity.
     """
-    m = main_protocol(runs, regime=regime, probe=probe, layer=layer)
+    m = select_runs(runs, regime=regime, probe=probe, layer=layer, fraction=None,
+                    condition=None, own_eval=None)  # fmt: skip
     keys = ["encoder", "dataset", "seed"]
     columns = [*keys, *AXIS_TABLE_COLUMNS, *COUNT_COLUMNS, "missing"]
     if m.empty:

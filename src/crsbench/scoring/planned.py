@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import StoreError
-from crsbench.core.storefile import STORE_FILE, read_tables
+from crsbench.store.reader import read_meta
 
 NOT_RUN = "cell not run (planned by the config, absent from the store)"
 
@@ -45,12 +45,12 @@ def planned_cells(config_json: str) -> set[tuple[str, str]] | None:
 def store_planned_cells(store: str | Path) -> set[tuple[str, str]] | None:
     """:func:`planned_cells` of the config recorded in ``store``'s ``meta`` table."""
     try:
-        meta = read_tables(Path(store) / STORE_FILE, ("meta",)).get("meta")
+        meta = read_meta(store)
     except StoreError:
         return None
-    if meta is None or meta.empty:
+    if not meta:
         return None
-    return planned_cells(str(meta["config_json"].iloc[0]))
+    return planned_cells(str(meta["config_json"]))
 
 
 def add_unrun_cells(cells: pd.DataFrame, planned: set[tuple[str, str]] | None) -> pd.DataFrame:

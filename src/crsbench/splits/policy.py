@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from crsbench.core.errors import ConfigError
+from crsbench.core.types import SPLIT_NAMES
 
-SPLIT_NAMES: tuple[str, ...] = ("train", "val", "calib", "test")
 POOL = "pool"
 
 

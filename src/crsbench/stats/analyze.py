@@ -223,6 +223,6 @@ def run_analyses(
         "no control-probe rows in the store (probe other than logistic)",
     )
     emit_beyond(emit, runs, cells, board, per_seed, anc, groups, n_replicates, seed)
-    emit_prediction_analyses(emit, out, store, cells, per_seed, n_replicates, seed)
+    emit_prediction_analyses(emit, out, store, cells, per_seed, n_replicates, seed, anc)
     (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2), encoding="utf-8")
     return summary

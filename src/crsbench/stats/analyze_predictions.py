@@ -8,17 +8,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from crsbench.scoring.anchors import Anchors
 from crsbench.stats.flips import prediction_flips
 from crsbench.stats.operating_points import operating_point_transfer, sensitivity_lost
 from crsbench.stats.store_predictions import load_store_predictions
-from crsbench.stats.subgroups import subgroup_analysis, worst_subgroup_ranking
+from crsbench.stats.subgroup_crs import worst_subgroup_crs, worst_subgroup_ranking
+from crsbench.stats.subgroups import subgroup_analysis
 
 Emit = Callable[..., None]
 _NO_PREDICTIONS = "the store has no per-sample predictions for any complete cell"
-
-
-def _overall_auroc(cells: pd.DataFrame) -> pd.Series:
-    return cells.groupby("encoder")["auroc"].mean()
 
 
 def emit_prediction_analyses(
@@ -29,8 +27,10 @@ def emit_prediction_analyses(
     per_seed: pd.DataFrame,
     n_replicates: int,
     seed: int,
+    anchors: Anchors,
 ) -> None:
-    """Emit ``subgroups`` (and ``subgroup_cells.csv``, ``subgroup_ranking.csv``),
+    """Emit ``subgroups`` (and ``subgroup_cells.csv``, ``subgroup_crs.csv``,
+    ``subgroup_ranking.csv``),
     ``operating_points`` (and ``operating_point_transfer.csv``) and ``prediction_flips``
     through :func:`crsbench.stats.run_analyses`'s ``emit``."""
     keys = sorted({(e, d) for e, d in zip(cells["encoder"], cells["dataset"], strict=True)})
@@ -41,14 +41,18 @@ def emit_prediction_analyses(
     def subgroups() -> tuple[pd.DataFrame, dict]:
         if not preds:
             return pd.DataFrame(), {}
-        sub, worst = subgroup_analysis(preds, n_replicates=max(n_replicates, 1), seed=seed)
-        sub.to_csv(out / "subgroup_cells.csv", index=False)
-        if worst.empty:
-            return worst, {}
-        ranking = worst_subgroup_ranking(worst, _overall_auroc(cells))
+        res = subgroup_analysis(preds, n_replicates=max(n_replicates, 1), seed=seed)
+        res.subgroups.to_csv(out / "subgroup_cells.csv", index=False)
+        if res.worst.empty:
+            return res.worst, {}
+        per_cell, reps = worst_subgroup_crs(res, cells, anchors)
+        per_cell.to_csv(out / "subgroup_crs.csv", index=False)
+        ranking = worst_subgroup_ranking(per_cell, reps)
         ranking.to_csv(out / "subgroup_ranking.csv", index=False)
-        return worst, {"too_small": int((sub["status"] == "too small").sum()),
-                       "ranking": ranking["encoder"].tolist()}  # fmt: skip
+        return res.worst, {
+            "too_small": int((res.subgroups["status"] == "too small").sum()),
+            "ranking_worst_subgroup_crs": ranking["encoder"].tolist(),
+        }
 
     def operating_points() -> tuple[pd.DataFrame, dict]:
         if not preds:

@@ -10,7 +10,8 @@ from scipy import stats as sps
 
 from crsbench.core.conditions import PAPER_CONDITIONS, condition_roles
 from crsbench.core.errors import ConfigError
-from crsbench.stats._select import CELL, select
+from crsbench.store.columns import CELL_COLUMNS
+from crsbench.store.reader import select_runs
 
 
 def mean_ci(
@@ -41,8 +42,8 @@ def recalibration_effect(
     counted in ``n_cells_undefined``; ``identity_share`` is the share of recalibrated rows where
     cross-validation kept the identity map (from ``details``, when the column is present).
     """
-    rows = select(runs, regime=regime, recalibrator=None)
-    keys = [*CELL, "seed"]
+    rows = select_runs(runs, regime=regime, recalibrator=None)
+    keys = [*CELL_COLUMNS, "seed"]
     base = rows[rows["recalibrator"] == "none"].groupby(keys)[["ece", "auroc"]].mean()
     out = []
     for method, grp in rows[rows["recalibrator"] != "none"].groupby("recalibrator", sort=True):
@@ -89,11 +90,17 @@ def _identity_share(rows: pd.DataFrame) -> float:
 def _perturbation_cells(runs: pd.DataFrame, regime: str) -> pd.DataFrame:
     """Per (cell, condition, severity): seed-mean AUROC / ECE beside the clean ones, the AUROC
     drop, the ECE increase and the condition's ``kind`` (``paper`` or ``extra``)."""
-    clean = select(runs, regime=regime).groupby(CELL)[["auroc", "ece"]].mean(skipna=False)
-    pert = select(runs, regime=regime, condition=None)
+    clean = (
+        select_runs(runs, regime=regime)
+        .groupby(list(CELL_COLUMNS))[["auroc", "ece"]]
+        .mean(skipna=False)
+    )
+    pert = select_runs(runs, regime=regime, condition=None)
     roles = condition_roles(pert["condition"], pert["severity"])
     pert = pert[np.isin(roles, ["paper", "extra"])]
-    per = pert.groupby([*CELL, "condition", "severity"])[["auroc", "ece"]].mean(skipna=False)
+    per = pert.groupby([*CELL_COLUMNS, "condition", "severity"])[["auroc", "ece"]].mean(
+        skipna=False
+    )
     joined = per.join(clean.add_suffix("_clean"), how="inner").reset_index()
     joined["auroc_drop"] = joined["auroc_clean"] - joined["auroc"]
     joined["ece_increase"] = joined["ece"] - joined["ece_clean"]
@@ -131,7 +138,7 @@ def discrimination_calibration_correlation(
     """
     paper = _perturbation_cells(runs, regime)
     paper = paper[paper["kind"] == "paper"]
-    g = paper.groupby(CELL)
+    g = paper.groupby(list(CELL_COLUMNS))
     cells = g[["auroc_drop", "ece_increase"]].mean()
     whole = (g.size() == len(PAPER_CONDITIONS)) & cells.notna().all(axis=1)
     incomplete = int((~whole).sum())

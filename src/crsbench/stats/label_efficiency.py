@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from crsbench.stats._select import CELL, select
+from crsbench.store.columns import CELL_COLUMNS
+from crsbench.store.reader import select_runs
 
 
 def label_efficiency_cells(
@@ -15,8 +16,12 @@ def label_efficiency_cells(
 ) -> pd.DataFrame:
     """Per cell: AUROC at ``low_fraction`` labels (seed mean) beside the full-label AUROC,
     retention and AULC from ``cells`` (seed-mean axes)."""
-    low = select(runs, regime=regime, fraction=low_fraction).groupby(CELL)["auroc"].mean()
-    out = cells[[*CELL, "auroc", "retention", "aulc"]].copy()
+    low = (
+        select_runs(runs, regime=regime, fraction=low_fraction)
+        .groupby(list(CELL_COLUMNS))["auroc"]
+        .mean()
+    )
+    out = cells[[*CELL_COLUMNS, "auroc", "retention", "aulc"]].copy()
     out.insert(
         2,
         "auroc_low",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from crsbench.stats._select import select
+from crsbench.store.reader import select_runs
 
 
 def layer_depth(runs: pd.DataFrame, regime: str = "frozen", by_cell: bool = False) -> pd.DataFrame:
@@ -16,7 +16,7 @@ def layer_depth(runs: pd.DataFrame, regime: str = "frozen", by_cell: bool = Fals
     has: it is left out, and a per-encoder row counts its cells in ``n_cells`` and the left-out
     ones in ``n_cells_incomplete`` (an encoder with none complete is left out).
     """
-    rows = select(runs, regime=regime, layer=None)
+    rows = select_runs(runs, regime=regime, layer=None)
     per = rows.groupby(["encoder", "dataset", "layer"])["auroc"].mean(skipna=False)
     per = per.unstack("layer")
     if per.empty or 1.0 not in per.columns:

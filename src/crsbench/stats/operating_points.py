@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 import pandas as pd
 
+from crsbench.stats.label_names import label_names
 from crsbench.stats.patient_bootstrap import CellPredictions, EvalSplit
 
 DEFAULT_TARGET_SENSITIVITY = 0.90
@@ -89,11 +90,13 @@ def validation_thresholds(cell: CellPredictions, kind: str, target: float) -> np
 
 def _eval_sets(cell: CellPredictions) -> list[tuple[str, EvalSplit, np.ndarray]]:
     out = [("test", cell.test, cell.clean)]
-    return out + [(split.dataset, split, prob) for split, prob in cell.shifts]
+    shifts = (*cell.shifts, *cell.extra_shifts)
+    return out + [(split.dataset, split, prob) for split, prob in shifts]
 
 
 def _cell_rows(cell: CellPredictions, kind: str, target: float) -> list[dict]:
     thr = validation_thresholds(cell, kind, target)
+    names = label_names(cell.dataset, thr.shape[-1])
     rows = []
     for where, split, prob in _eval_sets(cell):
         per = {}
@@ -104,8 +107,8 @@ def _cell_rows(cell: CellPredictions, kind: str, target: float) -> list[dict]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # a label NaN at every seed
                 sens, spec, t = np.nanmean(np.asarray(v, float), axis=0)
-            rows.append({"encoder": cell.encoder, "dataset": cell.dataset, "label": j,
-                         "target_kind": kind, "target": target, "threshold": t,
+            rows.append({"encoder": cell.encoder, "dataset": cell.dataset, "label": names[j],
+                         "label_index": j, "target_kind": kind, "target": target, "threshold": t,
                          "evaluated_on": where, "sensitivity": sens, "specificity": spec})  # fmt: skip
     return rows
 
@@ -128,8 +131,8 @@ def operating_point_transfer(
     Returns
     -------
     pandas.DataFrame
-        One row per (encoder, dataset, label index, target_kind, evaluated_on) with the
-        threshold (seed mean), sensitivity and specificity (seed means). ``evaluated_on`` is
+        One row per (encoder, dataset, label, target_kind, evaluated_on): ``label`` is the
+        dataset's label (or class) name, ``label_index`` its column; the threshold (seed mean), sensitivity and specificity (seed means). ``evaluated_on`` is
         ``test`` or the shift target's dataset; a label without positives is left out.
     """
     rows: list[dict] = []

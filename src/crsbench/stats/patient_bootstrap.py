@@ -92,6 +92,9 @@ class CellPredictions:
         Further shift targets inside R (each drop is one more condition).
     val : (EvalSplit, array) or None
         The full-label fit's validation rows and probabilities (operating points).
+    extra_shifts : tuple of (EvalSplit, array)
+        Shift targets outside R (e.g. NIH ChestX-ray14): read by the operating-point
+        transfer only, never by the bootstrap.
     """
 
     encoder: str
@@ -105,6 +108,7 @@ class CellPredictions:
     shift: tuple[EvalSplit, np.ndarray] | None = None
     more_shifts: tuple[tuple[EvalSplit, np.ndarray], ...] = ()
     val: tuple[EvalSplit, np.ndarray] | None = None
+    extra_shifts: tuple[tuple[EvalSplit, np.ndarray], ...] = ()
 
     @property
     def shifts(self) -> tuple[tuple[EvalSplit, np.ndarray], ...]:

@@ -11,7 +11,7 @@ from scipy import stats as sps
 
 from crsbench.core.errors import CrsbenchError
 from crsbench.core.shift_labels import compared_labels, source_reference
-from crsbench.stats._select import select
+from crsbench.store.reader import select_runs
 
 #: Card ``family_group`` → the two groups of the test.
 GROUP_OF_FAMILY = {"general": "general", "baseline": "general",
@@ -60,12 +60,12 @@ def shift_auroc_by_encoder(runs: pd.DataFrame, regime: str = "frozen") -> pd.Dat
     :mod:`crsbench.core.shift_labels`), else the source's clean AUROC, seed by seed; the
     columns ``compared_labels`` (``all`` or the names) and ``n_seeds`` say which.
     """
-    target = select(runs, regime=regime, condition="shift", own_eval=False)
+    target = select_runs(runs, regime=regime, condition="shift", own_eval=False)
     cols = ["encoder", "dataset", "eval_dataset", "shift_auroc", "source_auroc", "shift_drop",
             "compared_labels", "n_seeds"]  # fmt: skip
     if target.empty:
         return pd.DataFrame(columns=cols)
-    clean = select(runs, regime=regime).groupby(["encoder", "dataset", "seed"])["auroc"].mean()
+    clean = select_runs(runs, regime=regime).groupby(["encoder", "dataset", "seed"])["auroc"].mean()
     details = target["details"] if "details" in target else pd.Series(None, index=target.index)
     refs = [source_reference(d) for d in details]
     labels = [compared_labels(d) for d in details]

@@ -4,11 +4,12 @@ One :class:`~crsbench.stats.patient_bootstrap.CellPredictions` per (encoder, dat
 from exactly the rows the point estimate's axes use (:func:`crsbench.scoring.axes_from_runs`):
 the clean full-label test set (D, C), the clean test set at each protocol label fraction (L),
 the 15 paper conditions and the paper's shift targets at full labels (R). Layout of the
-tables: :mod:`crsbench.core.predictions`.
+tables: :mod:`crsbench.store.prediction_layout`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,10 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.conditions import CLEAN, PAPER_CONDITIONS, PAPER_SHIFTS, SHIFT
-from crsbench.core.predictions import (
+from crsbench.metrics.label_efficiency import DEFAULT_FRACTIONS
+from crsbench.stats.patient_bootstrap import CellPredictions, EvalSplit
+from crsbench.store.files import STORE_FILE
+from crsbench.store.prediction_layout import (
     BLOBS_TABLE,
     EVAL_SPLIT,
     PREDICTION_TABLES,
@@ -27,9 +31,7 @@ from crsbench.core.predictions import (
     VAL_SPLIT,
     decode_matrix,
 )
-from crsbench.core.storefile import STORE_FILE, read_queries
-from crsbench.metrics.label_efficiency import DEFAULT_FRACTIONS
-from crsbench.stats.patient_bootstrap import CellPredictions, EvalSplit
+from crsbench.store.reader import read_queries
 
 _MAIN = (
     f"FROM runs r JOIN {PREDICTIONS_TABLE} p ON p.run_key = r.run_key "
@@ -105,12 +107,13 @@ class _Blobs:
         return np.stack([self.prob(k) for k in keys])
 
 
-def _paper_targets(rows: pd.DataFrame) -> dict[str, tuple[str, ...]]:
-    """Per dataset: the paper's shift targets the store evaluates (they enter R)."""
+def _paper_targets(rows: pd.DataFrame, paper: bool = True) -> dict[str, tuple[str, ...]]:
+    """Per dataset: the paper's shift targets the store evaluates (they enter R), or with
+    ``paper=False`` the other shift targets (outside R)."""
     shift = rows[(rows["condition"] == SHIFT) & (rows["eval_dataset"] != rows["dataset"])]
     out: dict[str, set[str]] = {}
     for ds, ev in zip(shift["dataset"], shift["eval_dataset"], strict=True):
-        if (ds, ev) in PAPER_SHIFTS:
+        if ((ds, ev) in PAPER_SHIFTS) == paper:
             out.setdefault(ds, set()).add(ev)
     return {ds: tuple(sorted(t)) for ds, t in out.items()}
 
@@ -132,6 +135,17 @@ def _val(enc, ds, seeds, val_index, blobs) -> tuple[EvalSplit, np.ndarray] | Non
     if any(k is None for k in found) or len({k[0] for k in found}) != 1:
         return None
     return blobs.split(found[0][0])[0], blobs.per_seed([k[1] for k in found])
+
+
+def _extra_shifts(enc, ds, seeds, index, blobs, targets) -> tuple:
+    """Shift targets outside R with predictions at every seed (a target lacking one is left
+    out: nothing outside R makes a cell incomplete)."""
+    out = []
+    for target in targets.get(ds, ()):
+        found = [index.get((enc, ds, target, s, 1.0, SHIFT, 0)) for s in seeds]
+        if all(k is not None for k in found):
+            out.append((blobs.split(found[0][0])[0], blobs.per_seed([k[1] for k in found])))
+    return tuple(out)
 
 
 def _cell(enc, ds, seeds, index, blobs, targets, val_index=None) -> CellPredictions | str:
@@ -189,7 +203,7 @@ def load_store_predictions(
     rows = found["rows"]
     blobs = _Blobs(found["blobs"], found["splits"], found.get("meta"))
     index, val_index = _index(rows), _index(rows, VAL_SPLIT)
-    targets = _paper_targets(rows)
+    targets, extra = _paper_targets(rows), _paper_targets(rows, paper=False)
     seed_list = sorted(int(s) for s in seeds)
     out = StorePredictions(available=True)
     for enc, ds in cells:
@@ -197,5 +211,6 @@ def load_store_predictions(
         if isinstance(got, str):
             out.missing[f"{enc}/{ds}"] = got
         else:
-            out.cells[(enc, ds)] = got
+            more = _extra_shifts(enc, ds, seed_list, index, blobs, extra)
+            out.cells[(enc, ds)] = dataclasses.replace(got, extra_shifts=more) if more else got
     return out

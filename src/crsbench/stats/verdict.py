@@ -23,10 +23,10 @@ from crsbench.core.errors import DataError
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.scoring.crs import crs_components, fixed_utilities
 from crsbench.scoring.dominance import DominanceCounter
-from crsbench.stats._select import select
 from crsbench.stats.bootstrap import axes_cube, resample_counts
 from crsbench.stats.intervals import ece_interval
 from crsbench.stats.patient_bootstrap import SEED_ONLY, TEST_PATIENTS_X_SEEDS
+from crsbench.store.reader import select_runs
 
 #: (key, question as the report asks it, value, True when higher is better).
 QUESTIONS: tuple[tuple[str, str, str, bool], ...] = (
@@ -140,8 +140,8 @@ def _seed_values(values: pd.DataFrame, seeds: list, counts: np.ndarray):
 
 
 def _jpeg_drops(runs: pd.DataFrame) -> pd.DataFrame:
-    clean = select(runs).set_index(["encoder", "dataset", "seed"])["auroc"]
-    jp = select(runs, condition=JPEG)
+    clean = select_runs(runs).set_index(["encoder", "dataset", "seed"])["auroc"]
+    jp = select_runs(runs, condition=JPEG)
     if jp.empty:
         return pd.DataFrame(columns=["encoder", "group", "seed", "value"])
     ref = clean.reindex(pd.MultiIndex.from_frame(jp[["encoder", "dataset", "seed"]])).to_numpy()
@@ -151,8 +151,8 @@ def _jpeg_drops(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _shift_ece_increase(runs: pd.DataFrame) -> pd.DataFrame:
-    clean = select(runs).set_index(["encoder", "dataset", "seed"])["ece"]
-    sh = select(runs, condition="shift", own_eval=False)
+    clean = select_runs(runs).set_index(["encoder", "dataset", "seed"])["ece"]
+    sh = select_runs(runs, condition="shift", own_eval=False)
     if sh.empty:
         return pd.DataFrame(columns=["encoder", "group", "seed", "value"])
     ref = clean.reindex(pd.MultiIndex.from_frame(sh[["encoder", "dataset", "seed"]])).to_numpy()
@@ -258,7 +258,7 @@ def verdict_table(
         lead = _ece_lead_interval(replicates, level) if AXES[j] == "ece" else None
         rows += _verdicts(question, items, replicates.point[:, j], replicates.replicates[:, :, j],
                           replicates.method, replicates.basic, level, lead)  # fmt: skip
-    seeds = sorted(select(runs)["seed"].unique())
+    seeds = sorted(select_runs(runs)["seed"].unique())
     counts = seed_counts(replicates.replicates.shape[0], max(len(seeds), 1), seed).astype(float)
     for question, values in ((QUESTIONS[5], _jpeg_drops(runs)),
                              (QUESTIONS[6], _shift_ece_increase(runs))):  # fmt: skip

@@ -1,9 +1,9 @@
 """A realistic simulated results store, written by the store's own writer.
 
-Rows are built in the store's own schema (:data:`crsbench.runs.records.RUN_COLUMNS`: the
+Rows are built in the store's own schema (:data:`crsbench.store.records.RUN_COLUMNS`: the
 eleven identity columns, the metrics and the provenance) and written through
-:meth:`crsbench.runs.store.ResultsStore.append_frame` (validated like every
-:class:`~crsbench.runs.records.RunRecord`) followed by :meth:`~ResultsStore.aggregate`, so the
+:meth:`crsbench.store.writer.ResultsStore.append_frame` (validated like every
+:class:`~crsbench.store.records.RunRecord`) followed by :meth:`~ResultsStore.aggregate`, so the
 ``runs``, ``metrics`` and ``meta`` tables, their column names and the run keys are exactly the
 real store's. Every analysis of docs/protocol.md section 10 has data in it: all label
 fractions, the 15 paper conditions under the registry's perturbation names, the CheXpert →
@@ -22,8 +22,8 @@ import pandas as pd
 
 from crsbench.core.conditions import PAPER_PERTURBATIONS, PAPER_SHIFTS, SEVERITIES
 from crsbench.core.errors import StoreError
-from crsbench.core.storefile import STORE_FILE
-from crsbench.runs.records import IDENTITY_COLUMNS, METRIC_COLUMNS, SCHEMA_VERSION
+from crsbench.store.columns import IDENTITY_COLUMNS, METRIC_COLUMNS, SCHEMA_VERSION
+from crsbench.store.files import STORE_FILE
 
 #: (name, home dataset or None): the paper's 15 families (groups come from the encoder cards).
 ENCODER_PANEL: tuple[tuple[str, str | None], ...] = (
@@ -257,7 +257,7 @@ def write_store(df: pd.DataFrame, store_dir: str | Path, config: dict | None = N
         ``store_dir/results.duckdb`` already exists (never overwritten), or a row breaks the
         store's schema.
     """
-    from crsbench.runs.store import ResultsStore
+    from crsbench.store.writer import ResultsStore
 
     path = Path(store_dir) / STORE_FILE
     if path.exists():

@@ -12,7 +12,7 @@ import pytest
 SECTION_IDS = (
     "at-a-glance", "leaderboard", "profiles", "rank-shift", "uncertainty", "calibration",
     "label-efficiency", "robustness", "layer-depth", "control-probes", "pretraining-overlap",
-    "weights", "provenance",
+    "weights", "subgroups", "operating-points", "flips", "provenance",
 )  # fmt: skip
 FULL_FIGURES = (
     "profiles", "rank_shift", "uncertainty", "calibration_cell", "recalibration",
@@ -47,7 +47,9 @@ def test_every_section_present_with_reading_guide(small_report: Path) -> None:
     notes = re.findall(r'<p class="note">([^<]*)</p>', html)
     fallback = [n for n in notes if "seed-only bootstrap because this store has no" in n]
     assert len(fallback) == 2
-    notes = [n for n in notes if n not in fallback]
+    no_preds = [n for n in notes if "predictions for any complete cell" in n]
+    assert len(no_preds) == 3  # sections 12-14 say so
+    notes = [n for n in notes if n not in fallback and n not in no_preds]
     assert len(notes) == 3
     assert "reliability" in notes[0] and not any("meta table" in n for n in notes)
     for note, probe in zip(notes[1:3], ("kNN", "MLP"), strict=True):
@@ -74,7 +76,8 @@ def test_page_is_self_contained(small_report: Path) -> None:
 
 
 def test_leaderboard_matches_scoring(small_store: Path, small_report: Path) -> None:
-    from crsbench.scoring import build_leaderboard, load_runs
+    from crsbench.scoring import build_leaderboard
+    from crsbench.store import load_runs
 
     written = pd.read_csv(small_report.parent / "tables" / "leaderboard.csv")
     ref = build_leaderboard(load_runs(small_store), n_replicates=60, seed=0)

@@ -16,11 +16,11 @@ from crsbench.scoring import (
     freeze_anchors,
     halton_panel,
     load_anchors,
-    load_runs,
     score_cells,
     seed_means,
 )
 from crsbench.scoring.dominance import cohort_dominance
+from crsbench.store import load_runs
 from crsbench.testing import simulate_runs, write_store
 
 BOUNDS = {

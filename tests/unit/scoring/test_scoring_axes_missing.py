@@ -19,11 +19,11 @@ from crsbench.scoring import (
     axes_from_runs,
     build_leaderboard,
     load_anchors,
-    load_runs,
     score_cells,
     seed_means,
 )
 from crsbench.stats.bootstrap import axes_cube, paired_seed_bootstrap, replicate_scores
+from crsbench.store import load_runs
 from crsbench.testing import simulate_runs, write_store
 
 pytestmark = pytest.mark.filterwarnings("ignore:cells not scored:UserWarning")

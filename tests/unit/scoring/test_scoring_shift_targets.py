@@ -15,7 +15,8 @@ import pytest
 
 from crsbench.core.conditions import PAPER_PERTURBATIONS
 from crsbench.metrics import robustness_drop
-from crsbench.scoring import axes_from_runs, load_runs
+from crsbench.scoring import axes_from_runs
+from crsbench.store import load_runs
 from crsbench.testing import simulate_runs, write_store
 
 CLEAN, PERTURBED, MIMIC = 0.80, 0.79, 0.70

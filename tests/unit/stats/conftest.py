@@ -27,7 +27,7 @@ def main_mask(df: pd.DataFrame, condition: str = "clean") -> pd.Series:
 
 def write_and_load(df: pd.DataFrame, path: Path) -> pd.DataFrame:
     """Write ``df`` through the real store writer and read the ``runs`` table back."""
-    from crsbench.scoring import load_runs
+    from crsbench.store import load_runs
     from crsbench.testing import write_store
 
     write_store(df, path)

@@ -95,7 +95,7 @@ def _frame(cfg, config_hash: str) -> pd.DataFrame:
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo config's planned records (2 seeds) with planted metrics, via ResultsStore."""
     from crsbench.config import config_hash, config_json, load_packaged_config
-    from crsbench.runs.store import ResultsStore
+    from crsbench.store.writer import ResultsStore
 
     root = tmp_path_factory.mktemp("control")
     cfg = load_packaged_config("demo", output_dir=root).model_copy(update={"seeds": [0, 1]})
@@ -108,7 +108,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(store: Path) -> pd.DataFrame:
-    from crsbench.scoring import load_runs
+    from crsbench.store import load_runs
 
     return load_runs(store)
 

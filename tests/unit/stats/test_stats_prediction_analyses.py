@@ -50,11 +50,11 @@ def test_planted_threshold_transfer():
                            shift=(_split("tgt", yt), _binary(ps)),
                            val=(_split("src", yv), _binary(pv)))  # fmt: skip
     table = operating_point_transfer({("enc", "src"): cell})
-    sens = table[(table.target_kind == "sensitivity") & (table.label == 1)]
+    sens = table[(table.target_kind == "sensitivity") & (table.label == "output 1")]
     got = dict(zip(sens.evaluated_on, sens.sensitivity, strict=True))
     assert got == pytest.approx({"test": 0.9, "tgt": 0.6})
     lost = sensitivity_lost(table, tolerance=0.05)
-    row = lost[lost.label == 1].iloc[0]
+    row = lost[lost.label == "output 1"].iloc[0]
     assert row.sensitivity_lost == pytest.approx(0.3)
     assert not row.keeps_operating_point
     assert sensitivity_lost(table, tolerance=0.5)["keeps_operating_point"].all()
@@ -94,7 +94,8 @@ def test_planted_subgroup_gap_and_too_small():
     groups = [f"p{i}" for i in range(2 * n)]
     split = _split("d", y, groups, {"sex": sex, "site": site})
     cell = CellPredictions("enc", "d", "multiclass", split, (0,), _binary(p1))
-    sub, worst = subgroup_analysis({("enc", "d"): cell}, min_patients=2, n_replicates=50)
+    res = subgroup_analysis({("enc", "d"): cell}, min_patients=2, n_replicates=50)
+    sub, worst = res.subgroups, res.worst
     auc = sub.set_index(["attribute", "subgroup"])
     assert auc.loc[("sex", "female"), "auroc"] == pytest.approx(1.0)
     assert auc.loc[("sex", "male"), "auroc"] == pytest.approx(0.0)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from crsbench.scoring import axes_from_runs, load_runs, score_cells
+from crsbench.scoring import axes_from_runs, score_cells
 from crsbench.scoring.aggregate import encoder_means
 from crsbench.stats import (
     leave_one_target_out,
@@ -20,6 +20,7 @@ from crsbench.stats import (
     shift_welch_by_target,
 )
 from crsbench.stats.shift import shift_drop_matrix
+from crsbench.store import load_runs
 from crsbench.testing import simulate_runs, write_store
 from crsbench.testing.simulated_store import EXTRA_SHIFT_REFERENCE_GAP, GENERAL
 

@@ -1,4 +1,5 @@
-"""Folders that ``score``, ``analyze``, ``report`` (and ``run``) may write into.
+"""Folders that ``score``, ``analyze``, ``report`` (and ``run``) may write into, and moving a
+superseded run's outputs aside.
 
 A folder is crsbench's to write when it does not exist yet, is empty, carries crsbench's
 marker file, or sits directly in a crsbench output directory (the default ``STORE/scores``,
@@ -11,13 +12,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
 from crsbench.core.errors import StoreError
-from crsbench.core.storefile import STORE_FILE
+from crsbench.store.files import LAST_RUN_FILE, STORE_FILE
 
 MARKER_NAME = ".crsbench-output"
+#: What a superseded run leaves behind and ``--force-new`` moves aside with its store.
+RUN_OUTPUTS: tuple[str, ...] = (
+    STORE_FILE, STORE_FILE + ".wal", "export", "scores", "analysis", "report", LAST_RUN_FILE,
+)  # fmt: skip
 
 
 def is_marked(folder: Path) -> bool:
@@ -76,3 +82,20 @@ def claim_results_folder(folder: Path | str, *, create: bool = True) -> Path:
     if create:
         write_marker(path)
     return path
+
+
+def move_run_aside(out: Path, label: str) -> list[tuple[Path, Path]]:
+    """Move a superseded run's store and derived folders to ``out/superseded/<label>-<utc>/``.
+
+    Returns the ``(from, to)`` pairs moved, in :data:`RUN_OUTPUTS` order.
+    """
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    target = out / "superseded" / f"{label}-{stamp}"
+    moved: list[tuple[Path, Path]] = []
+    for name in RUN_OUTPUTS:
+        source = out / name
+        if source.exists():
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(source), str(target / name))
+            moved.append((source, target / name))
+    return moved

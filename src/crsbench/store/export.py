@@ -1,13 +1,16 @@
-"""Atomic export of a DuckDB query to Parquet or CSV: write a temporary file, fsync, rename."""
+"""Atomic export of a store (or one DuckDB query) to Parquet or CSV: temporary file, fsync,
+rename."""
 
 from __future__ import annotations
 
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from crsbench.core.errors import StoreError
+from crsbench.store.columns import GROUP_COLUMNS
 
 EXPORT_FORMATS: tuple[str, ...] = ("parquet", "csv")
 _COPY_OPTIONS = {"parquet": "FORMAT PARQUET, COMPRESSION ZSTD", "csv": "FORMAT CSV, HEADER TRUE"}
@@ -72,3 +75,30 @@ def write_json_atomic(dest: Path, value: Any) -> Path:
         tmp.unlink(missing_ok=True)
         raise StoreError(f"could not export to {dest}: {exc}") from exc
     return dest
+
+
+def export_store(con: Any, meta: dict[str, Any], folder: Path, fmt: str) -> dict[str, Path]:
+    """Write ``runs``, ``metrics`` (and, as Parquet, the per-sample predictions tables) to
+    ``folder/<table>.<fmt>`` and the ``meta`` row to ``folder/meta.json``, each atomically.
+
+    Returns
+    -------
+    dict
+        Table name (or ``"meta"``) → the file written.
+    """
+    from crsbench.store.predictions import export_predictions
+
+    meta = {k: (str(v) if isinstance(v, datetime) else v) for k, v in meta.items()}
+    # per-sample predictions (binary blobs) are exported as Parquet only
+    extra = export_predictions(con, folder) if fmt == "parquet" else {}
+    metrics_order = ", ".join(GROUP_COLUMNS)
+    return {
+        **extra,
+        "meta": write_json_atomic(folder / "meta.json", meta),
+        "runs": export_query(
+            con, "SELECT * FROM runs ORDER BY run_key", folder / f"runs.{fmt}", fmt
+        ),
+        "metrics": export_query(
+            con, f"SELECT * FROM metrics ORDER BY {metrics_order}", folder / f"metrics.{fmt}", fmt
+        ),
+    }

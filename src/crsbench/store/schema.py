@@ -8,12 +8,8 @@ import duckdb
 import pyarrow as pa
 
 from crsbench.core.errors import StoreError
-from crsbench.core.storefile import STORE_FILE
-from crsbench.runs.records import IDENTITY_COLUMNS, METRIC_COLUMNS, RUN_COLUMNS, VOLATILE_COLUMNS
+from crsbench.store.columns import GROUP_COLUMNS, METRIC_COLUMNS, RUN_COLUMNS
 
-DB_NAME = STORE_FILE
-GROUP_COLUMNS: tuple[str, ...] = tuple(c for c in IDENTITY_COLUMNS if c != "seed")
-PAYLOAD_COLUMNS: tuple[str, ...] = tuple(c for c in RUN_COLUMNS if c not in VOLATILE_COLUMNS)
 _SQL_TYPES = {
     "seed": "INTEGER",
     "severity": "INTEGER",
@@ -38,6 +34,7 @@ ARROW_SCHEMA = pa.schema(
 
 
 def runs_ddl() -> str:
+    """``CREATE TABLE runs``: every :data:`RUN_COLUMNS`, metrics nullable, ``run_key`` the key."""
     cols = []
     for c in RUN_COLUMNS:
         null = "" if c in METRIC_COLUMNS else " NOT NULL"
@@ -47,6 +44,7 @@ def runs_ddl() -> str:
 
 
 def metrics_ddl() -> str:
+    """``CREATE TABLE metrics``: the group columns, ``n_seeds`` and mean/std/count per metric."""
     cols = [f"{c} {_SQL_TYPES.get(c, 'VARCHAR')} NOT NULL" for c in GROUP_COLUMNS]
     cols.append("n_seeds INTEGER NOT NULL")
     for m in METRIC_COLUMNS:

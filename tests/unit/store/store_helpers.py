@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.runs.records import RUN_COLUMNS, RunRecord
+from crsbench.store import RUN_COLUMNS, RunRecord
 
 HASH = "ab" * 32
 OTHER_HASH = "cd" * 32

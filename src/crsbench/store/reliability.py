@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-N_BINS = 15
-TABLE = "reliability"
-COLUMNS = ("encoder", "dataset", "seed", "recalibrator", "bin", "conf", "acc", "count")
+from crsbench.store.columns import IDENTITY_COLUMNS, RELIABILITY_COLUMNS, RELIABILITY_TABLE
+from crsbench.store.prediction_layout import ECE_BINS
+from crsbench.store.reader import select_runs
 
 
 def reliability_bins(
-    y: np.ndarray, prob: np.ndarray, task: str, n_bins: int = N_BINS
+    y: np.ndarray, prob: np.ndarray, task: str, n_bins: int = ECE_BINS
 ) -> dict[str, list[float]]:
     """Mean confidence, accuracy and count per non-empty bin (lists aligned by ``bin``)."""
     prob = np.asarray(prob, dtype=np.float64)
@@ -65,20 +65,21 @@ def reliability_frame(runs: pd.DataFrame) -> pd.DataFrame:
                     "count": int(n),
                 }
             )
-    return pd.DataFrame(out, columns=list(COLUMNS))
+    return pd.DataFrame(out, columns=list(RELIABILITY_COLUMNS))
 
 
 def rebuild_reliability_table(con: Any) -> int:
-    """(Re)create table ``reliability`` from the clean, full-label logistic runs; return rows."""
-    runs = con.execute(
-        "SELECT encoder, dataset, seed, recalibrator, details FROM runs "
-        "WHERE probe = 'logistic' AND condition = 'clean' AND layer = 1.0 AND fraction = 1.0 "
-        "AND regime = 'frozen' ORDER BY encoder, dataset, seed, recalibrator"
-    ).df()
-    frame = reliability_frame(runs)
+    """(Re)create table ``reliability`` from the clean, full-label logistic runs of the frozen
+    regime at the last layer, every recalibrator (:func:`~crsbench.store.reader.select_runs`);
+    return its row count."""
+    cols = ", ".join((*IDENTITY_COLUMNS, "auroc", "ece", "details"))
+    runs = con.execute(f"SELECT {cols} FROM runs").df()
+    kept = select_runs(runs, recalibrator=None, own_eval=None)
+    kept = kept.sort_values(["encoder", "dataset", "seed", "recalibrator"], kind="stable")
+    frame = reliability_frame(kept)
     con.register("_reliability", frame)
     try:
-        con.execute(f"CREATE OR REPLACE TABLE {TABLE} AS SELECT * FROM _reliability")
+        con.execute(f"CREATE OR REPLACE TABLE {RELIABILITY_TABLE} AS SELECT * FROM _reliability")
     finally:
         con.unregister("_reliability")
     return len(frame)

@@ -3,15 +3,15 @@
 ``out_dir/results.duckdb`` holds three tables (layout in ``docs/config_and_store.md``):
 ``runs`` (one row per run, primary key ``run_key``), ``metrics`` (seed aggregates rebuilt by
 :meth:`ResultsStore.aggregate`) and ``meta`` (schema version and the config that owns the
-store). One process writes at a time (:class:`~crsbench.runs.lock.StoreLock`); every
+store). One process writes at a time (:class:`~crsbench.store.lock.StoreLock`); every
 :meth:`ResultsStore.append` batch is one transaction, so a killed writer leaves exactly the
 batches it committed.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -21,28 +21,22 @@ import pandas as pd
 import pyarrow as pa
 
 from crsbench.core.errors import StoreError
-from crsbench.core.storefile import damaged_store, locked_store
-from crsbench.runs.export import export_query, write_json_atomic
-from crsbench.runs.lock import StoreLock, check_local_filesystem
-from crsbench.runs.predictions import PredictionBatch, export_predictions
-from crsbench.runs.records import (
-    IDENTITY_COLUMNS,
+from crsbench.store.columns import (
+    GROUP_COLUMNS,
     METRIC_COLUMNS,
+    PAYLOAD_COLUMNS,
     RUN_COLUMNS,
     SCHEMA_VERSION,
-    RunRecord,
 )
-from crsbench.runs.schema import (
-    ARROW_SCHEMA,
-    DB_NAME,
-    GROUP_COLUMNS,
-    META_DDL,
-    PAYLOAD_COLUMNS,
-    Transaction,
-    metrics_ddl,
-    runs_ddl,
-)
-from crsbench.runs.validate import validate_frame
+from crsbench.store.conflicts import batch_repeats_keys, conflict_message, first_row
+from crsbench.store.export import export_store
+from crsbench.store.files import STORE_FILE, damaged_store, locked_store
+from crsbench.store.lock import StoreLock, check_local_filesystem
+from crsbench.store.outputs import move_run_aside
+from crsbench.store.predictions import PredictionBatch
+from crsbench.store.records import RunRecord
+from crsbench.store.schema import ARROW_SCHEMA, META_DDL, Transaction, metrics_ddl, runs_ddl
+from crsbench.store.validate import validate_frame
 
 
 class ResultsStore:
@@ -86,7 +80,7 @@ class ResultsStore:
         if mode not in ("rw", "r"):
             raise StoreError(f"mode must be 'rw' or 'r'. Got {mode!r} instead.")
         self.out_dir = Path(out_dir)
-        self.path = self.out_dir / DB_NAME
+        self.path = self.out_dir / STORE_FILE
         self.mode = mode
         self.config_hash = config_hash
         self._lock: StoreLock | None = None
@@ -96,15 +90,9 @@ class ResultsStore:
         if mode == "r":
             if not self.path.is_file():
                 raise StoreError(f"no results store at {self.path}. Run `crsbench run` first.")
-            self._con = self._connect(read_only=True)
-            try:
+            with self._closing_on_error():
+                self._con = self._connect(read_only=True)
                 self._check_meta(force_new=False)
-            except duckdb.Error as exc:
-                self.close()
-                raise damaged_store(self.path, exc) from None
-            except BaseException:
-                self.close()
-                raise
             return
         if not config_hash:
             raise StoreError("a config hash is required to open a store for writing.")
@@ -112,7 +100,7 @@ class ResultsStore:
         check_local_filesystem(self.out_dir, allow_network=allow_network_fs)
         self._lock = StoreLock(self.out_dir)
         self._lock.acquire()
-        try:
+        with self._closing_on_error():
             self._con = self._connect(read_only=False)
             if not self._has_table("meta"):
                 self._create(config_json)
@@ -121,14 +109,20 @@ class ResultsStore:
                 self._move_aside()
                 self._con = self._connect(read_only=False)
                 self._create(config_json)
+
+    # ------------------------------------------------------------------ opening
+
+    @contextmanager
+    def _closing_on_error(self) -> Iterator[None]:
+        """Close (releasing the lock) when opening fails; a DuckDB error names the damage."""
+        try:
+            yield
         except duckdb.Error as exc:
             self.close()
             raise damaged_store(self.path, exc) from None
         except BaseException:
             self.close()
             raise
-
-    # ------------------------------------------------------------------ opening
 
     def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
         try:
@@ -165,7 +159,7 @@ class ResultsStore:
         """The ``meta`` row as a dict."""
         cur = self.con.execute("SELECT * FROM meta LIMIT 1")
         names = [d[0] for d in cur.description]
-        row = _first(cur)
+        row = first_row(cur)
         if row is None:
             raise StoreError(f"results store {self.path} has an empty meta table.")
         return dict(zip(names, row, strict=True))
@@ -194,8 +188,6 @@ class ResultsStore:
 
     def _move_aside(self) -> None:
         """Move the other config's store and its derived folders to ``superseded/``."""
-        from crsbench.runs.outdir import move_run_aside
-
         label = f"config-{self.meta_hash_prefix()}"
         self.moved_aside = move_run_aside(self.out_dir, label)
 
@@ -236,14 +228,15 @@ class ResultsStore:
             rows.append(rec.to_row())
         return self._append_arrow(pa.Table.from_pylist(rows, schema=ARROW_SCHEMA), predictions)
 
-    def append_frame(self, frame: pd.DataFrame) -> int:
+    def append_frame(self, frame: pd.DataFrame, predictions: PredictionBatch | None = None) -> int:
         """Bulk form of :meth:`append` for a DataFrame of :data:`RUN_COLUMNS` (``details`` as
         JSON text; ``run_key`` is recomputed and must match when present). Validated
-        column-wise with the same rules as :class:`RunRecord`."""
+        column-wise with the same rules as :class:`RunRecord`; ``predictions`` are written in
+        the same transaction."""
         self._writable()
         frame = validate_frame(frame, self.config_hash or "")
         return self._append_arrow(
-            pa.Table.from_pandas(frame, schema=ARROW_SCHEMA, preserve_index=False)
+            pa.Table.from_pandas(frame, schema=ARROW_SCHEMA, preserve_index=False), predictions
         )
 
     def _append_arrow(self, table: pa.Table, predictions: PredictionBatch | None = None) -> int:
@@ -258,13 +251,13 @@ class ResultsStore:
         with self._transaction():
             self.con.register("_incoming", table)
             try:
-                has_dups = self._check_batch_conflicts(table.num_rows)
+                has_dups = batch_repeats_keys(self.con, table.num_rows)
                 conflicts = self.con.execute(
                     f"SELECT i.run_key FROM _incoming i JOIN runs r ON i.run_key = r.run_key "
                     f"WHERE NOT ({same}) LIMIT 5"
                 ).fetchall()
                 if conflicts:
-                    raise StoreError(self._conflict_message([k for (k,) in conflicts]))
+                    raise StoreError(conflict_message(self.con, [k for (k,) in conflicts]))
                 source = (
                     "(SELECT DISTINCT ON (run_key) * FROM _incoming)" if has_dups else "_incoming"
                 )
@@ -277,48 +270,6 @@ class ResultsStore:
                 return int(inserted[0][0]) if inserted else 0
             finally:
                 self.con.unregister("_incoming")
-
-    def _check_batch_conflicts(self, n_rows: int) -> bool:
-        """Raise if one batch repeats a key with different payloads; return whether it repeats."""
-        distinct = self.con.execute("SELECT count(DISTINCT run_key) FROM _incoming").fetchall()
-        if distinct[0][0] == n_rows:
-            return False
-        payload = ", ".join(PAYLOAD_COLUMNS)
-        dup = self.con.execute(
-            f"SELECT run_key FROM (SELECT DISTINCT {payload} FROM _incoming) "
-            "GROUP BY run_key HAVING count(*) > 1 LIMIT 5"
-        ).fetchall()
-        if dup:
-            raise StoreError(
-                "one batch holds different payloads for the same run_key: "
-                + ", ".join(k[:12] for (k,) in dup)
-            )
-        return True
-
-    def _conflict_message(self, keys: list[str]) -> str:
-        lines = []
-        for key in keys:
-            old = self._row("runs", key)
-            new = self._row("_incoming", key)
-            diff = [
-                c
-                for c in PAYLOAD_COLUMNS
-                if old[c] != new[c] and not (_nan(old[c]) and _nan(new[c]))
-            ]
-            ident = ", ".join(f"{c}={old[c]}" for c in IDENTITY_COLUMNS)
-            lines.append(
-                f"run_key {key[:12]} ({ident}): "
-                + "; ".join(f"{c} stored {old[c]!r} vs new {new[c]!r}" for c in diff)
-            )
-        return (
-            "refusing to overwrite stored run records with different values (the store is "
-            "append-only; nothing was written):\n  " + "\n  ".join(lines)
-        )
-
-    def _row(self, table: str, key: str) -> dict[str, Any]:
-        cur = self.con.execute(f"SELECT * FROM {table} WHERE run_key = ? LIMIT 1", [key])
-        names = [d[0] for d in cur.description]
-        return dict(zip(names, _first(cur), strict=True))
 
     def count(self) -> int:
         """Number of rows in ``runs``."""
@@ -400,22 +351,7 @@ class ResultsStore:
         the ``meta`` row to ``dest/meta.json``, atomically (temporary file + rename); ``dest``
         defaults to ``out_dir``. ``crsbench store repair`` rebuilds a store from these."""
         folder = Path(dest) if dest is not None else self.out_dir
-        meta = {k: (str(v) if isinstance(v, datetime) else v) for k, v in self.meta.items()}
-        # per-sample predictions (binary blobs) are exported as Parquet only
-        extra = export_predictions(self.con, folder) if fmt == "parquet" else {}
-        return {
-            **extra,
-            "meta": write_json_atomic(folder / "meta.json", meta),
-            "runs": export_query(
-                self.con, "SELECT * FROM runs ORDER BY run_key", folder / f"runs.{fmt}", fmt
-            ),
-            "metrics": export_query(
-                self.con,
-                f"SELECT * FROM metrics ORDER BY {', '.join(GROUP_COLUMNS)}",
-                folder / f"metrics.{fmt}",
-                fmt,
-            ),
-        }
+        return export_store(self.con, self.meta, folder, fmt)
 
     # ------------------------------------------------------------------ lifetime
 
@@ -446,20 +382,5 @@ class ResultsStore:
             self.close()
 
 
-def _first(cur: Any) -> Any:
-    """First row of a result, fetched to the end (DuckDB refuses new work otherwise)."""
-    rows = cur.fetchall()
-    return rows[0] if rows else None
-
-
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
-def _nan(x: Any) -> bool:
-    return x is None or (isinstance(x, float) and x != x)
-
-
-def load_details(text: str) -> dict[str, Any]:
-    """Parse a ``details`` column value."""
-    return json.loads(text) if text else {}

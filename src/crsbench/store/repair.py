@@ -11,11 +11,12 @@ from pathlib import Path
 import pandas as pd
 
 from crsbench.core.errors import StoreError
-from crsbench.core.storefile import STORE_FILE, read_tables
-from crsbench.runs.predictions import restore_predictions
-from crsbench.runs.reliability import rebuild_reliability_table
-from crsbench.runs.schema import Transaction
-from crsbench.runs.store import ResultsStore
+from crsbench.store.files import STORE_FILE
+from crsbench.store.predictions import restore_predictions
+from crsbench.store.reader import read_tables
+from crsbench.store.reliability import rebuild_reliability_table
+from crsbench.store.schema import Transaction
+from crsbench.store.writer import ResultsStore
 
 
 @dataclass

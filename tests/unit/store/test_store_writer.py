@@ -14,8 +14,14 @@ import pytest
 from store_helpers import HASH, OTHER_HASH, make_frame, make_record
 
 from crsbench.core.errors import StoreError
-from crsbench.runs import GROUP_COLUMNS, METRIC_COLUMNS, RUN_COLUMNS, ResultsStore, StoreLockWarning
-from crsbench.runs.lock import check_local_filesystem, filesystem_type
+from crsbench.store import (
+    GROUP_COLUMNS,
+    METRIC_COLUMNS,
+    RUN_COLUMNS,
+    ResultsStore,
+    StoreLockWarning,
+)
+from crsbench.store.lock import check_local_filesystem, filesystem_type
 
 
 @pytest.fixture

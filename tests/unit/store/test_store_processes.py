@@ -17,7 +17,7 @@ from store_helpers import HASH, make_record
 from store_worker import batch
 
 from crsbench.core.errors import StoreError
-from crsbench.runs import ResultsStore, StoreLock, StoreLockWarning
+from crsbench.store import ResultsStore, StoreLock, StoreLockWarning
 
 HERE = Path(__file__).resolve().parent
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from store_helpers import HASH, make_frame
 
-from crsbench.runs import GROUP_COLUMNS, ResultsStore
+from crsbench.store import GROUP_COLUMNS, ResultsStore
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ import duckdb
 import pandas as pd
 
 from crsbench.core.errors import StoreError
-from crsbench.runs.schema import Transaction
+from crsbench.store.schema import Transaction
 
 QUARANTINE_COLUMNS: tuple[str, ...] = (
     "dataset",

@@ -1,6 +1,6 @@
 """Column-wise validation of a DataFrame of run rows (the bulk path of the results store).
 
-The rules are those of :class:`~crsbench.runs.records.RunRecord`, applied with vectorised
+The rules are those of :class:`~crsbench.store.records.RunRecord`, applied with vectorised
 pandas operations so a million rows validate in seconds. Errors name the column, the first
 offending 1-based rows and how many rows are affected.
 """
@@ -12,29 +12,24 @@ import json
 import numpy as np
 import pandas as pd
 
+from crsbench.core.conditions import UNPERTURBED_CONDITIONS
 from crsbench.core.errors import StoreError
-from crsbench.runs.records import (
+from crsbench.store.columns import (
+    FLOAT_IDENTITY_COLUMNS,
     IDENTITY_COLUMNS,
     METRIC_COLUMNS,
-    REGIMES,
     REQUIRED_METRICS,
     RUN_COLUMNS,
     SCHEMA_VERSION,
-    UNPERTURBED_CONDITIONS,
+    TEXT_IDENTITY_COLUMNS,
+)
+from crsbench.store.records import (
+    REGIMES,
     details_json,
     keys_for_columns,
     quarantine_problems,
 )
 
-_STRING_IDENTITY = (
-    "encoder",
-    "dataset",
-    "eval_dataset",
-    "regime",
-    "probe",
-    "condition",
-    "recalibrator",
-)
 _PROVENANCE_TEXT = ("package_version", "encoder_revision", "dataset_revision", "anchors_version")
 
 
@@ -55,6 +50,21 @@ def _undefined_ok(details: pd.Series, metric: str, mask: np.ndarray) -> np.ndarr
             continue
         ok[i] = isinstance(und, dict) and bool(und.get(metric))
     return ok
+
+
+class _Problems(list[str]):
+    """The broken rules found so far, each with its first offending rows."""
+
+    def check(self, bad: np.ndarray | pd.Series, what: str) -> None:
+        """Record ``what`` when any row of the boolean mask ``bad`` is set."""
+        bad = np.asarray(bad, dtype=bool)
+        if bad.any():
+            self.append(f"{what}: {_rows(bad)}")
+
+    def raise_any(self) -> None:
+        """Raise one :class:`StoreError` listing every problem, if there is one."""
+        if self:
+            raise StoreError("invalid run rows:\n  " + "\n  ".join(self))
 
 
 def validate_frame(frame: pd.DataFrame, config_hash: str) -> pd.DataFrame:
@@ -79,80 +89,102 @@ def validate_frame(frame: pd.DataFrame, config_hash: str) -> pd.DataFrame:
             f"run frame must have columns {list(RUN_COLUMNS)}. Missing {missing}, unexpected {extra}."
         )
     df = frame.reset_index(drop=True)
-    problems: list[str] = []
+    problems = _Problems()
+    _check_identity(df, problems)
+    _check_metrics(df, problems)
+    _check_provenance(df, config_hash, problems)
+    canonical_details = _check_details(df, problems)
+    problems.check(
+        pd.to_numeric(df["schema_version"], errors="coerce") != SCHEMA_VERSION,
+        f"schema_version must be {SCHEMA_VERSION}",
+    )
+    problems.raise_any()
+    keys = keys_for_columns({c: df[c] for c in IDENTITY_COLUMNS}, config_hash)
+    if "run_key" in df.columns:
+        problems.check(
+            df["run_key"].to_numpy() != np.asarray(keys, dtype=object),
+            "run_key must match the identity",
+        )
+        problems.raise_any()
+    return _normalised(df, keys, canonical_details)
 
-    def check(bad: np.ndarray | pd.Series, what: str) -> None:
-        bad = np.asarray(bad, dtype=bool)
-        if bad.any():
-            problems.append(f"{what}: {_rows(bad)}")
 
-    for c in _STRING_IDENTITY + _PROVENANCE_TEXT + ("details",):
+def _check_identity(df: pd.DataFrame, problems: _Problems) -> None:
+    """Filled text, integer and (0, 1] columns, the regime, and severity against condition."""
+    for c in TEXT_IDENTITY_COLUMNS + _PROVENANCE_TEXT + ("details",):
         col = df[c]
-        check(
+        problems.check(
             col.isna().to_numpy() | (col.astype(str).str.strip() == "").to_numpy(),
             f"{c} must be filled",
         )
     for c in ("seed", "severity", "schema_version"):
         num = pd.to_numeric(df[c], errors="coerce")
-        check(num.isna() | (num < 0) | (num != np.floor(num)), f"{c} must be an integer >= 0")
-    for c in ("layer", "fraction"):
+        problems.check(
+            num.isna() | (num < 0) | (num != np.floor(num)), f"{c} must be an integer >= 0"
+        )
+    for c in FLOAT_IDENTITY_COLUMNS:
         num = pd.to_numeric(df[c], errors="coerce")
-        check(~((num > 0) & (num <= 1)), f"{c} must be in (0, 1]")
-    check(~df["regime"].isin(REGIMES), f"regime must be one of {REGIMES}")
+        problems.check(~((num > 0) & (num <= 1)), f"{c} must be in (0, 1]")
+    problems.check(~df["regime"].isin(REGIMES), f"regime must be one of {REGIMES}")
     unpert = df["condition"].isin(UNPERTURBED_CONDITIONS).to_numpy()
     sev = pd.to_numeric(df["severity"], errors="coerce").to_numpy()
-    check(unpert & (sev != 0), "severity must be 0 for clean/shift")
-    check(~unpert & (sev < 1), "severity must be >= 1 for a perturbation")
+    problems.check(unpert & (sev != 0), "severity must be 0 for clean/shift")
+    problems.check(~unpert & (sev < 1), "severity must be >= 1 for a perturbation")
+
+
+def _check_metrics(df: pd.DataFrame, problems: _Problems) -> None:
+    """Finite or missing metrics; a missing required metric needs its reason in details."""
     for m in METRIC_COLUMNS:
         vals = pd.to_numeric(df[m], errors="coerce").to_numpy(dtype=float)
         present = df[m].notna().to_numpy()
-        check(present & ~np.isfinite(vals), f"{m} must be finite or missing")
+        problems.check(present & ~np.isfinite(vals), f"{m} must be finite or missing")
         if m in REQUIRED_METRICS:
             absent = ~present
-            check(
+            problems.check(
                 absent & ~_undefined_ok(df["details"], m, absent),
                 f"{m} missing without details['undefined']",
             )
-    check(df["config_hash"] != config_hash, f"config_hash must be the store's {config_hash[:12]}")
+
+
+def _check_provenance(df: pd.DataFrame, config_hash: str, problems: _Problems) -> None:
+    """The store's config hash, a finite wall time >= 0 and a timestamp on every row."""
+    problems.check(
+        df["config_hash"] != config_hash, f"config_hash must be the store's {config_hash[:12]}"
+    )
     wall = pd.to_numeric(df["wall_time_s"], errors="coerce").to_numpy(dtype=float)
-    check(~(np.isfinite(wall) & (wall >= 0)), "wall_time_s must be a finite number >= 0")
-    check(
+    problems.check(~(np.isfinite(wall) & (wall >= 0)), "wall_time_s must be a finite number >= 0")
+    problems.check(
         pd.to_datetime(df["created_at"], errors="coerce").isna(), "created_at must be a timestamp"
     )
-    canonical_details: dict[object, str] = {}
+
+
+def _check_details(df: pd.DataFrame, problems: _Problems) -> dict[object, str]:
+    """Check each distinct ``details`` text; return text → canonical JSON ("" when invalid)."""
+    canonical: dict[object, str] = {}
     bad_counts: dict[object, bool] = {}
     for text in df["details"].dropna().unique():
         try:
             parsed = json.loads(text)
-            canonical_details[text] = details_json(parsed) if isinstance(parsed, dict) else ""
+            canonical[text] = details_json(parsed) if isinstance(parsed, dict) else ""
             bad_counts[text] = isinstance(parsed, dict) and bool(quarantine_problems(parsed))
         except (ValueError, TypeError, StoreError):
-            canonical_details[text] = ""
-    bad_details = df["details"].map(canonical_details).fillna("") == ""
-    check(bad_details.to_numpy(), "details must be a JSON object without NaN/Inf")
-    check(
+            canonical[text] = ""
+    bad_details = df["details"].map(canonical).fillna("") == ""
+    problems.check(bad_details.to_numpy(), "details must be a JSON object without NaN/Inf")
+    problems.check(
         df["details"].map(bad_counts).eq(True).to_numpy(),
         "details['n_quarantined'] must map split names to ints >= 0",
     )
-    check(
-        pd.to_numeric(df["schema_version"], errors="coerce") != SCHEMA_VERSION,
-        f"schema_version must be {SCHEMA_VERSION}",
-    )
-    if problems:
-        raise StoreError("invalid run rows:\n  " + "\n  ".join(problems))
+    return canonical
 
-    keys = keys_for_columns({c: df[c] for c in IDENTITY_COLUMNS}, config_hash)
-    if "run_key" in df.columns:
-        check(
-            df["run_key"].to_numpy() != np.asarray(keys, dtype=object),
-            "run_key must match the identity",
-        )
-        if problems:
-            raise StoreError("invalid run rows:\n  " + "\n  ".join(problems))
+
+def _normalised(df: pd.DataFrame, keys: list[str], canonical: dict[object, str]) -> pd.DataFrame:
+    """The valid frame as stored: run keys, canonical details, 12-digit layer and fraction,
+    naive UTC timestamps, columns in :data:`RUN_COLUMNS` order."""
     out = df.copy()
     out["run_key"] = keys
-    out["details"] = out["details"].map(canonical_details)
-    for c in ("layer", "fraction"):
+    out["details"] = out["details"].map(canonical)
+    for c in FLOAT_IDENTITY_COLUMNS:
         values = out[c].astype(float)
         out[c] = values.map({u: float(f"{u:.12g}") for u in values.unique()})
     created = pd.to_datetime(out["created_at"])

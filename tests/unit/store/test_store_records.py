@@ -8,7 +8,7 @@ import pytest
 from store_helpers import HASH, OTHER_HASH, make_record
 
 from crsbench.core.errors import StoreError
-from crsbench.runs.records import IDENTITY_COLUMNS, RunIdentity, make_run_key
+from crsbench.store import IDENTITY_COLUMNS, RunIdentity, make_run_key
 
 
 def test_run_key_is_stable_and_normalises_floats() -> None:
@@ -109,7 +109,7 @@ def test_vectorised_keys_equal_single_keys() -> None:
     import numpy as np
     import pandas as pd
 
-    from crsbench.runs.records import keys_for_columns
+    from crsbench.store.records import keys_for_columns
 
     rng = np.random.default_rng(0)
     n = 300

@@ -15,7 +15,7 @@ import sys
 
 from store_helpers import HASH, make_frame
 
-from crsbench.runs import ResultsStore
+from crsbench.store import ResultsStore
 
 
 def batch(i: int, size: int):

@@ -14,8 +14,8 @@ from crsbench.core.errors import StoreError
 from crsbench.report.quarantine import quarantine_lines
 from crsbench.runs.cell_inputs import quarantine_entries
 from crsbench.runs.progress import quarantine_line
-from crsbench.runs.quarantine import quarantine_frame, record_quarantine
-from crsbench.runs.store import ResultsStore
+from crsbench.store.quarantine import quarantine_frame, record_quarantine
+from crsbench.store.writer import ResultsStore
 
 COUNTS = {"train": 1, "val": 0, "calib": 2, "test": 1}
 

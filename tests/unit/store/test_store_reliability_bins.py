@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from crsbench.metrics import expected_calibration_error
-from crsbench.runs.reliability import reliability_bins
+from crsbench.store.reliability import reliability_bins
 
 
 def _ece_from_bins(b: dict) -> float:

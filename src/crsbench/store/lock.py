@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.core.errors import StoreError
-from crsbench.core.storefile import LOCK_FILE
+from crsbench.store.files import LOCK_FILE
 
-LOCK_NAME = LOCK_FILE
 #: Filesystem types on which SQLite/DuckDB file locking is not reliable.
 NETWORK_FS_TYPES: frozenset[str] = frozenset(
     {"nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "fuse.sshfs", "afs", "9p", "ncpfs"}
@@ -79,7 +78,7 @@ class StoreLock:
     """
 
     def __init__(self, out_dir: Path | str) -> None:
-        self.path = Path(out_dir) / LOCK_NAME
+        self.path = Path(out_dir) / LOCK_FILE
         self._fd: int | None = None
 
     @property

@@ -18,42 +18,21 @@ from typing import Any
 
 from crsbench.core.conditions import UNPERTURBED_CONDITIONS
 from crsbench.core.errors import StoreError
-from crsbench.core.schema import IDENTITY_COLUMNS
-from crsbench.splits.policy import SPLIT_NAMES
+from crsbench.core.types import SPLIT_NAMES
+from crsbench.store.columns import (
+    FLOAT_IDENTITY_COLUMNS,
+    IDENTITY_COLUMNS,
+    INT_IDENTITY_COLUMNS,
+    METRIC_COLUMNS,
+    REQUIRED_METRICS,
+    SCHEMA_VERSION,
+    TEXT_IDENTITY_COLUMNS,
+)
 
-#: Version of the ``runs`` / ``metrics`` / ``meta`` table layout.
-SCHEMA_VERSION = 1
-METRIC_COLUMNS: tuple[str, ...] = (
-    "auroc",
-    "ece",
-    "brier",
-    "nll",
-    "sens_at_spec90",
-    "sens_at_spec95",
-)
-#: Metrics that may be NULL only with a reason in ``details["undefined"][metric]``.
-REQUIRED_METRICS: tuple[str, ...] = ("auroc", "ece", "brier", "nll")
-PROVENANCE_COLUMNS: tuple[str, ...] = (
-    "run_key",
-    "config_hash",
-    "package_version",
-    "encoder_revision",
-    "dataset_revision",
-    "anchors_version",
-    "wall_time_s",
-    "created_at",
-    "schema_version",
-    "details",
-)
-RUN_COLUMNS: tuple[str, ...] = IDENTITY_COLUMNS + METRIC_COLUMNS + PROVENANCE_COLUMNS
-#: Provenance that differs between two honest computations of the same run.
-VOLATILE_COLUMNS: tuple[str, ...] = ("wall_time_s", "created_at")
 REGIMES: tuple[str, ...] = ("frozen", "lora")
 #: Keys of ``details["n_quarantined"]``: the splits and the shift target's rows.
 QUARANTINE_KEYS: tuple[str, ...] = (*SPLIT_NAMES, "shift")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_INT_COLUMNS = ("seed", "severity")
-_FLOAT_COLUMNS = ("layer", "fraction")
 
 
 def _num(x: float) -> float:
@@ -79,7 +58,8 @@ def make_run_key(identity: Mapping[str, Any], config_hash: str) -> str:
 
 
 _CASTS = tuple(
-    _num if c in _FLOAT_COLUMNS else int if c in _INT_COLUMNS else str for c in IDENTITY_COLUMNS
+    _num if c in FLOAT_IDENTITY_COLUMNS else int if c in INT_IDENTITY_COLUMNS else str
+    for c in IDENTITY_COLUMNS
 )
 
 
@@ -147,23 +127,15 @@ class RunIdentity:
 def identity_problems(row: Mapping[str, Any]) -> list[str]:
     """Every way ``row``'s identity columns break the schema (empty when valid)."""
     out: list[str] = []
-    for col in (
-        "encoder",
-        "dataset",
-        "eval_dataset",
-        "regime",
-        "probe",
-        "condition",
-        "recalibrator",
-    ):
+    for col in TEXT_IDENTITY_COLUMNS:
         v = row.get(col)
         if not isinstance(v, str) or not v:
             out.append(f"{col} must be a non-empty string. Got {v!r} instead")
-    for col in _INT_COLUMNS:
+    for col in INT_IDENTITY_COLUMNS:
         v = row.get(col)
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             out.append(f"{col} must be an integer >= 0. Got {v!r} instead")
-    for col in _FLOAT_COLUMNS:
+    for col in FLOAT_IDENTITY_COLUMNS:
         v = row.get(col)
         ok = isinstance(v, int | float) and not isinstance(v, bool) and 0.0 < v <= 1.0
         if not ok:

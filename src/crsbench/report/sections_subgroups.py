@@ -1,0 +1,105 @@
+"""Report section "Subgroups": each axis per patient subgroup (sex, age band, view, site),
+the worst subgroup and the gap with test-patient bootstrap intervals, and the encoder ranking
+by worst-subgroup CRS beside the overall one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from crsbench.report.html import Section, esc, files_html, note_html, table_html
+from crsbench.report.prediction_data import PredictionData
+from crsbench.report.sections import Writer
+
+SECTION_ID = "subgroups"
+GUIDE = (
+    "How to read: an encoder can be accurate on average and still fail one group of patients. "
+    "For every subgroup the dataset records (sex, age band, X-ray view, anatomical site) the "
+    "page gives AUROC (higher is better), ECE (calibration error, lower is better) and R (the "
+    "robustness drop, lower is better) with 95% intervals from resampling test patients. "
+    "'Worst' is the weakest subgroup, 'gap' how far it falls behind the best one; an interval "
+    "of the gap that excludes 0 means the test set shows a real difference. A subgroup with "
+    "fewer than {n} patients is 'too small': no number is given for it."
+)
+RANKING = (
+    "Worst-subgroup CRS: the protocol's CRS computed from the worst subgroup's value on each "
+    "axis (lowest AUROC, highest ECE, highest R over every reported subgroup); label "
+    "efficiency has no subgroup value, so the cell's own retention is used. It is averaged "
+    "over the datasets that record subgroups and shown beside the CRS on the same datasets. "
+    "An encoder that drops in this ranking serves some patients markedly worse than its "
+    "average suggests."
+)
+
+
+def ci(value: float, lo: float, hi: float, digits: int = 3) -> str:
+    """``"0.812 [0.790, 0.833]"``; ``"—"`` for a missing value, no bracket without interval."""
+    if not np.isfinite(value):
+        return "—"
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def _col(df: pd.DataFrame, name: str) -> list[str]:
+    return [ci(v, lo, hi) for v, lo, hi in zip(df[name], df[f"{name}_lo"], df[f"{name}_hi"],
+                                                strict=True)]  # fmt: skip
+
+
+def ranking_table(r: pd.DataFrame) -> pd.DataFrame:
+    """The ranking as shown: worst-subgroup CRS with its interval beside the CRS."""
+    return pd.DataFrame({
+        "rank (worst subgroup)": r["rank_worst_subgroup"].astype(int),
+        "rank (overall)": r["rank_overall"].astype(int), "encoder": r["encoder"],
+        "worst-subgroup CRS [95% CI]": _col(r, "crs_worst_subgroup"),
+        "CRS (same datasets)": r["crs"].round(3), "datasets": r["datasets"],
+    })  # fmt: skip
+
+
+def worst_table(worst: pd.DataFrame) -> pd.DataFrame:
+    """One row per (encoder, dataset, attribute, axis): worst subgroup, value and gap."""
+    return pd.DataFrame({
+        "encoder": worst["encoder"], "dataset": worst["dataset"],
+        "attribute": worst["attribute"], "axis": worst["metric"],
+        "worst subgroup": worst["worst_subgroup"], "worst [95% CI]": _col(worst, "worst"),
+        "gap best − worst [95% CI]": _col(worst, "gap"),
+        "subgroups reported": worst["n_subgroups"],
+    })  # fmt: skip
+
+
+def subgroup_table(sub: pd.DataFrame) -> pd.DataFrame:
+    """Every subgroup with its size; a too-small one shows ``too small``, never a number."""
+    out = sub[["encoder", "dataset", "attribute", "subgroup", "n_patients"]].copy()
+    ok = sub["status"] == "ok"
+    for name, label in (("auroc", "AUROC"), ("ece", "ECE"), ("robustness_drop", "R")):
+        vals = _col(sub, name) if name in sub else ["—"] * len(sub)
+        out[f"{label} [95% CI]"] = np.where(ok, vals, sub["status"])
+    return out
+
+
+def subgroups_section(p: PredictionData, w: Writer) -> Section:
+    """Section 12: per-subgroup axes, worst subgroup and gap, worst-subgroup CRS ranking."""
+    s = Section(SECTION_ID, "12. Subgroups", GUIDE.format(n=p.min_patients))
+    if p.subgroups is None:
+        s.parts.append(note_html(p.missing.get("subgroups", "not available")))
+        return s
+    rels = [w.csv(p.subgroups, "subgroup_cells")]
+    s.parts.append("<h3>Ranking by worst-subgroup CRS</h3>")
+    if p.ranking is not None and not p.ranking.empty:
+        s.parts.append(f"<p>{esc(RANKING)}</p>")
+        s.parts.append(table_html(ranking_table(p.ranking), sortable=True,
+                                  table_id="subgroup-ranking"))  # fmt: skip
+        rels += [w.csv(p.ranking, "subgroup_ranking"), w.csv(p.subgroup_crs, "subgroup_crs")]
+    else:
+        s.parts.append(note_html(p.missing.get("ranking", "not available")))
+    if p.worst is not None and not p.worst.empty:
+        s.parts.append("<h3>Worst subgroup and gap</h3>")
+        s.parts.append(table_html(worst_table(p.worst), sortable=True, table_id="subgroup-worst"))
+        rels.append(w.csv(p.worst, "subgroups"))
+    small = int((p.subgroups["status"] != "ok").sum())
+    s.parts.append(f"<h3>Every subgroup</h3><p class=\"legend\">{small} (encoder, subgroup) "
+                   f"rows are below {p.min_patients} patients and shown as too small. "
+                   f"Intervals: {p.n_replicates} test-patient bootstrap replicates.</p>")  # fmt: skip
+    s.parts.append(table_html(subgroup_table(p.subgroups), sortable=True,
+                              table_id="subgroup-cells"))  # fmt: skip
+    s.parts.append(files_html(rels))
+    return s

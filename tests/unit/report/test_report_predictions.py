@@ -1,0 +1,87 @@
+"""The subgroup, operating-point and flip sections on the 4-encoder toy store with planted
+predictions (:func:`crsbench.testing.prediction_store.toy_cells`): each section and its CSV,
+label names, "too small" instead of a number, the worst-subgroup ranking; and the page in
+headless Chromium without console errors or network requests."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+
+@pytest.fixture(scope="module")
+def toy_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from crsbench.report import build_report
+    from crsbench.testing.prediction_store import toy_cells, write_prediction_store
+
+    store = tmp_path_factory.mktemp("toy") / "store"
+    write_prediction_store(store, toy_cells())
+    return build_report(store, tmp_path_factory.mktemp("toy_out"), n_replicates=30)
+
+
+def _section(html: str, sid: str) -> str:
+    start = html.index(f'id="{sid}"')
+    end = html.find("<section", start)
+    return html[start : end if end > 0 else None]
+
+
+def test_sections_show_planted_values(toy_report: Path) -> None:
+    html = toy_report.read_text(encoding="utf-8")
+    sub = _section(html, "subgroups")
+    assert "12. Subgroups" in sub and "How to read" in sub
+    assert "too small" in sub and "worst-subgroup CRS [95% CI]" in sub
+    ops = _section(html, "operating-points")
+    assert "13. Operating points under shift" in ops
+    assert (
+        "mimic_cxr" in ops and "nih_cxr14" in ops and "No Finding" in ops
+    )  # a label name, never an index
+    flips = _section(html, "flips")
+    assert "14. Prediction flips" in flips and "How to read" in flips
+    tables = toy_report.parent / "tables"
+    ranking = pd.read_csv(tables / "subgroup_ranking.csv")
+    assert ranking["encoder"].iloc[-1] == "resnet50"
+    cells = pd.read_csv(tables / "subgroup_cells.csv")
+    small = cells[cells["subgroup"] == "PA"]
+    assert (small["status"] == "too small").all() and small["auroc"].isna().all()
+    lost = pd.read_csv(tables / "operating_points.csv")
+    keeps = lost.groupby(["encoder", "shift_target"])["keeps_operating_point"].all()
+    assert not keeps[("vit_b16", "mimic_cxr")] and keeps[("dinov2", "nih_cxr14")]
+    flips_csv = pd.read_csv(tables / "prediction_flips.csv")
+    assert flips_csv["flip_share"].max() == pytest.approx(0.1)
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed")
+def test_prediction_sections_load_offline_without_errors(toy_report: Path, browser) -> None:
+    for domain in ("Page", "Runtime", "Log", "Network"):
+        browser.call(f"{domain}.enable")
+    url = toy_report.resolve().as_uri()
+    browser.call("Page.navigate", url=url)
+    browser.wait_for("Page.loadEventFired")
+    info = json.loads(browser.call("Runtime.evaluate", returnByValue=True, expression=(
+        "JSON.stringify({ids: Array.from(document.querySelectorAll('main > section'))"
+        ".map(s => s.id), ranking: document.querySelectorAll('#subgroup-ranking tbody tr')"
+        ".length, ops: document.querySelectorAll('#operating-points tbody tr').length,"
+        " flips: document.querySelectorAll('#flips tbody tr').length})"
+    ))["result"]["value"])  # fmt: skip
+    assert {"subgroups", "operating-points", "flips"} <= set(info["ids"])
+    assert info["ranking"] == 4 and info["ops"] == 8 and info["flips"] > 0
+    # the worst-subgroup ranking sorts by encoder name on a header click
+    first = browser.call("Runtime.evaluate", returnByValue=True, expression=(
+        "(() => { const th = Array.from(document.querySelectorAll('#subgroup-ranking th'))"
+        ".find(h => h.textContent === 'encoder'); th.click();"
+        " return document.querySelector('#subgroup-ranking tbody tr').cells[2].textContent; })()"
+    ))["result"]["value"]  # fmt: skip
+    assert first == "clip"
+    requests = [e["params"]["request"]["url"] for e in browser.events
+                if e.get("method") == "Network.requestWillBeSent"]  # fmt: skip
+    assert requests and all(u == url or u.startswith("data:") for u in requests), requests
+    errors = [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"]
+    errors += [e for e in browser.events if e.get("method") == "Runtime.consoleAPICalled"
+               and e["params"]["type"] in ("error", "assert", "warning")]  # fmt: skip
+    errors += [e for e in browser.events if e.get("method") == "Log.entryAdded"
+               and e["params"]["entry"]["level"] in ("error", "warning")]  # fmt: skip
+    assert not errors, errors
