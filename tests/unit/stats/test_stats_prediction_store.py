@@ -59,11 +59,11 @@ def test_subgroup_r_uses_the_cell_drop_where_the_target_lacks_the_subgroup(toy):
 
 def test_worst_subgroup_crs_is_the_protocol_crs_of_the_worst_axes(toy):
     from crsbench.scoring import axes_from_runs, score_cells
-    from crsbench.store import load_runs
     from crsbench.scoring.anchors import load_anchors
     from crsbench.scoring.crs import crs_table
     from crsbench.stats.subgroup_crs import worst_subgroup_crs, worst_subgroup_ranking
     from crsbench.stats.subgroups import subgroup_analysis
+    from crsbench.store import load_runs
 
     cells = score_cells(axes_from_runs(load_runs(toy[0])))
     res = subgroup_analysis(toy[1], n_replicates=50)
@@ -112,8 +112,8 @@ def test_planted_flips_keep_the_auroc(toy):
 
 
 def test_analyze_writes_every_table(toy, tmp_path):
-    from crsbench.store import load_runs
     from crsbench.stats import run_analyses
+    from crsbench.store import load_runs
 
     summary = run_analyses(load_runs(toy[0]), tmp_path, n_replicates=20, store=toy[0])
     for name in (
