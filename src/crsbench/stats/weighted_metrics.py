@@ -134,15 +134,14 @@ def _sorted_auroc(block: np.ndarray, order: _ColumnOrder) -> np.ndarray:
     # weighted negatives below each place: gathered in score order, summed in place
     cum = block.take(order.gather, axis=1)
     np.cumsum(cum, axis=1, out=cum)
-    # twice the weighted negatives below each positive, ties with a negative counted one half
-    twice = cum.take(order.below, axis=1)
-    if order.upto is None:
-        twice *= 2
-    else:
-        twice += cum.take(order.upto, axis=1)
+    # weighted negatives below each positive; with ties, twice that with a tie counted one half
+    below = cum.take(order.below, axis=1)
+    halves = 1.0 if order.upto is None else 2.0
+    if order.upto is not None:
+        below += cum.take(order.upto, axis=1)
     w_pos = block.take(order.pos_cols, axis=1)
-    num = np.einsum("bi,bi->b", twice, w_pos)
-    den = 2.0 * w_pos.sum(axis=1, dtype=np.float64) * cum[:, -1].astype(np.float64)
+    num = np.einsum("bi,bi->b", below, w_pos)
+    den = halves * w_pos.sum(axis=1, dtype=np.float64) * cum[:, -1].astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / den, np.nan)
 
