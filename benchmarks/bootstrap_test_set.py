@@ -18,7 +18,7 @@ import time
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from crsbench.core.conditions import PAPER_CONDITIONS
+from crsbench.protocol import PAPER_CONDITIONS
 from crsbench.stats.patient_bootstrap import (
     DEFAULT_CHUNK,
     CellPredictions,

@@ -42,6 +42,7 @@ import argparse
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -140,7 +141,7 @@ def gpu_throughput(model_name: str, batch: int = 256, iters: int = 20) -> float:
 
 def run_source(args, source: str, conds: list, root: Path) -> dict:
     """Engine, naive loop and channels-last naive loop over one source's images."""
-    from crsbench.features import FeatureCache, extract
+    from crsbench.features import ExtractSettings, FeatureCache, extract
     from crsbench.features.engine import resolve_precision
     from crsbench.features.resolution import working_size
 
@@ -148,28 +149,18 @@ def run_source(args, source: str, conds: list, root: Path) -> dict:
     engine_enc = _build(args.encoder, args.input_size)
     size = working_size([int(engine_enc.input_size)], args.working_size)
     t = time.perf_counter()
-    res = extract(
-        engine_enc,
-        ids,
-        paths,
-        working_size=size,
-        conditions=conds,
-        cache=FeatureCache(root / f"cache_{source}"),
-        dataset_revision="bench",
-        batch_size=args.batch_size,
-        num_workers=args.workers,
-        progress=False,
-        precision=args.precision,
-    )
+    settings = ExtractSettings(working_size=size, conditions=conds, batch_size=args.batch_size,
+                               num_workers=args.workers, progress=False,
+                               precision=args.precision)  # fmt: skip
+    res = extract(engine_enc, ids, paths, cache=FeatureCache(root / f"cache_{source}"),
+                  dataset_revision="bench", settings=settings)  # fmt: skip
     t_engine = time.perf_counter() - t
     precision = resolve_precision(args.precision, engine_enc.device.type == "cuda")
     alt = "bf16" if precision == "fp32" else "fp32"  # the engine again in the other precision
     enc_alt = _build(args.encoder, args.input_size)
     t = time.perf_counter()
-    res_alt = extract(enc_alt, ids, paths, conditions=conds, dataset_revision="bench",
-                      working_size=size,
-                      cache=FeatureCache(root / f"cache_alt_{source}"), batch_size=args.batch_size,
-                      num_workers=args.workers, progress=False, precision=alt)  # fmt: skip
+    res_alt = extract(enc_alt, ids, paths, cache=FeatureCache(root / f"cache_alt_{source}"),
+                      dataset_revision="bench", settings=replace(settings, precision=alt))  # fmt: skip
     t_alt = time.perf_counter() - t
     fresh = _build(args.encoder, args.input_size)  # as the builder returns it
     t = time.perf_counter()

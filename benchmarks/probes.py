@@ -13,7 +13,7 @@ Prints per task both times and the largest validation AUROC difference over ever
 (subset, C), then a final line ``speedup=<ratio>`` followed by ``name=value`` figures.
 
 Both sides run the protocol's budget by default (``max_iter`` 1000, ``tol`` 1e-6, from
-``crsbench.config.models.LogisticSpec`` = paper.yaml); ``--tol`` overrides it for both.
+``crsbench.protocol`` = paper.yaml); ``--tol`` overrides it for both.
 
 Usage: ``python benchmarks/probes.py [--n 20000] [--d 768] [--tasks multiclass] [--quick]``.
 """
@@ -30,12 +30,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from crsbench.config.models import LogisticSpec
 from crsbench.metrics import UndefinedMetricWarning, macro_auroc
-from crsbench.probes import DEFAULT_CS, fit_probe_grid
-
-FRACTIONS = (0.01, 0.05, 0.10, 0.25, 1.0)
-SEEDS = (0, 1, 2, 3, 4)
+from crsbench.probes import fit_probe_grid
+from crsbench.protocol import C_GRID, LABEL_FRACTIONS, LOGISTIC_MAX_ITER, LOGISTIC_TOL, SEEDS
 
 
 def make_data(n: int, n_val: int, d: int, k: int, n_labels: int, seed: int = 0):
@@ -132,9 +129,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--d", type=int, default=768, help="feature dimension (default 768)")
     parser.add_argument("--classes", type=int, default=8)
     parser.add_argument("--labels", type=int, default=14)
-    protocol = LogisticSpec()  # the protocol's budget (docs/protocol.md section 6; paper.yaml)
-    parser.add_argument("--max-iter", type=int, default=protocol.max_iter)
-    parser.add_argument("--tol", type=float, default=protocol.tol)
+    # the protocol's budget (docs/protocol.md section 6; paper.yaml)
+    parser.add_argument("--max-iter", type=int, default=LOGISTIC_MAX_ITER)
+    parser.add_argument("--tol", type=float, default=LOGISTIC_TOL)
     parser.add_argument("--tasks", default="multiclass,multilabel")
     parser.add_argument(
         "--seeds", type=int, default=len(SEEDS), help="seeds of the grid (default 5, the protocol)"
@@ -143,7 +140,13 @@ def main(argv: list[str] | None = None) -> None:
         "--quick", action="store_true", help="smoke run: n=400, d=16, 4 labels, 3 C, 2 fractions"
     )
     args = parser.parse_args(argv)
-    n, d, fractions, seeds, Cs = args.n, args.d, FRACTIONS, SEEDS[: args.seeds], DEFAULT_CS
+    n, d, fractions, seeds, Cs = (
+        args.n,
+        args.d,
+        LABEL_FRACTIONS,
+        SEEDS[: args.seeds],
+        np.asarray(C_GRID),
+    )
     labels = args.labels
     if args.quick:
         n, d, fractions, seeds, Cs = 400, 16, (0.5, 1.0), (0,), np.logspace(-3, 1, 3)

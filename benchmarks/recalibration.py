@@ -11,6 +11,7 @@ from sklearn.linear_model import LogisticRegression
 
 from crsbench.calibration import CALIBRATORS, fit_recalibrator
 from crsbench.metrics import expected_calibration_error as ece
+from crsbench.protocol import RECALIBRATORS
 
 K, D = 5, 32
 res = {}
@@ -28,7 +29,7 @@ for seed in range(5):
     clf = LogisticRegression(C=1.0, max_iter=2000).fit(Xtr, ytr)
     Pc, Pt = clf.predict_proba(Xc), clf.predict_proba(Xt)
     res.setdefault("none", []).append(ece(yt, Pt, "multiclass"))
-    for m in ("temperature", "vector", "isotonic", "dirichlet"):
+    for m in RECALIBRATORS:
         old = CALIBRATORS.get(m)(task="multiclass").fit(Pc, yc).predict_proba(Pt)
         res.setdefault(m + " fixed", []).append(ece(yt, old, "multiclass"))
         f = fit_recalibrator(m, Pc, yc, "multiclass", seed)

@@ -50,7 +50,7 @@ def run_demo(
     from crsbench.datasets.synthetic import write_all
     from crsbench.demo_leaderboard import leaderboard_and_report
     from crsbench.runs.outdir import claim_output_dir
-    from crsbench.runs.pipeline import run_benchmark
+    from crsbench.runs.pipeline import RunOptions, run_benchmark
     from crsbench.runs.progress import RunProgress
 
     console = console or Console()
@@ -65,7 +65,7 @@ def run_demo(
     validate_paths(cfg)
     bars = progress and verbosity > QUIET and console.is_terminal
     with RunProgress(console, verbosity=verbosity, bars=progress) as bar:
-        summary = run_benchmark(cfg, progress=bars, on_event=bar)
+        summary = run_benchmark(cfg, RunOptions(progress=bars, on_event=bar))
     t0 = _stage(loud, f"benchmark grid ({summary.n_records_total} run records)", t0, times)
     for stage, secs in summary.stage_seconds.items():
         loud.print(f"    {stage:<22} {secs:7.1f} s")

@@ -88,15 +88,12 @@ def leaderboard_and_report(
     times["score_and_analyze"] = now - t0
     loud.print(f"[green]✓[/] scores and analyses ({now - t0:.1f} s)")
     t0 = now
-    try:
-        from crsbench.report import build_report
-    except ImportError:  # the report package is optional in a partial install
-        build_report = None
-    if build_report is not None:
-        result["report"] = build_report(out, out / "report", n_replicates=DEMO_REPLICATES)
-        now = time.perf_counter()
-        times["report"] = now - t0
-        loud.print(f"[green]✓[/] report ({now - t0:.1f} s): {escape(str(result['report']))}")
+    from crsbench.report import build_report
+
+    result["report"] = build_report(out, out / "report", n_replicates=DEMO_REPLICATES)
+    now = time.perf_counter()
+    times["report"] = now - t0
+    loud.print(f"[green]✓[/] report ({now - t0:.1f} s): {escape(str(result['report']))}")
     if console.is_terminal:
         wide = console if console.width >= 110 else Console(width=110)
         wide.print(leaderboard_table(board))

@@ -52,7 +52,7 @@ def test_every_image_is_decoded_exactly_once(cell, monkeypatch):
 
 
 def test_clean_rows_follow_the_dataset_and_match_a_single_pass(cell, tmp_path):
-    from crsbench.features import FeatureCache, extract
+    from crsbench.features import ExtractSettings, FeatureCache, extract
     from crsbench.runs.extract_cell import get_encoder
 
     cfg, plan, prep = cell
@@ -60,9 +60,10 @@ def test_clean_rows_follow_the_dataset_and_match_a_single_pass(cell, tmp_path):
     ds = prep.dataset
     for d in cfg.layers:
         np.testing.assert_array_equal(feats["clean"][d].ids, ds.image_ids)
+    settings = ExtractSettings(depths=tuple(cfg.layers), progress=False, num_workers=0)
     one = extract(get_encoder(cfg, plan.encoder), ds.image_ids, ds.paths,
                   cache=FeatureCache(tmp_path / "c"), dataset_revision=ds.revision,
-                  depths=tuple(cfg.layers), progress=False, num_workers=0)  # fmt: skip
+                  settings=settings)  # fmt: skip
     for d in cfg.layers:
         np.testing.assert_allclose(feats["clean"][d].features, one[("clean", d)].features,
                                    rtol=0, atol=1e-6)  # fmt: skip

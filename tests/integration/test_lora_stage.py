@@ -11,10 +11,9 @@ pytest.importorskip("peft")
 
 from crsbench.config import config_hash, parse_config
 from crsbench.runs.lora_stage import LORA_PROBE, lora_identities, run_lora_stage
-from crsbench.runs.pipeline import run_benchmark
+from crsbench.runs.pipeline import RunOptions, run_benchmark
 from crsbench.runs.plan import cell_conditions
 from crsbench.runs.prepare import prepare_datasets
-from crsbench.store.records import make_run_key
 from crsbench.store.writer import ResultsStore
 
 pytestmark = pytest.mark.slow  # ~1-2 min of CPU: a frozen run plus 12 short fine-tunes
@@ -60,7 +59,9 @@ def both_regimes(tmp_path_factory):
     root = tmp_path_factory.mktemp("lora_stage")
     write_all(root / "data", size=SIZES, seed=0)
     cfg = parse_config(_config(root / "data", root / "out"), base_dir=root)
-    summary = run_benchmark(cfg, progress=False)  # runs the LoRA stage (regimes.lora.enabled)
+    summary = run_benchmark(
+        cfg, RunOptions(progress=False)
+    )  # runs the LoRA stage (regimes.lora.enabled)
     h = config_hash(cfg)
     prepared = prepare_datasets(cfg)
     with ResultsStore(cfg.output_dir, h) as store:
@@ -80,7 +81,7 @@ def test_lora_rows_are_exactly_the_planned_identities(both_regimes):
             conds = cell_conditions(cfg, prepared[ds].dataset.card.modality)
             assert conds == (("gaussian_blur", 3), ("jpeg", 3))
             for seed in (5,):
-                planned |= {make_run_key(i, h)
+                planned |= {i.key(h)
                             for i in lora_identities(cfg, enc, ds, seed, conds, targets)}  # fmt: skip
     assert set(lora["run_key"]) == planned and n == len(lora) == len(planned)
     # per seed: isic 2 fractions + 2 conditions + 1 recalibrator = 5; chexpert adds shift

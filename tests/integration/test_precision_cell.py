@@ -10,9 +10,10 @@ from crsbench.config import parse_config
 from crsbench.features import precision_check
 from crsbench.runs.executors import run_one_cell
 from crsbench.runs.extract_cell import extract_cell_features
-from crsbench.runs.pipeline import cell_settings, to_records
+from crsbench.runs.pipeline import cell_settings
 from crsbench.runs.plan import plan_cells
 from crsbench.runs.prepare import prepare_datasets
+from crsbench.runs.rows import Provenance, to_records
 
 from .runner_fixtures import tiny_config_dict, write_tiny_data
 
@@ -65,8 +66,9 @@ def test_checked_bf16_changes_the_keys_and_reaches_the_run_details(data, tmp_pat
     for d in cfg.layers:  # the resolved precision is part of every feature key
         assert feats["clean"][d].key != fp32["clean"][d].key
 
-    records = to_records(out.rows, cfg_hash="0" * 64, encoder_revision=out.encoder_revision,
-                         dataset_revision="r", anchors_version="v1", package_version="t",
-                         precision=out.precision)  # fmt: skip
+    prov = Provenance(config_hash="0" * 64, encoder_revision=out.encoder_revision,
+                      dataset_revision="r", anchors_version="v1", package_version="t",
+                      precision=out.precision)  # fmt: skip
+    records = to_records(out.rows, prov)
     assert records and all(r.details["precision"] == dec for r in records)
     assert all(r.encoder_revision.endswith("|precision:bf16") for r in records)

@@ -20,7 +20,7 @@ ray = pytest.importorskip("ray")
 
 from crsbench.config import BenchmarkConfig, parse_config  # noqa: E402
 from crsbench.core.errors import CacheError, ConfigError, CrsbenchError, DataError  # noqa: E402
-from crsbench.runs.pipeline import run_benchmark  # noqa: E402
+from crsbench.runs.pipeline import RunOptions, run_benchmark  # noqa: E402
 from crsbench.store.columns import IDENTITY_COLUMNS  # noqa: E402
 
 IDENTITY = list(IDENTITY_COLUMNS)
@@ -106,7 +106,7 @@ def assert_same_runs(got: pd.DataFrame, want: pd.DataFrame) -> None:
 def local_runs(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
     base = tmp_path_factory.mktemp("ray_local_ref")
     cfg = reduced_config(data_root, base / "out", base / "cache")
-    run_benchmark(cfg, executor="local", progress=False)
+    run_benchmark(cfg, RunOptions(executor="local", progress=False))
     df = runs_table(base / "out")
     undefined = df["details"].map(lambda d: json.loads(d).get("recal_choice") == "undefined")
     assert len(df) > 0 and df.loc[~undefined, "auroc"].notna().all()
@@ -141,7 +141,7 @@ def test_ray_store_equals_local_store(
     ray_session: Any, data_root: Path, local_runs: pd.DataFrame, ray_cache: Path, tmp_path: Path
 ) -> None:
     cfg = reduced_config(data_root, tmp_path / "out", ray_cache)
-    summary = run_benchmark(cfg, executor="ray", progress=False)
+    summary = run_benchmark(cfg, RunOptions(executor="ray", progress=False))
     assert summary.n_records_written == summary.n_records_total == len(local_runs)
     assert_same_runs(runs_table(tmp_path / "out"), local_runs)
     # extraction really ran in the workers: the Ray cache holds the entries
@@ -193,7 +193,7 @@ def test_dying_workers_are_retried_nothing_lost_or_doubled(
 
     monkeypatch.setattr(executors, "make_executor", make)
     cfg = reduced_config(data_root, tmp_path / "out", ray_cache)
-    summary = run_benchmark(cfg, executor="ray", progress=False)
+    summary = run_benchmark(cfg, RunOptions(executor="ray", progress=False))
     assert len(made) == 1
     # each injected fault fired once and its task succeeded on the second attempt
     assert _attempts(Path(markers), "extract") == 2
@@ -231,11 +231,11 @@ def test_exhausted_retries_fail_the_cell_and_a_resume_completes_the_store(
     )
     cfg = reduced_config(data_root, tmp_path / "out", ray_cache)
     with pytest.raises(CrsbenchError, match=r"pixel × chexpert.*died 1 times"):
-        run_benchmark(cfg, executor="ray", progress=False)
+        run_benchmark(cfg, RunOptions(executor="ray", progress=False))
     partial = runs_table(tmp_path / "out")
     assert set(partial["dataset"]) <= {"isic2019"}  # nothing of the failed cell was written
     monkeypatch.setattr(executors, "make_executor", real_make)
-    summary = run_benchmark(cfg, executor="ray", progress=False)
+    summary = run_benchmark(cfg, RunOptions(executor="ray", progress=False))
     assert summary.n_records_written == len(local_runs) - len(partial)
     assert_same_runs(runs_table(tmp_path / "out"), local_runs)
 

@@ -10,9 +10,8 @@ import pandas as pd
 import pytest
 
 from crsbench.config import config_hash, parse_config
-from crsbench.runs.pipeline import run_benchmark
+from crsbench.runs.pipeline import RunOptions, run_benchmark
 from crsbench.runs.plan import plan_cells
-from crsbench.store.records import make_run_key
 
 from .runner_fixtures import tiny_config_dict, write_tiny_data
 
@@ -23,7 +22,9 @@ def finished_run(tmp_path_factory):
     data = write_tiny_data(root / "data")
     cfg = parse_config(tiny_config_dict(data, root / "out"), base_dir=root)
     events: list[tuple[str, dict]] = []
-    summary = run_benchmark(cfg, progress=False, on_event=lambda e, i: events.append((e, i)))
+    summary = run_benchmark(
+        cfg, RunOptions(progress=False, on_event=lambda e, i: events.append((e, i)))
+    )
     return cfg, summary, events
 
 
@@ -36,9 +37,7 @@ def test_store_has_exactly_the_planned_records(finished_run):
     cfg, summary, events = finished_run
     runs, metrics = _runs(Path(cfg.output_dir))
     modalities = {"isic2019": "dermoscopy", "chexpert": "chest_xray", "mimic_cxr": "chest_xray"}
-    planned = {
-        make_run_key(i, config_hash(cfg)) for c in plan_cells(cfg, modalities) for i in c.identities
-    }
+    planned = {i.key(config_hash(cfg)) for c in plan_cells(cfg, modalities) for i in c.identities}
     assert set(runs["run_key"]) == planned
     assert len(runs) == summary.n_records_total == summary.n_records_written
     # Per seed (worked by hand). ISIC: logistic 5 fractions + 15 conditions + 2 recalibrators,
@@ -95,7 +94,7 @@ def test_values_and_provenance_filled(finished_run):
 def test_second_run_is_a_no_op_and_exports_exist(finished_run):
     cfg, _, _ = finished_run
     before, _ = _runs(Path(cfg.output_dir))
-    summary = run_benchmark(cfg, progress=False)
+    summary = run_benchmark(cfg, RunOptions(progress=False))
     after, _ = _runs(Path(cfg.output_dir))
     assert summary.n_records_written == 0 and summary.n_cells_done_before == 2
     assert len(before) == len(after)

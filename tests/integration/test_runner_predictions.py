@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from crsbench.config import parse_config
-from crsbench.core.conditions import PAPER_CONDITIONS
 from crsbench.metrics import expected_calibration_error, macro_auroc
-from crsbench.runs.pipeline import run_benchmark
+from crsbench.protocol import PAPER_CONDITIONS
+from crsbench.runs.pipeline import RunOptions, run_benchmark
 from crsbench.runs.prepare import prepare_datasets
 from crsbench.scoring import axes_from_runs, build_leaderboard, score_cells
 from crsbench.stats.patient_bootstrap import (
@@ -35,7 +35,7 @@ def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("preds")
     data = write_tiny_data(root / "data")
     cfg = parse_config(tiny_config_dict(data, root / "out", ("pixel", "random_cnn")), base_dir=root)
-    run_benchmark(cfg, progress=False)
+    run_benchmark(cfg, RunOptions(progress=False))
     return cfg, Path(cfg.output_dir)
 
 

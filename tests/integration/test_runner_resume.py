@@ -14,7 +14,7 @@ import duckdb
 import pandas as pd
 
 from crsbench.config import parse_config
-from crsbench.runs.pipeline import run_benchmark
+from crsbench.runs.pipeline import RunOptions, run_benchmark
 from crsbench.store.columns import IDENTITY_COLUMNS, METRIC_COLUMNS
 
 from .runner_fixtures import tiny_config_dict, write_tiny_data
@@ -22,11 +22,11 @@ from .runner_fixtures import tiny_config_dict, write_tiny_data
 SCRIPT = """
 import json, sys
 from crsbench.config import parse_config
-from crsbench.runs.pipeline import run_benchmark
+from crsbench.runs.pipeline import RunOptions, run_benchmark
 cfg = parse_config(json.loads(sys.argv[1]), base_dir=sys.argv[2])
 def on_event(event, info):
     print(event.upper(), flush=True)
-run_benchmark(cfg, progress=False, on_event=on_event)
+run_benchmark(cfg, RunOptions(progress=False, on_event=on_event))
 print("FINISHED", flush=True)
 """
 
@@ -73,14 +73,14 @@ def _run_and_kill(cfg: dict, base: Path, kill_after: str | float) -> bool:
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
     data = write_tiny_data(tmp_path / "data")
     ref_cfg = parse_config(_config(data, tmp_path / "ref"), base_dir=tmp_path)
-    run_benchmark(ref_cfg, progress=False)
+    run_benchmark(ref_cfg, RunOptions(progress=False))
     reference = _table(tmp_path / "ref")
 
     cfg = _config(data, tmp_path / "killed")
     _run_and_kill(cfg, tmp_path, 2.0)  # during dataset loading / extraction
     _run_and_kill(cfg, tmp_path, "CELL")  # right after the first cell's commit
     _run_and_kill(cfg, tmp_path, 1.5)  # early in the resumed run
-    summary = run_benchmark(parse_config(cfg, base_dir=tmp_path), progress=False)
+    summary = run_benchmark(parse_config(cfg, base_dir=tmp_path), RunOptions(progress=False))
     resumed = _table(tmp_path / "killed")
 
     assert summary.n_cells_done_before >= 1
@@ -128,6 +128,6 @@ def test_sigterm_exits_nonzero_keeps_committed_cells_and_resumes(tmp_path):
     assert "interrupted" in rest
     partial = _table(tmp_path / "out")
     assert 0 < len(partial)
-    summary = run_benchmark(parse_config(cfg, base_dir=tmp_path), progress=False)
+    summary = run_benchmark(parse_config(cfg, base_dir=tmp_path), RunOptions(progress=False))
     assert summary.n_cells_done_before >= 1
     assert not _table(tmp_path / "out").duplicated(list(IDENTITY_COLUMNS)).any()

@@ -12,9 +12,8 @@ import pandas as pd
 import pytest
 
 from crsbench.config import config_hash, parse_config
-from crsbench.runs.pipeline import run_benchmark
+from crsbench.runs.pipeline import RunOptions, run_benchmark
 from crsbench.runs.plan import plan_cells
-from crsbench.store.records import make_run_key
 
 from .runner_fixtures import TINY_SIZES, tiny_config_dict
 
@@ -34,7 +33,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory):
     raw["shifts"] = [{"source": "chexpert", "target": t, "rows": r} for t, r in TARGETS.items()]
     raw["layers"], raw["recalibrators"] = [1.0], ["temperature"]
     cfg = parse_config(raw, base_dir=root)
-    run_benchmark(cfg, progress=False)
+    run_benchmark(cfg, RunOptions(progress=False))
     with duckdb.connect(str(Path(cfg.output_dir) / "results.duckdb"), read_only=True) as con:
         runs = con.execute("SELECT * FROM runs").df()
         preds = con.execute(
@@ -59,7 +58,7 @@ def test_every_target_is_planned_and_stored(finished) -> None:
     cfg, runs, _ = finished
     (plan,) = plan_cells(cfg, {"chexpert": "chest_xray"})
     assert plan.shift_targets == tuple(TARGETS) and plan.n_extractions == 1 + 15 + 3
-    assert set(runs["run_key"]) == {make_run_key(i, config_hash(cfg)) for i in plan.identities}
+    assert set(runs["run_key"]) == {i.key(config_hash(cfg)) for i in plan.identities}
     shift = runs[runs["condition"] == "shift"]
     # per seed and target: logistic, logistic + temperature, knn, mlp
     for target in TARGETS:

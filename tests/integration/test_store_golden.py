@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from crsbench.config import parse_config
-from crsbench.runs.pipeline import run_benchmark
+from crsbench.runs.pipeline import RunOptions, run_benchmark
 
 from .runner_fixtures import write_tiny_data
 
@@ -97,7 +97,7 @@ def pinned_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("golden")
     data = write_tiny_data(root / "data")
     cfg = parse_config(pinned_config(data, root / "out"), base_dir=root)
-    run_benchmark(cfg, progress=False)
+    run_benchmark(cfg, RunOptions(progress=False))
     return root / "out"
 
 

@@ -1,6 +1,6 @@
 """At the protocol's tolerance the logistic probe sits at scikit-learn's exact optimum.
 
-The protocol's budget is ``tol=1e-6`` (``LogisticSpec``). The reference is scikit-learn's
+The protocol's budget is ``tol=1e-6`` (``crsbench.protocol.LOGISTIC_TOL``). The reference is scikit-learn's
 ``LogisticRegression`` at ``tol=1e-10`` on the same standardised features: its probabilities
 are the exact optimum's to ~1e-6. The probe, in float64 and in float32 alike, must be within
 1e-4 of them and must end by the gradient test (not by a stall).
@@ -14,10 +14,10 @@ from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from crsbench.config.models import LogisticSpec
 from crsbench.probes import LogisticProbe
+from crsbench.protocol import LOGISTIC_TOL
 
-PROTOCOL_TOL = LogisticSpec().tol
+PROTOCOL_TOL = LOGISTIC_TOL
 
 
 @pytest.fixture(scope="module")

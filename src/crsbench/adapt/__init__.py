@@ -22,11 +22,10 @@ from crsbench.adapt.model import (
     predict_proba,
     predict_proba_conditions,
 )
-from crsbench.adapt.train import LR_FACTORS, LoraFit, LoraTrainSettings, lr_grid, train_lora
+from crsbench.adapt.train import LoraFit, LoraTrainSettings, lr_grid, train_lora
 
 __all__ = [
     "ARCHITECTURE_TARGETS",
-    "LR_FACTORS",
     "ImageRows",
     "LoraClassifier",
     "LoraFit",

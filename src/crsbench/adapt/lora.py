@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from crsbench.core.errors import EncoderError
+from crsbench.protocol import LORA_ALPHA, LORA_DROPOUT, LORA_RANK
 
 if TYPE_CHECKING:
     import torch
@@ -180,9 +181,9 @@ def is_wrapped(module: Any) -> bool:
 
 def wrap_with_lora(
     encoder: Any,
-    rank: int = 8,
-    alpha: float = 16,
-    dropout: float = 0.1,
+    rank: int = LORA_RANK,
+    alpha: float = LORA_ALPHA,
+    dropout: float = LORA_DROPOUT,
     target_modules: Sequence[str] | None = None,
     *,
     check: bool = True,

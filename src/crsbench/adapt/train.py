@@ -26,9 +26,8 @@ from crsbench.adapt.checkpoint import load_checkpoint, save_checkpoint
 from crsbench.adapt.model import LoraClassifier, predict_proba
 from crsbench.core.errors import ConfigError, DataError
 from crsbench.core.seeding import stable_seed
+from crsbench.protocol import LORA_EPOCHS, LORA_LR, LORA_LR_FACTORS
 
-#: The learning-rate grid is ``lr * LR_FACTORS`` (``lr`` from ``regimes.lora.lr``).
-LR_FACTORS: tuple[float, ...] = (1.0, 3.0, 10.0)
 EpochHook = Callable[[int, int], None]
 
 
@@ -52,8 +51,8 @@ class LoraTrainSettings:
         Cap on optimizer steps per epoch (demo / smoke runs); ``None`` = full epochs.
     """
 
-    epochs: int = 8
-    lrs: tuple[float, ...] = tuple(1e-4 * f for f in LR_FACTORS)
+    epochs: int = LORA_EPOCHS
+    lrs: tuple[float, ...] = tuple(LORA_LR * f for f in LORA_LR_FACTORS)
     batch_size: int = 32
     weight_decay: float = 0.01
     patience: int = 3
@@ -296,6 +295,6 @@ def train_lora(
     )
 
 
-def lr_grid(base_lr: float, factors: Sequence[float] = LR_FACTORS) -> tuple[float, ...]:
+def lr_grid(base_lr: float, factors: Sequence[float] = LORA_LR_FACTORS) -> tuple[float, ...]:
     """``base_lr × factors`` rounded to 12 significant digits."""
     return tuple(float(f"{base_lr * f:.12g}") for f in factors)

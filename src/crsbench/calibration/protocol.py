@@ -1,7 +1,7 @@
 """The recalibration protocol: CV folds, loss, minimum split size and candidate grids.
 
-The packaged ``recal_v1.yaml`` is the single home of these values (docs/protocol.md section
-10); its version is recorded with every recalibrated run row.
+The packaged ``crsbench/resources/calibration/recal_v1.yaml`` is the single home of these
+values (docs/protocol.md section 10); its version is recorded with every recalibrated run row.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import numpy as np
 import yaml
 
 from crsbench.core.errors import ConfigError, DataError
+from crsbench.protocol import RECAL_VERSION, RECALIBRATORS
+from crsbench.resources import resource_path
 
-DEFAULT_PROTOCOL_PATH = Path(__file__).with_name("recal_v1.yaml")
-METHODS: tuple[str, ...] = ("temperature", "vector", "isotonic", "dirichlet")
+DEFAULT_PROTOCOL_PATH = resource_path("calibration", f"recal_{RECAL_VERSION}.yaml")
 
 
 class CalibrationSplitTooSmall(DataError):
@@ -95,7 +96,7 @@ def _load(path: Path) -> RecalProtocol:
             f"recalibration protocol {path}: min_per_class must be an integer >= n_folds "
             f"({n_folds}). Got {min_n!r} instead."
         )
-    grids = {m: _candidates(path, m, doc["grids"].get(m)) for m in METHODS}
+    grids = {m: _candidates(path, m, doc["grids"].get(m)) for m in RECALIBRATORS}
     return RecalProtocol(str(doc["version"]), "nll", n_folds, min_n, grids)
 
 

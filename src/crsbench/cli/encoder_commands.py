@@ -6,6 +6,7 @@ import typer
 
 from crsbench.cli.app import app, console, fail
 from crsbench.cli.output import print_json, print_table
+from crsbench.protocol import FAMILY_GROUPS
 
 encoders_app = typer.Typer(help="Inspect the encoder registry.", no_args_is_help=True)
 app.add_typer(encoders_app, name="encoders")
@@ -21,7 +22,7 @@ def list_encoders(
     """Every registered encoder: group, domain, source, embedding size, weights on this machine."""
     from crsbench.encoders import ENCODERS, get_card, weights_available
 
-    groups = ("general", "medical", "specialist", "baseline")
+    groups = FAMILY_GROUPS
     if group and group not in groups:
         fail(f"--group must be one of {', '.join(groups)}. Got {group!r} instead.")
     names = sorted(ENCODERS.names(), key=lambda n: (groups.index(get_card(n).family_group), n))

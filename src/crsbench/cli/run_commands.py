@@ -65,7 +65,7 @@ def run(
     Before any work every dataset root and every encoder's weights are checked; everything
     missing is listed at once with where to put it (see `crsbench doctor`).
     """
-    from crsbench.runs.pipeline import run_benchmark
+    from crsbench.runs.pipeline import RunOptions, run_benchmark
     from crsbench.runs.progress import RunProgress
 
     level = verbosity(quiet, verbose)
@@ -74,9 +74,10 @@ def run(
     try:
         cfg = _config(config, out)
         with RunProgress(console, verbosity=level, bars=progress) as bar:
-            summary = run_benchmark(cfg, executor=executor, address=address, progress=bars,
-                                    force_new=force_new, force=force, on_event=bar,
-                                    skip_missing=skip_missing)  # fmt: skip
+            opts = RunOptions(executor=executor, address=address, progress=bars,
+                              force_new=force_new, force=force, on_event=bar,
+                              skip_missing=skip_missing)  # fmt: skip
+            summary = run_benchmark(cfg, opts)
     except CrsbenchError as exc:
         fail(str(exc))
         return

@@ -13,15 +13,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from crsbench import protocol
 from crsbench.cohort.spec import CohortSpec
-from crsbench.config import DEFAULT_FRACTIONS, PAPER_PERTURBATIONS, BenchmarkConfig, parse_config
+from crsbench.config import BenchmarkConfig, parse_config
 
 #: The dataset key of a cohort in its config and store (the adapter's name).
 COHORT_DATASET = "folder"
 #: Cohorts below this many images get :data:`SMALL_SEEDS` seeds, larger ones the protocol's 5.
 SMALL_COHORT = 5000
 SMALL_SEEDS: tuple[int, ...] = (0, 1, 2)
-PROTOCOL_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
 
 
 def folder_options(spec: CohortSpec) -> dict[str, Any]:
@@ -43,7 +43,7 @@ def folder_options(spec: CohortSpec) -> dict[str, Any]:
 
 
 def default_encoders() -> list[str]:
-    """The paper's encoder panel (``crsbench/configs/paper.yaml``)."""
+    """The paper's encoder panel (``crsbench/resources/configs/paper.yaml``)."""
     from crsbench.config import load_packaged_config
 
     return [e.name for e in load_packaged_config("paper").encoders]
@@ -59,7 +59,7 @@ def choose_seeds(spec: CohortSpec, n_images: int) -> tuple[tuple[int, ...], str]
             "3 seeds instead of the protocol's 5 keep its intervals usable at a fraction of "
             "the probe and recalibration fits"
         )
-    return PROTOCOL_SEEDS, f"seeds {list(PROTOCOL_SEEDS)}: the protocol's 5"
+    return protocol.SEEDS, f"seeds {list(protocol.SEEDS)}: the protocol's 5"
 
 
 def cohort_config(spec: CohortSpec, n_images: int) -> tuple[BenchmarkConfig, list[str]]:
@@ -84,10 +84,10 @@ def cohort_config(spec: CohortSpec, n_images: int) -> tuple[BenchmarkConfig, lis
             }
         },
         "seeds": list(seeds),
-        "fractions": list(DEFAULT_FRACTIONS),
+        "fractions": list(protocol.LABEL_FRACTIONS),
         "perturbations": {
-            "names": list(PAPER_PERTURBATIONS),
-            "severities": [1, 2, 3],
+            "names": list(protocol.PAPER_PERTURBATIONS),
+            "severities": list(protocol.SEVERITIES),
             "include_extra": False,
         },  # fmt: skip
         "probes": {"mlp": None, "knn": None},

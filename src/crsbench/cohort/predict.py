@@ -86,14 +86,16 @@ def load_encoder(
 def encode(model: ModelArtefact, enc: Any, ids: list[str], paths: list[str],
            batch_size: int = 64) -> tuple[np.ndarray, list[str], list[dict[str, str]]]:  # fmt: skip
     """Clean last-layer features at the exported working size and precision."""
-    from crsbench.features import FeatureCache, extract
+    from crsbench.features import ExtractSettings, FeatureCache, extract
 
     revision = hashlib.sha256("\n".join(paths).encode()).hexdigest()
+    settings = ExtractSettings(batch_size=batch_size, num_workers=0, progress=False,
+                               working_size=int(model.encoder["working_size"]),
+                               precision=str(model.encoder["precision"]),
+                               max_bad_fraction=1.0)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="crsbench-predict-") as tmp:
         res = extract(enc, ids, paths, cache=FeatureCache(Path(tmp)), dataset_revision=revision,
-                      batch_size=batch_size, num_workers=0, progress=False,
-                      working_size=int(model.encoder["working_size"]),
-                      precision=str(model.encoder["precision"]), max_bad_fraction=1.0)  # fmt: skip
+                      settings=settings)  # fmt: skip
         fa = res[("clean", 0), 1.0]
         failed = [{k: str(q[k]) for k in ("image_id", "path", "error_class")}
                   for q in res.quarantined]  # fmt: skip

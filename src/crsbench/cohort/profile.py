@@ -107,14 +107,14 @@ def profile_cohort(
     verdict : bool
         Write the verdict page (``verdict.html``) after the run.
     """
-    from crsbench.runs.pipeline import run_benchmark
+    from crsbench.runs.pipeline import RunOptions, run_benchmark
 
     emit = on_event or (lambda *_: None)
     ds, summary = check_cohort(spec)
     cfg, reasons = cohort_config(spec, summary.n_images)
     emit("cohort", {"summary": summary, "reasons": reasons})
-    run = run_benchmark(cfg, progress=progress, force=force, on_event=emit,
-                        skip_missing=skip_missing)  # fmt: skip
+    opts = RunOptions(progress=progress, force=force, on_event=emit, skip_missing=skip_missing)
+    run = run_benchmark(cfg, opts)
     info = {**summary.as_dict(), "choices": reasons, "csv": str(Path(spec.data).resolve()),
             "images": str(Path(spec.images).resolve()), "label_columns": list(spec.label_columns),
             "group_column": spec.group_column,

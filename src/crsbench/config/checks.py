@@ -34,20 +34,20 @@ def validate_paths(cfg: BenchmarkConfig) -> None:
         raise ConfigError("config paths are missing:\n  " + "\n  ".join(problems))
 
 
-def _registry_names(module: str, attr: str) -> list[str] | None:
-    """Names of ``module.attr``; None when that module is not installed (other errors raise)."""
-    import importlib
+def _registry_names(kind: str) -> list[str]:
+    """Registered names of ``kind`` (``encoder``, ``dataset`` or ``perturbation``); the
+    registries are imported here, lazily, since the encoders' may load torch."""
+    if kind == "encoder":
+        from crsbench.encoders import ENCODERS
 
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name == module:
-            return None
-        raise
-    reg = getattr(mod, attr, None)
-    if reg is None:
-        return None
-    return list(reg.names()) if hasattr(reg, "names") else list(reg)
+        return ENCODERS.names()
+    if kind == "dataset":
+        from crsbench.datasets import DATASETS
+
+        return DATASETS.names()
+    from crsbench.perturb import PERTURBATIONS
+
+    return PERTURBATIONS.names()
 
 
 def _unknown(names: Iterable[tuple[str, str]], known: list[str], kind: str) -> list[str]:
@@ -69,30 +69,17 @@ def validate_names(
 ) -> None:
     """Check names against the registries (imported lazily; torch may load).
 
-    ``encoders`` defaults to :data:`crsbench.encoders.ENCODERS`; ``datasets`` and
-    ``perturbations`` default to the dataset and perturbation registries when those are
-    importable, and are skipped otherwise. Pass name lists to check without importing.
+    ``encoders``, ``datasets`` and ``perturbations`` default to the names of the encoder,
+    dataset and perturbation registries. Pass name lists to check without importing them.
     """
-    enc = (
-        list(encoders) if encoders is not None else _registry_names("crsbench.encoders", "ENCODERS")
-    )
-    if enc is None:
-        raise ConfigError("cannot check encoder names: crsbench.encoders.ENCODERS is unavailable.")
-    ds = (
-        list(datasets) if datasets is not None else _registry_names("crsbench.datasets", "DATASETS")
-    )
-    pt = (
-        list(perturbations)
-        if perturbations is not None
-        else _registry_names("crsbench.perturb", "PERTURBATIONS")
-    )
+    enc = list(encoders) if encoders is not None else _registry_names("encoder")
+    ds = list(datasets) if datasets is not None else _registry_names("dataset")
+    pt = list(perturbations) if perturbations is not None else _registry_names("perturbation")
     problems = _unknown(
         ((f"encoders.{i}.name", e.name) for i, e in enumerate(cfg.encoders)), enc, "encoder"
     )
-    if ds is not None:
-        problems += _unknown(((f"datasets.{n}", n) for n in cfg.datasets), ds, "dataset")
-    if pt is not None:
-        items = ((f"perturbations.names.{i}", n) for i, n in enumerate(cfg.perturbations.names))
-        problems += _unknown(items, pt, "perturbation")
+    problems += _unknown(((f"datasets.{n}", n) for n in cfg.datasets), ds, "dataset")
+    items = ((f"perturbations.names.{i}", n) for i, n in enumerate(cfg.perturbations.names))
+    problems += _unknown(items, pt, "perturbation")
     if problems:
         raise ConfigError("config names are unknown:\n  " + "\n  ".join(problems))

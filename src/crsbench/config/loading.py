@@ -6,7 +6,6 @@ import difflib
 import os
 import re
 from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -19,6 +18,7 @@ from crsbench.config.models import (
     BenchmarkConfig,
 )
 from crsbench.core.errors import ConfigError
+from crsbench.resources import resource_label, resource_names, resource_path
 
 # ----------------------------------------------------------------------------- errors
 
@@ -243,14 +243,13 @@ def load_config(path: Path | str, *, output_dir: Path | str | None = None) -> Be
 
 
 def packaged_config_path(name: str) -> Path:
-    """Path of a config shipped in ``crsbench/configs`` (``"demo"`` or ``"paper"``)."""
-    files = resources.files("crsbench.configs")
-    known = sorted(f.name[:-5] for f in files.iterdir() if f.name.endswith(".yaml"))
+    """Path of a config shipped in ``crsbench/resources/configs`` (``"demo"`` or ``"paper"``)."""
+    known = resource_names("configs")
     if name not in known:
         close = difflib.get_close_matches(name, known, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise ConfigError(f"no shipped config {name!r}.{hint} Shipped: {', '.join(known)}.")
-    return Path(str(files / f"{name}.yaml"))
+    return resource_path("configs", f"{name}.yaml")
 
 
 def load_packaged_config(
@@ -258,6 +257,6 @@ def load_packaged_config(
 ) -> BenchmarkConfig:
     """Load a shipped config; its relative paths resolve against ``base_dir`` (default: cwd)."""
     path = packaged_config_path(name)
-    data = _read_yaml(path.read_text(encoding="utf-8"), f"crsbench/configs/{name}.yaml")
+    data = _read_yaml(path.read_text(encoding="utf-8"), resource_label("configs", f"{name}.yaml"))
     base = Path.cwd() if base_dir is None else Path(base_dir)
     return parse_config(data, base_dir=base, source=str(path), output_dir=output_dir)

@@ -15,17 +15,11 @@ from pydantic import (
     model_validator,
 )
 
+from crsbench import protocol
 from crsbench.config.rules import check_excluded_cells, check_shifts
 from crsbench.config.rules import unique as _unique
-from crsbench.core.conditions import PAPER_PERTURBATIONS
 
 CONFIG_SCHEMA_VERSION = 1
-RECALIBRATORS: tuple[str, ...] = ("temperature", "vector", "isotonic", "dirichlet")
-LAYER_DEPTHS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
-DEFAULT_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25, 1.0)
-DEFAULT_C_GRID: tuple[float, ...] = tuple(
-    float(f"{10.0 ** (-4 + 0.5 * i):.12g}") for i in range(13)
-)
 #: Execution settings: they change where and how fast, never what is computed, so they are
 #: left out of :func:`config_hash`.
 EXECUTION_FIELDS: frozenset[str] = frozenset(
@@ -66,7 +60,7 @@ def _seed_list(values: list[int], what: str) -> list[int]:
     return _unique(values, what)
 
 
-class EncoderSpec(_Strict):
+class EncoderConfig(_Strict):
     """One encoder of the panel: a registry name plus optional local overrides."""
 
     name: str = Field(min_length=1)
@@ -75,7 +69,7 @@ class EncoderSpec(_Strict):
     allow_remote_code: bool = False
 
 
-class DatasetSpec(_Strict):
+class DatasetConfig(_Strict):
     """A dataset root on disk, adapter options (e.g. ``uncertainty``) and an optional cap."""
 
     root: Path
@@ -89,7 +83,7 @@ ShiftRows = Literal["official_test", "all_frontal"]
 SHIFT_ROWS: tuple[str, ...] = get_args(ShiftRows)
 
 
-class ShiftSpec(_Strict):
+class ShiftConfig(_Strict):
     """Probes trained on ``source`` applied to ``target``'s evaluation ``rows``, no retraining."""
 
     source: str
@@ -97,18 +91,18 @@ class ShiftSpec(_Strict):
     rows: ShiftRows = "official_test"
 
 
-class CellRef(_Strict):
+class ExcludedCellConfig(_Strict):
     """One (encoder, dataset) cell of the grid, named by the config's own names."""
 
     encoder: str = Field(min_length=1)
     dataset: str = Field(min_length=1)
 
 
-class PerturbationSpec(_Strict):
+class PerturbationConfig(_Strict):
     """Perturbation names × severities (test images only), plus the modality-noise extra."""
 
-    names: list[str] = Field(default_factory=lambda: list(PAPER_PERTURBATIONS))
-    severities: list[int] = Field(default_factory=lambda: [1, 2, 3])
+    names: list[str] = Field(default_factory=lambda: list(protocol.PAPER_PERTURBATIONS))
+    severities: list[int] = Field(default_factory=lambda: list(protocol.SEVERITIES))
     include_extra: bool = True
     #: Working resolution W at which every image is perturbed, once for all encoders (then
     #: each encoder's own preprocessing resizes from W). None: the largest encoder input of
@@ -124,18 +118,20 @@ class PerturbationSpec(_Strict):
     @field_validator("severities")
     @classmethod
     def _severities(cls, v: list[int]) -> list[int]:
-        bad = [s for s in v if s not in (1, 2, 3)]
+        bad = [s for s in v if s not in protocol.SEVERITIES]
         if bad:
-            raise ValueError(f"each severity must be 1, 2 or 3. Got {bad} instead")
+            raise ValueError(
+                f"each severity must be one of {list(protocol.SEVERITIES)}. Got {bad} instead"
+            )
         return _unique(v, "severities")
 
 
-class LogisticSpec(_Strict):
+class LogisticConfig(_Strict):
     """Main probe: L2 logistic regression, C picked on validation macro-AUROC."""
 
-    c_grid: list[float] = Field(default_factory=lambda: list(DEFAULT_C_GRID), min_length=1)
-    max_iter: int = Field(default=1000, gt=0)
-    tol: float = Field(default=1e-6, gt=0)
+    c_grid: list[float] = Field(default_factory=lambda: list(protocol.C_GRID), min_length=1)
+    max_iter: int = Field(default=protocol.LOGISTIC_MAX_ITER, gt=0)
+    tol: float = Field(default=protocol.LOGISTIC_TOL, gt=0)
 
     @field_validator("c_grid")
     @classmethod
@@ -146,28 +142,28 @@ class LogisticSpec(_Strict):
         return _unique(v, "C values")
 
 
-class MLPSpec(_Strict):
+class MLPConfig(_Strict):
     """Control probe: a two-layer MLP."""
 
-    hidden_size: int = Field(default=256, gt=0)
-    epochs: int = Field(default=100, gt=0)
-    lr: float = Field(default=1e-3, gt=0)
-    weight_decay: float = Field(default=1e-4, ge=0)
+    hidden_size: int = Field(default=protocol.MLP_HIDDEN_SIZE, gt=0)
+    epochs: int = Field(default=protocol.MLP_EPOCHS, gt=0)
+    lr: float = Field(default=protocol.MLP_LR, gt=0)
+    weight_decay: float = Field(default=protocol.MLP_WEIGHT_DECAY, ge=0)
 
 
-class KNNSpec(_Strict):
+class KNNConfig(_Strict):
     """Control probe: k nearest neighbours."""
 
-    k: int = Field(default=5, gt=0)
-    metric: Literal["cosine", "euclidean"] = "cosine"
+    k: int = Field(default=protocol.KNN_K, gt=0)
+    metric: Literal["cosine", "euclidean"] = protocol.KNN_METRIC
 
 
-class ProbesSpec(_Strict):
+class ProbesConfig(_Strict):
     """Probe settings; set ``mlp`` or ``knn`` to ``null`` to skip a control probe."""
 
-    logistic: LogisticSpec = Field(default_factory=LogisticSpec)
-    mlp: MLPSpec | None = Field(default_factory=MLPSpec)
-    knn: KNNSpec | None = Field(default_factory=KNNSpec)
+    logistic: LogisticConfig = Field(default_factory=LogisticConfig)
+    mlp: MLPConfig | None = Field(default_factory=MLPConfig)
+    knn: KNNConfig | None = Field(default_factory=KNNConfig)
 
     @property
     def names(self) -> list[str]:
@@ -175,18 +171,20 @@ class ProbesSpec(_Strict):
         return [n for n in ("logistic", "mlp", "knn") if getattr(self, n) is not None]
 
 
-class LoraSpec(_Strict):
+class LoraConfig(_Strict):
     """Adaptation regime (a later issue): LoRA hyperparameters."""
 
     enabled: bool = False
-    rank: int = Field(default=8, gt=0)
-    alpha: float = Field(default=16, gt=0)
-    dropout: float = Field(default=0.1, ge=0, lt=1)
-    epochs: int = Field(default=8, gt=0)
-    lr: float = Field(default=1e-4, gt=0)
+    rank: int = Field(default=protocol.LORA_RANK, gt=0)
+    alpha: float = Field(default=protocol.LORA_ALPHA, gt=0)
+    dropout: float = Field(default=protocol.LORA_DROPOUT, ge=0, lt=1)
+    epochs: int = Field(default=protocol.LORA_EPOCHS, gt=0)
+    lr: float = Field(default=protocol.LORA_LR, gt=0)
     #: The learning-rate grid is ``lr × lr_factors``; the rate is chosen on validation AUROC.
-    lr_factors: list[float] = Field(default_factory=lambda: [1.0, 3.0, 10.0], min_length=1)
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    lr_factors: list[float] = Field(
+        default_factory=lambda: list(protocol.LORA_LR_FACTORS), min_length=1
+    )
+    seeds: list[int] = Field(default_factory=lambda: list(protocol.LORA_SEEDS), min_length=1)
     #: Label fractions fine-tuned (a subset of the config's ``fractions`` holding 1.0);
     #: ``None`` = all of them. Fewer fractions make a cheap run (the demo); the label-efficiency
     #: axis of the ``lora`` regime is then computed over the fractions present.
@@ -214,14 +212,14 @@ class LoraSpec(_Strict):
         return None if v is None else _unique(v, "regimes.lora.fractions")
 
 
-class RegimesSpec(_Strict):
+class RegimesConfig(_Strict):
     """Which regimes run: ``frozen`` (this release) and ``lora`` (later)."""
 
     frozen: bool = True
-    lora: LoraSpec = Field(default_factory=LoraSpec)
+    lora: LoraConfig = Field(default_factory=LoraConfig)
 
 
-class PrecisionCheckSpec(_Strict):
+class PrecisionCheckConfig(_Strict):
     """Overrides of the bf16 check's protocol constants (``null``: the constant, see
     ``crsbench.features.precision``); a change re-runs the check and enters the hash."""
 
@@ -234,24 +232,26 @@ class BenchmarkConfig(_Strict):
     """A whole benchmark grid. See ``docs/config_and_store.md`` for every key."""
 
     version: int = CONFIG_SCHEMA_VERSION
-    encoders: list[EncoderSpec] = Field(min_length=1)
-    datasets: dict[str, DatasetSpec] = Field(min_length=1)
-    shifts: list[ShiftSpec] = Field(default_factory=list)
+    encoders: list[EncoderConfig] = Field(min_length=1)
+    datasets: dict[str, DatasetConfig] = Field(min_length=1)
+    shifts: list[ShiftConfig] = Field(default_factory=list)
     #: Cells (encoder × probe dataset) the grid leaves out: never run, never imputed.
-    exclude_cells: list[CellRef] = Field(default_factory=list)
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2, 3, 4], min_length=1)
-    fractions: list[float] = Field(default_factory=lambda: list(DEFAULT_FRACTIONS), min_length=1)
-    perturbations: PerturbationSpec = Field(default_factory=PerturbationSpec)
-    probes: ProbesSpec = Field(default_factory=ProbesSpec)
-    recalibrators: list[Literal["temperature", "vector", "isotonic", "dirichlet"]] = Field(
-        default_factory=lambda: list(RECALIBRATORS)
+    exclude_cells: list[ExcludedCellConfig] = Field(default_factory=list)
+    seeds: list[int] = Field(default_factory=lambda: list(protocol.SEEDS), min_length=1)
+    fractions: list[float] = Field(
+        default_factory=lambda: list(protocol.LABEL_FRACTIONS), min_length=1
     )
-    layers: list[float] = Field(default_factory=lambda: list(LAYER_DEPTHS), min_length=1)
-    anchors: str = Field(default="v1", min_length=1)
-    regimes: RegimesSpec = Field(default_factory=RegimesSpec)
+    perturbations: PerturbationConfig = Field(default_factory=PerturbationConfig)
+    probes: ProbesConfig = Field(default_factory=ProbesConfig)
+    recalibrators: list[protocol.Recalibrator] = Field(
+        default_factory=lambda: list(protocol.RECALIBRATORS)
+    )
+    layers: list[float] = Field(default_factory=lambda: list(protocol.LAYER_DEPTHS), min_length=1)
+    anchors: str = Field(default=protocol.ANCHORS_VERSION, min_length=1)
+    regimes: RegimesConfig = Field(default_factory=RegimesConfig)
     output_dir: Path = Path("results")
     cache_dir: Path | None = None
-    split_seed: int = Field(default=0, ge=0)
+    split_seed: int = Field(default=protocol.SPLIT_SEED, ge=0)
     batch_size: int = Field(default=64, gt=0)
     num_workers: int = Field(default=0, ge=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
@@ -260,7 +260,7 @@ class BenchmarkConfig(_Strict):
     #: fp32; ``fp32``; ``bf16`` forced (checked and recorded all the same). The resolved
     #: precision enters every feature cache key and every run's provenance.
     precision: Literal["auto", "fp32", "bf16"] = "auto"
-    precision_check: PrecisionCheckSpec = Field(default_factory=PrecisionCheckSpec)
+    precision_check: PrecisionCheckConfig = Field(default_factory=PrecisionCheckConfig)
 
     @field_validator("encoders", mode="before")
     @classmethod
@@ -297,9 +297,11 @@ class BenchmarkConfig(_Strict):
     @field_validator("layers")
     @classmethod
     def _layers(cls, v: list[float]) -> list[float]:
-        bad = [x for x in v if x not in LAYER_DEPTHS]
+        bad = [x for x in v if x not in protocol.LAYER_DEPTHS]
         if bad:
-            raise ValueError(f"each layer depth must be one of {list(LAYER_DEPTHS)}. Got {bad}")
+            raise ValueError(
+                f"each layer depth must be one of {list(protocol.LAYER_DEPTHS)}. Got {bad}"
+            )
         if 1.0 not in v:
             raise ValueError(f"layers must include 1.0 (the default embedding). Got {v} instead")
         return _unique(v, "layers")
@@ -332,7 +334,7 @@ class BenchmarkConfig(_Strict):
 
     def includes_cell(self, encoder: str, dataset: str) -> bool:
         """False for a cell listed in ``exclude_cells`` (it is never run)."""
-        return CellRef(encoder=encoder, dataset=dataset) not in self.exclude_cells
+        return ExcludedCellConfig(encoder=encoder, dataset=dataset) not in self.exclude_cells
 
     @property
     def frozen_cells(self) -> list[tuple[str, str]]:
@@ -351,7 +353,7 @@ class BenchmarkConfig(_Strict):
         return [f for f in self.fractions if chosen is None or f in chosen]
 
     @property
-    def lora_encoders(self) -> list[EncoderSpec]:
+    def lora_encoders(self) -> list[EncoderConfig]:
         """Encoder entries the LoRA regime adapts, in config order."""
         chosen = self.regimes.lora.encoders
         return [e for e in self.encoders if chosen is None or e.name in chosen]

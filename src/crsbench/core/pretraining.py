@@ -1,7 +1,7 @@
 """What each encoder saw while it was pretrained: the versioned catalogue and its overlap levels.
 
-The facts live in a shipped YAML file (:mod:`crsbench.pretraining`, ``v1.yaml``), one entry per
-registered encoder name: its pretraining sources (each with a citation or link), and for each
+The facts live in a shipped YAML file (``crsbench/resources/pretraining/v1.yaml``), one entry
+per registered encoder name: its pretraining sources (each with a citation or link), and for each
 CRS-Bench dataset it may have seen, a level and why. This module only reads and validates that
 file, so the analyses and the report can flag results without importing the encoder registry;
 the encoder card exposes the same entry (``EncoderCard.pretraining``).
@@ -20,12 +20,12 @@ Levels, from most to least certain overlap:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 import yaml
 
 from crsbench.core.errors import ConfigError
+from crsbench.resources import resource_file, resource_label
 
 LEVELS: tuple[str, ...] = ("trained_on", "possible", "none_known", "unknown")
 FLAGGED_LEVELS: frozenset[str] = frozenset({"trained_on", "possible"})
@@ -186,10 +186,13 @@ def load_pretraining(source: str | Path | PretrainingCatalog | None = None) -> P
     source = CURRENT_VERSION if source is None else source
     path = Path(source)
     if not path.suffix and not path.exists():
-        res = resources.files("crsbench.pretraining").joinpath(f"{source}.yaml")
+        res = resource_file("pretraining", f"{source}.yaml")
         if not res.is_file():
             raise ConfigError(f"pretraining catalogue '{source}' is not shipped with crsbench.")
-        text, name = res.read_text(encoding="utf-8"), f"crsbench/pretraining/{source}.yaml"
+        text, name = (
+            res.read_text(encoding="utf-8"),
+            resource_label("pretraining", f"{source}.yaml"),
+        )
     else:
         if not path.is_file():
             raise ConfigError(f"pretraining catalogue {path} must exist. It does not.")

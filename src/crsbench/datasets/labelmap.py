@@ -1,6 +1,6 @@
 """Label harmonisation: a shift target's finding names → CheXpert's 14 labels, from data.
 
-Each map is a versioned YAML file in ``crsbench/datasets/label_maps/`` (``<dataset>_v<N>.yaml``)
+Each map is a versioned YAML file in ``crsbench/resources/label_maps/`` (``<dataset>_v<N>.yaml``)
 read with :mod:`importlib.resources`. Under ``labels`` each CheXpert label lists the target's
 findings that make it positive (any of them); ``not_provided`` names the labels the target
 cannot give (NaN columns) with the reason; ``ignored`` lists the target's findings that have
@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +21,11 @@ import pandas as pd
 import yaml
 
 from crsbench.core.errors import DataError
+from crsbench.resources import resource_file, resource_label, resource_names
 
 from .chexpert import CHEXPERT_LABELS
 from .csvio import row_list
 
-MAP_PACKAGE = "crsbench.datasets.label_maps"
 MAP_FORMAT = "crsbench-label-map"
 
 
@@ -217,13 +216,9 @@ def parse_label_map(data: Any, file: str) -> LabelMap:
 @lru_cache(maxsize=16)
 def load_label_map(name: str) -> LabelMap:
     """Load and validate the packaged label map ``name`` (e.g. ``"nih_cxr14_v1"``)."""
-    resource = resources.files(MAP_PACKAGE).joinpath(f"{name}.yaml")
+    resource = resource_file("label_maps", f"{name}.yaml")
     if not resource.is_file():
-        available = sorted(
-            p.name[: -len(".yaml")]
-            for p in resources.files(MAP_PACKAGE).iterdir()
-            if p.name.endswith(".yaml")
-        )
+        available = resource_names("label_maps")
         raise DataError(f"label map {name!r} does not exist. Available: {available}.")
-    file = f"crsbench/datasets/label_maps/{name}.yaml"
+    file = resource_label("label_maps", f"{name}.yaml")
     return parse_label_map(yaml.safe_load(resource.read_text(encoding="utf-8")), file)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from crsbench.encoders import baselines, families_general, families_medical  # noqa: F401
 from crsbench.encoders.base import Backbone, BuildContext, Encoder
-from crsbench.encoders.card import DEPTHS, EncoderCard, EncoderSpec, tap_index
+from crsbench.encoders.card import EncoderCard, EncoderSpec, tap_index
 from crsbench.encoders.preprocess import Preprocessing, preprocess
 from crsbench.encoders.registry import ENCODERS, build, describe, get_card, weights_available
 from crsbench.encoders.weights import WEIGHTS_ENV, load_state_dict
@@ -20,7 +20,6 @@ from crsbench.encoders.weights import WEIGHTS_ENV, load_state_dict
 PAPER_FAMILIES = tuple(n for n in ENCODERS.names() if get_card(n).family_group != "baseline")
 
 __all__ = [
-    "DEPTHS",
     "ENCODERS",
     "PAPER_FAMILIES",
     "WEIGHTS_ENV",

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crsbench.core.errors import EncoderError
-from crsbench.encoders.card import DEPTHS, EncoderCard, tap_index
+from crsbench.encoders.card import EncoderCard, tap_index
 from crsbench.encoders.preprocess import Preprocessing, preprocess
+from crsbench.protocol import LAYER_DEPTHS
 
 if TYPE_CHECKING:
     import torch
@@ -120,7 +121,7 @@ class Encoder:
 
     def tap_indices(self) -> dict[float, int]:
         """Block index used for each depth fraction."""
-        return {d: tap_index(d, self.n_blocks) for d in DEPTHS}
+        return {d: tap_index(d, self.n_blocks) for d in LAYER_DEPTHS}
 
     @property
     def weights_hash(self) -> str:
@@ -169,10 +170,10 @@ class Encoder:
         """
         import torch
 
-        bad = [d for d in depths if d not in DEPTHS]
+        bad = [d for d in depths if d not in LAYER_DEPTHS]
         if bad or not depths:
             raise EncoderError(
-                f"depths must be a non-empty subset of {DEPTHS}. Got {list(depths)} instead."
+                f"depths must be a non-empty subset of {LAYER_DEPTHS}. Got {list(depths)} instead."
             )
         wanted = sorted(set(float(d) for d in depths))
         caught: dict[float, torch.Tensor] = {}
@@ -204,7 +205,7 @@ class Encoder:
             import torch
 
             probe = torch.zeros(1, 3, self.input_size, self.input_size, device=self.device)
-            feats = self.forward_features(probe, DEPTHS)
+            feats = self.forward_features(probe, LAYER_DEPTHS)
             self._tap_dims = {d: int(f.shape[1]) for d, f in feats.items()}
         return self._tap_dims
 

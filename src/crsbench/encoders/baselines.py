@@ -1,15 +1,16 @@
-"""Offline encoders registered in group ``baseline`` (no download, work with HF_HUB_OFFLINE=1)."""
+"""Cards of the encoders registered in group ``baseline`` (no download, work with
+HF_HUB_OFFLINE=1); their backbones are built in :mod:`crsbench.encoders.baseline_backbones`."""
 
 from __future__ import annotations
 
 from crsbench.encoders.card import HALF, IMAGENET_MEAN, IMAGENET_STD, EncoderCard
 from crsbench.encoders.registry import lazy, register
 
-OFF = "crsbench.encoders.offline"
+OFF = "crsbench.encoders.baseline_backbones"
 
 
 def _lite0_available() -> bool:
-    from crsbench.encoders.offline import lite0_available
+    from crsbench.encoders.baseline_backbones import lite0_available
 
     return lite0_available()
 

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from crsbench.protocol import FAMILY_GROUPS
+
 if TYPE_CHECKING:
     from crsbench.core.pretraining import PretrainingEntry
     from crsbench.encoders.base import Backbone, BuildContext
@@ -17,11 +19,9 @@ CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 HALF = (0.5, 0.5, 0.5)
 
-FAMILY_GROUPS = ("general", "medical", "specialist", "baseline")
 DOMAINS = (None, "dermoscopy", "fundus", "chest_xray")
 POOLINGS = ("cls", "avg", "projection", "pooled")
 RESIZE_MODES = ("crop", "squash", "pad")
-DEPTHS = (0.25, 0.5, 0.75, 1.0)
 GRAYSCALE_RULE = "replicate the single channel to 3 channels"
 
 
@@ -30,9 +30,9 @@ def tap_index(fraction: float, n_blocks: int) -> int:
 
     Examples
     --------
-    >>> [tap_index(f, 12) for f in DEPTHS]
+    >>> [tap_index(f, 12) for f in LAYER_DEPTHS]
     [2, 5, 8, 11]
-    >>> [tap_index(f, 27) for f in DEPTHS]
+    >>> [tap_index(f, 27) for f in LAYER_DEPTHS]
     [6, 13, 19, 26]
     """
     return max(1, math.floor(fraction * n_blocks + 0.5)) - 1

@@ -140,18 +140,18 @@ def _checked_fold(encoder: Any, pairs: list[tuple[Any, str, Any, Any]], size: in
     input agree with the unfolded ones to :data:`FOLD_RTOL` (else undo it, return [])."""
     import torch
 
-    from crsbench.encoders.card import DEPTHS
+    from crsbench.protocol import LAYER_DEPTHS
 
     device = getattr(encoder, "device", torch.device("cpu"))
     gen = torch.Generator().manual_seed(0)
     probe = torch.randn(2, 3, size, size, generator=gen).to(device)
     try:
-        ref = encoder.forward_features(probe, DEPTHS)
+        ref = encoder.forward_features(probe, LAYER_DEPTHS)
     except Exception:  # no reference to check against: run unfolded
         return []
     done = fold_pairs(pairs)
     try:
-        ok = _max_rel_diff(ref, encoder.forward_features(probe, DEPTHS)) <= FOLD_RTOL
+        ok = _max_rel_diff(ref, encoder.forward_features(probe, LAYER_DEPTHS)) <= FOLD_RTOL
     except Exception:  # a fold that breaks the forward is not kept
         ok = False
     if not ok:

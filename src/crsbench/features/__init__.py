@@ -11,11 +11,13 @@ from crsbench.features.cache import FEATURE_FORMAT_VERSION, CacheRead, FeatureCa
 from crsbench.features.decode import DECODE_POLICY, ImageDecodeError, decode_image
 from crsbench.features.engine import extract
 from crsbench.features.results import ExtractionResult, FeatureArray
+from crsbench.features.settings import ExtractSettings
 
 __all__ = [
     "DECODE_POLICY",
     "FEATURE_FORMAT_VERSION",
     "CacheRead",
+    "ExtractSettings",
     "ExtractionResult",
     "FeatureArray",
     "FeatureCache",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,6 @@ import numpy as np
 import crsbench
 from crsbench.core.errors import CacheError, ConfigError, DataError, EncoderError
 from crsbench.core.types import Condition
-from crsbench.datasets.bad_images import MAX_BAD_FRACTION
 from crsbench.encoders.fold import FOLD_POLICY, encoder_pairs
 from crsbench.features.cache import FEATURE_FORMAT_VERSION, FeatureCache, make_key, sha256_text
 from crsbench.features.decode import DECODE_POLICY
@@ -28,8 +28,9 @@ from crsbench.features.loader import (
 from crsbench.features.precision import resolve_precision
 from crsbench.features.resolution import PERTURB_RESOLUTION_POLICY
 from crsbench.features.resolution import working_size as run_working_size
-from crsbench.features.results import ExtractionResult, FeatureArray, as_condition
+from crsbench.features.results import ExtractionResult, FeatureArray
 from crsbench.features.runner import PendingWork, run_pending
+from crsbench.features.settings import ExtractSettings
 
 _Entry = tuple[int, int]  # (condition index, depth index)
 
@@ -78,6 +79,174 @@ def encoder_input_size(encoder: Any) -> int:
     return int(s)
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """One extraction's inputs, resolved: what to extract, at which size and arithmetic,
+    and the cache keys of its final entries (one per (condition index, depth index))."""
+
+    encoder: Any
+    cache: FeatureCache
+    settings: ExtractSettings
+    ids: list[str]
+    paths: list[str]
+    fingerprints: list[str]
+    conds: list[Condition]
+    deps: list[float]
+    size: int
+    on_cuda: bool
+    bf16: bool
+    channels_last: bool
+    fold: bool
+    perturb: PerturbFn
+    dataset_revision: str
+    final_parts: dict[_Entry, dict[str, Any]]
+
+
+@dataclass
+class _Shards:
+    """The per-shard entries still to compute, and every shard entry's key and key parts."""
+
+    shards: list[list[int]]
+    keys: dict[tuple[int, _Entry], str] = field(default_factory=dict)
+    parts: dict[tuple[int, _Entry], dict[str, Any]] = field(default_factory=dict)
+    pending: dict[int, set[_Entry]] = field(default_factory=dict)
+
+
+def _key_base(plan: _Plan) -> dict[str, Any]:
+    """The key parts every final entry of the extraction shares."""
+    enc = plan.encoder
+    return {
+        "format": FEATURE_FORMAT_VERSION,
+        "crsbench": crsbench.__version__,
+        "decode_policy": DECODE_POLICY,
+        "feature_code": feature_code_hash(),
+        "encoder": enc.card.name,
+        "encoder_revision": str(getattr(enc.card, "revision", "")),
+        "weights_hash": str(enc.weights_hash),
+        "preprocess_hash": str(enc.preprocess_hash),
+        "dataset_revision": plan.dataset_revision,
+        "ids_sha256": sha256_text(plan.ids),
+        "files_sha256": sha256_text(plan.fingerprints),
+        "perturb_resolution": PERTURB_RESOLUTION_POLICY,
+        "working_size": plan.size,
+        "precision": ("bf16-autocast" + ("" if plan.on_cuda else ":cpu")) if plan.bf16 else "fp32",
+        "memory_format": "channels_last" if plan.channels_last else "contiguous",
+        "dtype": plan.settings.dtype,
+        "batchnorm_fold": FOLD_POLICY if plan.fold else "none",
+    }
+
+
+def _plan(
+    encoder: Any,
+    image_ids: Sequence[str],
+    paths: Sequence[str],
+    cache: FeatureCache,
+    dataset_revision: str,
+    settings: ExtractSettings,
+) -> _Plan:
+    """Check the inputs and settings and resolve the extraction's keys."""
+    import torch
+
+    ids = _validate(image_ids, paths, dataset_revision)
+    paths = [str(p) for p in np.asarray(paths).tolist()]
+    conds, deps, p_deps = settings.resolved()
+    size = run_working_size([encoder_input_size(encoder)], settings.working_size,
+                            key="working_size")  # fmt: skip
+    on_cuda = torch.device(getattr(encoder, "device", "cpu")).type == "cuda"
+    perturb, perturb_version = resolve_perturb(settings.perturb_fn)
+    plan = _Plan(
+        encoder=encoder, cache=cache, settings=settings, ids=ids, paths=paths,
+        fingerprints=[file_fingerprint(p) for p in paths],  # a changed file changes the keys
+        conds=conds, deps=deps, size=size, on_cuda=on_cuda,
+        bf16=resolve_precision(settings.precision, on_cuda) == "bf16",
+        channels_last=use_channels_last(encoder, on_cuda),
+        fold=bool(settings.fold_batchnorm) and bool(encoder_pairs(encoder)),
+        perturb=perturb, dataset_revision=dataset_revision, final_parts={},
+    )  # fmt: skip
+    base = _key_base(plan)
+    for ci, c in enumerate(conds):
+        for di, d in enumerate(deps):
+            if c.name != "clean" and d not in p_deps:
+                continue
+            pv = None if c.name == "clean" else perturb_version
+            plan.final_parts[(ci, di)] = {**base, "condition": c.name, "severity": c.severity,
+                                          "perturbation_version": pv, "depth": d}  # fmt: skip
+    return plan
+
+
+def _shards(plan: _Plan, todo: list[_Entry]) -> _Shards:
+    """Key every shard of every entry still to compute; note the shards not yet cached."""
+    n, step = len(plan.ids), plan.settings.shard_size
+    out = _Shards([list(range(i, min(i + step, n))) for i in range(0, n, step)])
+    entry_keys = {
+        e: make_key({k: v for k, v in plan.final_parts[e].items() if k != "files_sha256"})
+        for e in todo
+    }
+    for s, rows in enumerate(out.shards):
+        sh = sha256_text([plan.ids[r] for r in rows])
+        for e in todo:
+            parts = {  # the files enter per shard, so a changed file redoes only its shard
+                "entry": entry_keys[e],
+                "shard": s,
+                "shard_size": step,
+                "shard_ids": sh,
+                "shard_files": sha256_text([plan.fingerprints[r] for r in rows]),
+            }
+            out.parts[(s, e)], out.keys[(s, e)] = parts, make_key(parts)
+            if plan.cache.get(out.keys[(s, e)]).status != "hit":
+                out.pending.setdefault(s, set()).add(e)
+    return out
+
+
+def _encode_pending(plan: _Plan, shards: _Shards) -> int:
+    """Decode, perturb and encode the shards not yet cached; return the images decoded."""
+    import torch
+
+    s = plan.settings
+    work = PendingWork(
+        encoder=plan.encoder, torch=torch, cache=plan.cache, ids=plan.ids, paths=plan.paths,
+        shards=shards.shards, pending=shards.pending, shard_keys=shards.keys,
+        shard_parts=shards.parts, conds=plan.conds, deps=plan.deps, size=plan.size,
+        input_size=encoder_input_size(plan.encoder), perturb=plan.perturb,
+        batch_size=s.batch_size, num_workers=s.num_workers, progress=s.progress, dtype=s.dtype,
+        on_cuda=plan.on_cuda, bf16=plan.bf16, channels_last=plan.channels_last,
+        fold_batchnorm=plan.fold, dataset_revision=plan.dataset_revision,
+        fingerprints=plan.fingerprints,
+    )  # fmt: skip
+    return run_pending(work)
+
+
+def _read_shards(plan: _Plan, shards: _Shards, todo: list[_Entry]) -> dict[_Entry, list[Any]]:
+    """The committed shards of every entry still to assemble (each must read back)."""
+    out = {}
+    for e in todo:
+        reads = [plan.cache.get(shards.keys[(s, e)]) for s in range(len(shards.shards))]
+        if any(r.status != "hit" for r in reads):
+            raise CacheError(
+                f"shard entries for {make_key(plan.final_parts[e])} vanished or failed "
+                "verification twice"
+            )
+        out[e] = reads
+    return out
+
+
+def _quarantined(plan: _Plan, reads: list[Any]) -> list[dict[str, Any]]:
+    """The undecodable images the reads record, in row order; too many of them raise."""
+    bad: dict[str, dict[str, Any]] = {}
+    for r in reads:
+        for q in r.manifest.get("skipped", []):
+            bad.setdefault(q["image_id"], q)
+    out = sorted(bad.values(), key=lambda q: q["row"])
+    limit, n = plan.settings.max_bad_fraction, len(plan.ids)
+    if len(bad) > limit * n:
+        first = [(q["row"], q["path"], q["error_class"]) for q in out[:20]]
+        raise DataError(
+            f"undecodable images must be at most {limit:.1%} of {n}. Got "
+            f"{len(bad)} instead (ledger {plan.cache.ledger_path}); first: {first}"
+        )
+    return out
+
+
 def extract(
     encoder: Any,
     image_ids: Sequence[str],
@@ -85,19 +254,7 @@ def extract(
     *,
     cache: FeatureCache,
     dataset_revision: str,
-    conditions: Sequence[Condition | tuple[str, int] | str] = (("clean", 0),),
-    depths: Sequence[float] = (1.0,),
-    batch_size: int = 64,
-    num_workers: int | None = None,
-    working_size: int | None = None,
-    progress: bool = True,
-    shard_size: int = 512,
-    max_bad_fraction: float = MAX_BAD_FRACTION,
-    dtype: str = "float32",
-    perturb_fn: PerturbFn | None = None,
-    perturbed_depths: Sequence[float] | None = None,
-    precision: str = "auto",
-    fold_batchnorm: bool = True,
+    settings: ExtractSettings | None = None,
 ) -> ExtractionResult:
     """Extract features of every image under every condition and layer depth, cached.
 
@@ -105,10 +262,11 @@ def extract(
     resolution W, and every condition is applied to that W x W array in the same worker pass;
     the encoder's own preprocessing (``encoder.preprocess``: resize, crop or pad to its input
     size) then runs on the degraded image, so every encoder extracted at the same W receives
-    the same degraded pixels (:mod:`crsbench.features.resolution`). Images are encoded in batches under ``torch.inference_mode()`` (bf16 autocast and channels-last
-    on CUDA); all depths come from one forward pass. Work is committed per shard of
-    ``shard_size`` images, so a killed run resumes at the first uncommitted shard; memory is
-    bounded by one shard plus the loader's prefetch, whatever the dataset size.
+    the same degraded pixels (:mod:`crsbench.features.resolution`). Images are encoded in
+    batches under ``torch.inference_mode()`` (bf16 autocast and channels-last on CUDA); all
+    depths come from one forward pass. Work is committed per shard of ``shard_size`` images,
+    so a killed run resumes at the first uncommitted shard; memory is bounded by one shard
+    plus the loader's prefetch, whatever the dataset size.
 
     Parameters
     ----------
@@ -121,43 +279,8 @@ def extract(
         Where entries are read and committed.
     dataset_revision : str
         Revision (manifest hash) of the dataset the ids come from; enters the key.
-    conditions : sequence
-        ``("clean", 0)`` and/or ``(perturbation, severity)`` pairs or Conditions.
-    depths : sequence of float
-        Relative layer depths in (0, 1].
-    batch_size : int
-        Images per forward pass.
-    num_workers : int, optional
-        Decoding processes (default: CPU count - 1, at most 8; 0 decodes in this process).
-    working_size : int, optional
-        Working resolution W of the run, at which images are decoded and perturbed: pass the
-        run's value (:func:`crsbench.features.resolution.working_size` over every encoder of
-        the run) so all encoders get the same degraded image. Default: the rule applied to
-        this encoder alone, ``max(224, input size)``. Must be at least the encoder's input
-        size.
-    progress : bool
-        Show a progress bar with images/s.
-    shard_size : int
-        Images per committed shard.
-    max_bad_fraction : float
-        The run fails (after recording) if more than this share of images cannot be decoded.
-    dtype : {"float32", "float16"}
-        Stored feature dtype.
-    perturb_fn : callable, optional
-        Replaces ``crsbench.perturb.apply``; versioned by its source in the key.
-    perturbed_depths : sequence of float, optional
-        Depths kept for the non-clean conditions (a subset of ``depths``; default: all of
-        them). All taps still come from the one forward pass; this only limits what is stored.
-    precision : {"auto", "fp32", "bf16"}
-        Arithmetic of the forward pass: ``bf16`` is autocast to bfloat16 (weights and
-        features stay float32). ``auto`` here, unresolved by a check, is fp32
-        (:func:`crsbench.features.precision.resolve_precision`); a run resolves it first with
-        :func:`crsbench.features.precision_check.decide_precision`. It enters the cache key.
-    fold_batchnorm : bool
-        Fold eval-mode batch norms into the convolutions that feed them for the duration of
-        the run (:func:`crsbench.encoders.fold.batchnorm_folded`: checked on a probe input,
-        the encoder restored afterwards). Same features to float32 rounding, fewer passes
-        over the activations. Enters the cache key when the encoder has pairs to fold.
+    settings : ExtractSettings, optional
+        Conditions, depths, batching, working size, precision (default: clean, depth 1.0).
 
     Returns
     -------
@@ -171,152 +294,27 @@ def extract(
     CacheError
         NaN/Inf features (nothing is committed for that shard).
     """
-    import torch
-
     t0 = time.perf_counter()
-    ids = _validate(image_ids, paths, dataset_revision)
-    paths = [str(p) for p in np.asarray(paths).tolist()]
-    conds = list(dict.fromkeys(as_condition(c) for c in conditions))
-    deps = [float(d) for d in dict.fromkeys(depths)]
-    if not conds or not deps or any(not 0.0 < d <= 1.0 for d in deps):
-        raise ConfigError(f"conditions must be non-empty and depths in (0, 1]. Got {conds}, {deps}")
-    p_deps = set(deps) if perturbed_depths is None else {float(d) for d in perturbed_depths}
-    if not p_deps or not p_deps <= set(deps):
-        raise ConfigError(
-            f"perturbed_depths must be a non-empty subset of depths {deps}. "
-            f"Got {sorted(p_deps)} instead"
-        )
-    if dtype not in ("float32", "float16"):
-        raise ConfigError(f"dtype must be 'float32' or 'float16'. Got {dtype!r} instead.")
-    if batch_size < 1 or shard_size < 1:
-        raise ConfigError(f"batch_size and shard_size must be >= 1. Got {batch_size}, {shard_size}")
-    size = run_working_size([encoder_input_size(encoder)], working_size, key="working_size")
-    device = torch.device(getattr(encoder, "device", "cpu"))
-    on_cuda = device.type == "cuda"
-    channels_last = use_channels_last(encoder, on_cuda)
-    bf16 = resolve_precision(precision, on_cuda) == "bf16"
-    fold = bool(fold_batchnorm) and bool(encoder_pairs(encoder))
-    perturb, perturb_version = resolve_perturb(perturb_fn)
-    fingerprints = [file_fingerprint(p) for p in paths]  # a changed file changes the keys
-
-    base = {
-        "format": FEATURE_FORMAT_VERSION,
-        "crsbench": crsbench.__version__,
-        "decode_policy": DECODE_POLICY,
-        "feature_code": feature_code_hash(),
-        "encoder": encoder.card.name,
-        "encoder_revision": str(getattr(encoder.card, "revision", "")),
-        "weights_hash": str(encoder.weights_hash),
-        "preprocess_hash": str(encoder.preprocess_hash),
-        "dataset_revision": dataset_revision,
-        "ids_sha256": sha256_text(ids),
-        "files_sha256": sha256_text(fingerprints),
-        "perturb_resolution": PERTURB_RESOLUTION_POLICY,
-        "working_size": size,
-        "precision": ("bf16-autocast" + ("" if on_cuda else ":cpu")) if bf16 else "fp32",
-        "memory_format": "channels_last" if channels_last else "contiguous",
-        "dtype": dtype,
-        "batchnorm_fold": FOLD_POLICY if fold else "none",
-    }
-    final_parts: dict[_Entry, dict[str, Any]] = {}
-    for ci, c in enumerate(conds):
-        for di, d in enumerate(deps):
-            if c.name != "clean" and d not in p_deps:
-                continue
-            pv = None if c.name == "clean" else perturb_version
-            final_parts[(ci, di)] = {
-                **base,
-                "condition": c.name,
-                "severity": c.severity,
-                "perturbation_version": pv,
-                "depth": d,
-            }
-    final_keys = {e: make_key(p) for e, p in final_parts.items()}
+    plan = _plan(encoder, image_ids, paths, cache, dataset_revision, settings or ExtractSettings())
+    final_keys = {e: make_key(p) for e, p in plan.final_parts.items()}
     result = ExtractionResult()
     n_events = len(cache.events)
     finals = {e: cache.get(k) for e, k in final_keys.items()}
     todo = [e for e, r in finals.items() if r.status != "hit"]
-
-    shards = [list(range(i, min(i + shard_size, len(ids)))) for i in range(0, len(ids), shard_size)]
-    shard_keys: dict[tuple[int, _Entry], str] = {}
-    shard_parts: dict[tuple[int, _Entry], dict[str, Any]] = {}
-    pending: dict[int, set[_Entry]] = {}
-    entry_keys = {
-        e: make_key({k: v for k, v in final_parts[e].items() if k != "files_sha256"}) for e in todo
-    }
-    for s, rows in enumerate(shards):
-        sh = sha256_text([ids[r] for r in rows])
-        for e in todo:
-            parts = {  # the files enter per shard, so a changed file redoes only its shard
-                "entry": entry_keys[e],
-                "shard": s,
-                "shard_size": shard_size,
-                "shard_ids": sh,
-                "shard_files": sha256_text([fingerprints[r] for r in rows]),
-            }
-            shard_parts[(s, e)], shard_keys[(s, e)] = parts, make_key(parts)
-            if cache.get(shard_keys[(s, e)]).status != "hit":
-                pending.setdefault(s, set()).add(e)
-
-    if pending:
-        work = PendingWork(
-            encoder=encoder,
-            torch=torch,
-            cache=cache,
-            ids=ids,
-            paths=paths,
-            shards=shards,
-            pending=pending,
-            shard_keys=shard_keys,
-            shard_parts=shard_parts,
-            conds=conds,
-            deps=deps,
-            size=size,
-            input_size=encoder_input_size(encoder),
-            perturb=perturb,
-            batch_size=batch_size,
-            num_workers=num_workers,
-            progress=progress,
-            dtype=dtype,
-            on_cuda=on_cuda,
-            bf16=bf16,
-            channels_last=channels_last,
-            fold_batchnorm=fold,
-            dataset_revision=dataset_revision,
-            fingerprints=fingerprints,
-        )
-        result.n_decoded = run_pending(work)
-
-    bad: dict[str, dict[str, Any]] = {}
-    shard_reads: dict[_Entry, list[Any]] = {}
+    shards = _shards(plan, todo)
+    if shards.pending:
+        result.n_decoded = _encode_pending(plan, shards)
+    shard_reads = _read_shards(plan, shards, todo)
+    hits = [r for r in finals.values() if r.status == "hit"]
+    result.quarantined = _quarantined(plan, [r for e in todo for r in shard_reads[e]] + hits)
     for e in todo:
-        reads = [cache.get(shard_keys[(s, e)]) for s in range(len(shards))]
-        if any(r.status != "hit" for r in reads):
-            raise CacheError(
-                f"shard entries for {final_keys[e]} vanished or failed verification twice"
-            )
-        shard_reads[e] = reads
-        for r in reads:
-            for q in r.manifest.get("skipped", []):
-                bad.setdefault(q["image_id"], q)
-    for r in finals.values():
-        if r.status == "hit":
-            for q in r.manifest.get("skipped", []):
-                bad.setdefault(q["image_id"], q)
-    result.quarantined = sorted(bad.values(), key=lambda q: q["row"])
-    if len(bad) > max_bad_fraction * len(ids):
-        first = [(q["row"], q["path"], q["error_class"]) for q in result.quarantined[:20]]
-        raise DataError(
-            f"undecodable images must be at most {max_bad_fraction:.1%} of {len(ids)}. Got "
-            f"{len(bad)} instead (ledger {cache.ledger_path}); first: {first}"
-        )
-    for e in todo:
-        _assemble(cache, final_keys[e], final_parts[e], shard_reads.pop(e), result.quarantined)
+        _assemble(cache, final_keys[e], plan.final_parts[e], shard_reads.pop(e),
+                  result.quarantined)  # fmt: skip
     for e, key in final_keys.items():
         r = finals[e] if e not in todo else cache.get(key)
         if r.status != "hit":
             raise CacheError(f"final entry {key} failed verification right after being written")
-        c, d = conds[e[0]], deps[e[1]]
+        c, d = plan.conds[e[0]], plan.deps[e[1]]
         status = "computed" if e in todo else "hit"
         fa = FeatureArray(r.array, r.ids, c, d, key, status)  # type: ignore[arg-type]
         result.arrays[((c.name, c.severity), d)] = fa

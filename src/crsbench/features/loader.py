@@ -65,6 +65,7 @@ def resolve_perturb(perturb_fn: PerturbFn | None) -> tuple[PerturbFn | None, str
         for p in Path(perturb.__file__).parent.rglob("*")
         if p.is_file() and p.suffix in {".py", ".yaml", ".yml", ".json"}
     ]
+    files.append(perturb.DEFAULT_TABLE_PATH)  # the packaged severity table (resources/perturb)
     return perturb.apply, f"crsbench.perturb:{table}:{_source_hash(files)}"
 
 

@@ -107,15 +107,17 @@ def check_key(encoder: Any, batch: ProbeBatch, check: PrecisionCheck) -> tuple[s
 
 def _extract(encoder: Any, batch: ProbeBatch, cache: FeatureCache, precision: str) -> dict:
     from crsbench.features.engine import extract
+    from crsbench.features.settings import ExtractSettings
 
+    settings = ExtractSettings(
+        conditions=batch.conditions, depths=(1.0,), batch_size=32, num_workers=0,
+        progress=False, max_bad_fraction=1.0, precision=precision,
+        working_size=batch.working_size,
+    )  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # emulated bf16: said once, upstream
-        res = extract(
-            encoder, list(batch.image_ids), list(batch.paths), cache=cache,
-            dataset_revision=batch.dataset_revision, conditions=batch.conditions,
-            depths=(1.0,), batch_size=32, num_workers=0, progress=False,
-            max_bad_fraction=1.0, precision=precision, working_size=batch.working_size,
-        )  # fmt: skip
+        res = extract(encoder, list(batch.image_ids), list(batch.paths), cache=cache,
+                      dataset_revision=batch.dataset_revision, settings=settings)  # fmt: skip
     return {c: res[(c, 1.0)] for c in batch.conditions}
 
 

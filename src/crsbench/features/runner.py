@@ -126,13 +126,25 @@ def run_pending(job: PendingWork) -> int:
     with fold, job.torch.inference_mode():
         if module is not None and job.channels_last:  # after the fold: folded weights too
             module.to(memory_format=job.torch.channels_last)
-        n_done = _stream(job, loader, bar, needed, row_to_shard, envelope, chunk)
+        n_done = _stream(job, loader, bar, _Stream(needed, row_to_shard, envelope, chunk))
     bar.close()
     return n_done
 
 
-def _stream(job: PendingWork, loader, bar, needed, row_to_shard, envelope, chunk: int) -> int:
+@dataclass(frozen=True)
+class _Stream:
+    """How the loader's batches map to work: the condition indices decoded, each row's shard,
+    the software envelope recorded with every shard and the images per forward pass."""
+
+    needed: list[int]
+    row_to_shard: dict[int, int]
+    envelope: dict[str, str]
+    chunk: int
+
+
+def _stream(job: PendingWork, loader: Any, bar: Any, how: _Stream) -> int:
     """Encode every batch the loader yields; commit each shard as soon as it is complete."""
+    needed, row_to_shard = how.needed, how.row_to_shard
     buf: dict[int, dict[str, Any]] = {}
     n_done = 0
     for batch in loader:
@@ -151,15 +163,7 @@ def _stream(job: PendingWork, loader, bar, needed, row_to_shard, envelope, chunk
                 }
             )
         if batch["images"] is not None:
-            feats = _encode(
-                job.encoder,
-                job.torch,
-                batch["images"],
-                job.deps,
-                chunk,
-                job.bf16,
-                job.channels_last,
-            )
+            feats = _encode(job, batch["images"], how.chunk)
             st["rows"].extend(batch["rows"])
             for k, ci in enumerate(needed):
                 for di in range(len(job.deps)):
@@ -167,25 +171,15 @@ def _stream(job: PendingWork, loader, bar, needed, row_to_shard, envelope, chunk
         bar.update(len(rows_all))
         n_done += len(rows_all)
         if st["seen"] == len(job.shards[s]):
-            _commit_shard(
-                job.cache,
-                s,
-                buf.pop(s),
-                job.pending[s],
-                job.shard_keys,
-                job.shard_parts,
-                job.ids,
-                job.dtype,
-                envelope,
-            )
+            _commit_shard(job, s, buf.pop(s), how.envelope)
     return n_done
 
 
-def _encode(
-    encoder, torch, images, deps, batch_size, bf16, channels_last
-) -> list[list[np.ndarray]]:
+def _encode(job: PendingWork, images: Any, batch_size: int) -> list[list[np.ndarray]]:
     """images: (B, n_cond, 3, W, W) uint8 at the working size → per depth, per condition,
     (B, D) float32 arrays; ``encoder.preprocess`` brings each chunk to the encoder's input."""
+    encoder, torch, deps = job.encoder, job.torch, job.deps
+    bf16, channels_last = job.bf16, job.channels_last
     b, nc = images.shape[:2]
     flat = images.transpose(0, 1).reshape(nc * b, *images.shape[2:])
     outs: dict[float, list[Any]] = {d: [] for d in deps}
@@ -214,8 +208,10 @@ def _encode(
     return res
 
 
-def _commit_shard(cache, s, st, entries, shard_keys, shard_parts, ids, dtype, envelope) -> None:
+def _commit_shard(job: PendingWork, s: int, st: dict[str, Any], envelope: dict[str, str]) -> None:
     """Write every missing (condition, depth) entry of shard ``s`` (rows in requested order)."""
+    cache, entries, ids, dtype = job.cache, job.pending[s], job.ids, job.dtype
+    shard_keys, shard_parts = job.shard_keys, job.shard_parts
     order = np.argsort(st["rows"], kind="stable")
     rows = [st["rows"][i] for i in order]
     row_ids = [ids[r] for r in rows]

@@ -14,8 +14,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from crsbench.core.errors import DataError
-
-DEFAULT_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25)
+from crsbench.protocol import RETENTION_FRACTIONS
 
 
 def _clean(auroc_by_fraction: Mapping[float, float]) -> dict[float, float]:
@@ -37,7 +36,7 @@ def _lookup(curve: dict[float, float], f: float) -> float:
 
 
 def retention(
-    auroc_by_fraction: Mapping[float, float], fractions: Iterable[float] = DEFAULT_FRACTIONS
+    auroc_by_fraction: Mapping[float, float], fractions: Iterable[float] = RETENTION_FRACTIONS
 ) -> float:
     """Mean of AUROC_f / AUROC_1.0 over ``fractions`` (higher is better).
 
@@ -45,7 +44,8 @@ def retention(
     ----------
     auroc_by_fraction : Mapping[float, float]
         Label fraction (in (0, 1]) → macro-AUROC; must contain 1.0 and every ``fractions`` entry.
-    fractions : iterable of float, default (0.01, 0.05, 0.10, 0.25)
+    fractions : iterable of float, default :data:`crsbench.protocol.RETENTION_FRACTIONS`
+        The protocol's 1, 5, 10 and 25 %.
 
     Returns
     -------

@@ -5,7 +5,7 @@ institutional-shift drop AUROC_CheXpert − AUROC_MIMIC as one more condition; a
 providing fewer labels is compared with the source's clean AUROC on those labels);
 R_drop = 0.5 · mean(drop) + 0.5 · max(drop). Lower is better. Drops may be negative (a
 perturbation that helps) and are kept signed. Which conditions enter is decided by the
-caller (:mod:`crsbench.scoring.seed_axes`, from :mod:`crsbench.core.conditions`); the extras
+caller (:mod:`crsbench.scoring.seed_axes`, from :mod:`crsbench.protocol`); the extras
 are scored with the same formula beside R, never inside it.
 """
 

@@ -2,18 +2,11 @@
 
 The paper's five (Gaussian blur, JPEG, contrast, Rician noise, field-of-view crop) at three
 severities, plus modality-appropriate noise (Poisson–Gaussian for radiographs, sensor noise
-for photographs). Severity values: ``severities_v1.yaml``; see ``docs/perturbations.md``.
+for photographs). Severity values: ``crsbench/resources/perturb/severities_v1.yaml``; see ``docs/perturbations.md``.
 """
 
 from __future__ import annotations
 
-from crsbench.core.conditions import (
-    EXTRA_CONDITIONS,
-    EXTRA_PERTURBATIONS,
-    PAPER_CONDITIONS,
-    PAPER_PERTURBATIONS,
-    SEVERITIES,
-)
 from crsbench.perturb.api import apply, apply_batch, conditions, describe
 from crsbench.perturb.registry import MODALITIES, PERTURBATIONS, PerturbationSpec
 from crsbench.perturb.severities import (
@@ -21,6 +14,13 @@ from crsbench.perturb.severities import (
     SeverityTable,
     build_table,
     load_severities,
+)
+from crsbench.protocol import (
+    EXTRA_CONDITIONS,
+    EXTRA_PERTURBATIONS,
+    PAPER_CONDITIONS,
+    PAPER_PERTURBATIONS,
+    SEVERITIES,
 )
 
 __all__ = [

@@ -7,16 +7,16 @@ from typing import Any
 
 import numpy as np
 
-from crsbench.core.conditions import (
+from crsbench.core.errors import ConfigError, DataError
+from crsbench.core.seeding import perturbation_seed
+from crsbench.perturb.registry import MODALITIES, PERTURBATIONS, PerturbationSpec
+from crsbench.perturb.severities import SeverityTable, as_table
+from crsbench.protocol import (
     EXTRA_CONDITIONS,
     EXTRA_PERTURBATIONS,
     PAPER_CONDITIONS,
     PAPER_PERTURBATIONS,
 )
-from crsbench.core.errors import ConfigError, DataError
-from crsbench.core.seeding import perturbation_seed
-from crsbench.perturb.registry import MODALITIES, PERTURBATIONS, PerturbationSpec
-from crsbench.perturb.severities import SeverityTable, as_table
 
 TableLike = SeverityTable | Mapping[str, Any] | None
 

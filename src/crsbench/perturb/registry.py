@@ -8,9 +8,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from crsbench.core.conditions import PAPER_PERTURBATIONS
 from crsbench.core.errors import ConfigError
 from crsbench.core.registry import Registry
+from crsbench.protocol import PAPER_PERTURBATIONS
 
 MODALITIES: tuple[str, ...] = ("dermoscopy", "fundus", "chest_xray", "other")
 
@@ -63,7 +63,7 @@ def register_perturbation(
 ) -> Callable[[OpFn], OpFn]:
     """Decorator: register ``fn`` as perturbation ``name`` with its metadata.
 
-    ``kind`` must agree with :data:`crsbench.core.conditions.PAPER_PERTURBATIONS` (the one
+    ``kind`` must agree with :data:`crsbench.protocol.PAPER_PERTURBATIONS` (the one
     home of which perturbations are the paper's): ``"paper"`` exactly for those five.
     """
     expected = "paper" if name in PAPER_PERTURBATIONS else "extra"

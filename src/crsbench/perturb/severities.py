@@ -1,4 +1,4 @@
-"""The versioned severity table (``severities_v1.yaml``)."""
+"""The versioned severity table (``crsbench/resources/perturb/severities_v1.yaml``)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ import yaml
 from crsbench.core.errors import ConfigError
 from crsbench.perturb import ops  # noqa: F401  (registers the perturbations)
 from crsbench.perturb.registry import PERTURBATIONS
+from crsbench.protocol import SEVERITIES_VERSION
+from crsbench.resources import resource_path
 
-DEFAULT_TABLE_PATH = Path(__file__).with_name("severities_v1.yaml")
+DEFAULT_TABLE_PATH = resource_path("perturb", f"severities_{SEVERITIES_VERSION}.yaml")
 
 
 class SeverityTable(NamedTuple):

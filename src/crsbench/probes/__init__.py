@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 from crsbench.probes.grid import (
-    DEFAULT_CS,
     DEFAULT_MAX_ITER,
     DEFAULT_TOL,
     FittedLinear,
@@ -20,7 +19,6 @@ from crsbench.probes.logistic import LogisticProbe
 from crsbench.probes.mlp import MLPProbe
 
 __all__ = [
-    "DEFAULT_CS",
     "DEFAULT_MAX_ITER",
     "DEFAULT_TOL",
     "FittedLinear",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,9 +25,11 @@ from crsbench.metrics._checks import UndefinedMetricWarning
 from crsbench.probes._basis import build_basis
 from crsbench.probes._solver import solve_logistic_path
 from crsbench.probes._validation import check_features, check_targets
+from crsbench.protocol import C_GRID, LOGISTIC_MAX_ITER
 
-DEFAULT_CS: np.ndarray = np.logspace(-4, 2, 13)
-DEFAULT_MAX_ITER = 1000
+DEFAULT_MAX_ITER = LOGISTIC_MAX_ITER
+#: The estimators' default tolerance (scikit-learn's); the protocol's budget
+#: (:data:`crsbench.protocol.LOGISTIC_TOL`) is passed by the pipeline from the config.
 DEFAULT_TOL = 1e-4
 
 
@@ -208,7 +210,7 @@ def fit_probe_grid(
     X_val: np.ndarray | None,
     y_val: np.ndarray | None,
     task: str,
-    Cs: np.ndarray | list[float] = DEFAULT_CS,
+    Cs: np.ndarray | Sequence[float] = C_GRID,
     subsets: Mapping[Hashable, np.ndarray] | None = None,
     *,
     n_outputs: int | None = None,
@@ -227,7 +229,7 @@ def fit_probe_grid(
     X_val, y_val : arrays or None
         Validation set for choosing C by macro-AUROC. ``None`` keeps the first C.
     task : {"multiclass", "multilabel"}
-    Cs : sequence of float, default ``np.logspace(-4, 2, 13)``
+    Cs : sequence of float, default :data:`crsbench.protocol.C_GRID`
         Inverse regularisation strengths (scikit-learn's convention).
     subsets : mapping key → index array (or boolean mask), optional
         Training rows of each fit, e.g. ``{(fraction, seed): rows}``; default all rows.

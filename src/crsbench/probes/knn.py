@@ -14,6 +14,7 @@ import numpy as np
 
 from crsbench.probes._validation import check_features
 from crsbench.probes.base import ProbeBase
+from crsbench.protocol import KNN_K, KNN_METRIC
 
 _METRICS = ("cosine", "euclidean")
 
@@ -34,8 +35,8 @@ class KNNProbe(ProbeBase):
 
     def __init__(
         self,
-        k: int = 5,
-        metric: str = "cosine",
+        k: int = KNN_K,
+        metric: str = KNN_METRIC,
         task: str = "multiclass",
         chunk_size: int = 2048,
         n_outputs: int | None = None,

@@ -1,6 +1,6 @@
 """Two-layer MLP control probe (one hidden ReLU layer) in numpy, with early stopping.
 
-Adam on mini-batches, L2 weight decay ``alpha``, inputs standardised with the training rows'
+Adam on mini-batches, L2 weight decay ``weight_decay``, inputs standardised with the training rows'
 statistics. Early stopping monitors the validation loss (NLL; masked BCE for multi-label):
 the given ``(X_val, y_val)`` or, if none, a seeded ``validation_fraction`` of the training
 rows; training stops after ``patience`` epochs without improvement and the best weights are
@@ -14,20 +14,26 @@ from scipy.special import expit, log_expit, log_softmax, softmax
 
 from crsbench.probes._validation import check_features, check_targets
 from crsbench.probes.base import ProbeBase
+from crsbench.protocol import MLP_EPOCHS, MLP_HIDDEN_SIZE, MLP_LR, MLP_WEIGHT_DECAY
 
 
 class MLPProbe(ProbeBase):
     """One-hidden-layer MLP probe with the scikit-learn estimator contract.
 
+    The settings a config sets (``probes.mlp``) have the config's names and the protocol's
+    defaults (:mod:`crsbench.protocol`).
+
     Parameters
     ----------
-    hidden : int, default 256
-    alpha : float, default 1e-4
-        L2 penalty on the weights (not the biases).
+    hidden_size : int, default 256
+        Width of the hidden layer.
+    epochs : int, default 100
+        Maximum training epochs (early stopping may end sooner).
     lr : float, default 1e-3
         Adam learning rate.
+    weight_decay : float, default 1e-4
+        L2 penalty on the weights (not the biases).
     batch_size : int, default 256
-    max_epochs : int, default 200
     patience : int, default 10
     validation_fraction : float, default 0.1
         Used only when ``fit`` gets no validation set.
@@ -38,22 +44,22 @@ class MLPProbe(ProbeBase):
 
     def __init__(
         self,
-        hidden: int = 256,
-        alpha: float = 1e-4,
-        lr: float = 1e-3,
+        hidden_size: int = MLP_HIDDEN_SIZE,
+        epochs: int = MLP_EPOCHS,
+        lr: float = MLP_LR,
+        weight_decay: float = MLP_WEIGHT_DECAY,
         batch_size: int = 256,
-        max_epochs: int = 200,
         patience: int = 10,
         validation_fraction: float = 0.1,
         random_state: int = 0,
         task: str = "multiclass",
         n_outputs: int | None = None,
     ) -> None:
-        self.hidden = hidden
-        self.alpha = alpha
+        self.hidden_size = hidden_size
+        self.epochs = epochs
         self.lr = lr
+        self.weight_decay = weight_decay
         self.batch_size = batch_size
-        self.max_epochs = max_epochs
         self.patience = patience
         self.validation_fraction = validation_fraction
         self.random_state = random_state
@@ -61,11 +67,11 @@ class MLPProbe(ProbeBase):
         self.n_outputs = n_outputs
 
     def _check_params(self) -> None:
-        for name in ("hidden", "batch_size", "max_epochs", "patience"):
+        for name in ("hidden_size", "batch_size", "epochs", "patience"):
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be a positive integer. Got {v!r} instead.")
-        for name in ("alpha", "lr"):
+        for name in ("weight_decay", "lr"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or v < 0 or (name == "lr" and v == 0):
                 raise ValueError(
@@ -115,7 +121,7 @@ class MLPProbe(ProbeBase):
         Xv = ((Xv - self.mean_) / self.scale_).astype(np.float32)
         Yt, Mt = self._targets(yt, k)
         Yv, Mv = self._targets(yv, k)
-        d, h = X.shape[1], int(self.hidden)
+        d, h = X.shape[1], int(self.hidden_size)
         params = [
             rng.normal(0.0, np.sqrt(2.0 / d), (d, h)).astype(np.float32),
             np.zeros(h, dtype=np.float32),
@@ -130,7 +136,7 @@ class MLPProbe(ProbeBase):
         step = 0
         bad_epochs = 0
         self.loss_curve_: list[float] = []
-        for epoch in range(int(self.max_epochs)):
+        for epoch in range(int(self.epochs)):
             order = rng.permutation(len(Xt))
             for start in range(0, len(order), int(self.batch_size)):
                 bi = order[start : start + int(self.batch_size)]
@@ -165,10 +171,10 @@ class MLPProbe(ProbeBase):
             G = (softmax(logits, axis=1) - Y) / len(Y)
         else:
             G = (expit(logits) - Y) * M / np.maximum(M.sum(axis=0), 1)[None, :] / Y.shape[1]
-        gW2 = H.T @ G + self.alpha * W2
+        gW2 = H.T @ G + self.weight_decay * W2
         gb2 = G.sum(axis=0)
         GH = (G @ W2.T) * (H > 0)
-        gW1 = X.T @ GH + self.alpha * W1
+        gW1 = X.T @ GH + self.weight_decay * W1
         gb1 = GH.sum(axis=0)
         return [gW1, gb1, gW2, gb2]
 

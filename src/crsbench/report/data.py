@@ -179,12 +179,12 @@ def _add_calibration(data: ReportData, wanted: tuple[str, str] | None) -> None:
 def _groups_from_column(runs: pd.DataFrame, encoders: list[str]) -> dict[str, str] | None:
     """Groups from an ``encoder_group`` column when it covers every encoder (no card lookup,
     which would import the encoder registry)."""
-    from crsbench.stats.shift import GROUP_OF_FAMILY
+    from crsbench.protocol import COMPARISON_GROUP
 
     if "encoder_group" not in runs:
         return None
     pairs = runs[["encoder", "encoder_group"]].dropna().drop_duplicates("encoder")
-    found = {e: GROUP_OF_FAMILY.get(g, g) for e, g in zip(pairs["encoder"],
+    found = {e: COMPARISON_GROUP.get(g, g) for e, g in zip(pairs["encoder"],
              pairs["encoder_group"], strict=True)}  # fmt: skip
     return found if all(e in found for e in encoders) else None
 

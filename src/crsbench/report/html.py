@@ -9,12 +9,12 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 
 import numpy as np
 import pandas as pd
 
 from crsbench.report.plotstyle import Figure
+from crsbench.resources import resource_file
 
 
 def esc(value: object) -> str:
@@ -124,7 +124,7 @@ class Section:
 
 
 def _asset(name: str) -> str:
-    return resources.files("crsbench.report").joinpath(name).read_text(encoding="utf-8")
+    return resource_file("report", name).read_text(encoding="utf-8")
 
 
 def page_html(title: str, subtitle: str, sections: Sequence[Section], footer: str) -> str:

@@ -68,7 +68,7 @@ def overlap_section(d: ReportData, b: BeyondData, w: Writer) -> Section:
         rels.append(w.csv(b.validity, "external_validity_shift_without_flagged"))
     s.parts.append(f'<p class="legend">Catalogue {esc(b.catalogue_version)}: each encoder\'s '
                    "pretraining sources with citations, shipped with crsbench "
-                   "(crsbench/pretraining). A shift result is flagged when its source or its "
+                   "(crsbench/resources/pretraining). A shift result is flagged when its source or its "
                    "target is.</p>")  # fmt: skip
     s.parts.append(files_html(rels))
     return s

@@ -10,147 +10,154 @@ gives rows whose metrics are NaN with the reason in ``details["undefined"]``.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from crsbench.calibration import CalibrationSplitTooSmall, fit_recalibrator, load_recal_protocol
-from crsbench.runs.cell_scoring import Lazy, emit, shift_reference, targets
+from crsbench.runs.cell_data import CellRun, FittedProbe
+from crsbench.runs.cell_scoring import (
+    Evaluation,
+    Lazy,
+    RowScorer,
+    RunRow,
+    shift_reference,
+    targets,
+)
+from crsbench.runs.identity import RunIdentity
 from crsbench.store.columns import METRIC_COLUMNS
 
+#: A recalibrated row's identity from (recalibrator, shift target or None for the test rows).
+FrozenIdent = Callable[[str, str | None], RunIdentity]
 
-def recalibrated_rows(
-    cell: Any,
-    recalibrators: tuple[str, ...] | list[str],
-    ident: Any,
-    seed: int,
-    predict: Any,
-    y: np.ndarray,
-    rows: list[dict[str, Any]],
-    extra: Mapping[str, Any],
-    memo: dict[Any, dict[str, Any]],
-    mkey: str,
-) -> None:
-    """Append the clean-test (and every shift target's) rows of each recalibrator.
+
+def _undefined_frozen(
+    run: CellRun, model: FittedProbe, name: str, ident: FrozenIdent, exc: Exception, t0: float
+) -> list[RunRow]:
+    """NaN rows (test and every shift target) of a recalibrator whose calibration split is
+    below the protocol's minimum."""
+    info = {**load_recal_protocol().summary(), "seed": int(model.seed), "choice": "undefined"}
+    base = {**model.extra, "n_calib": len(run.cell.calib)}
+    details = {**base, "recal": info, "recal_choice": "undefined"}
+    rows = [_undefined_row(ident(name, None), details, str(exc), t0)]
+    for sh in run.cell.shifts:
+        shift_details = {**details, **sh.details, **shift_reference(sh, run.y, None)}
+        rows.append(_undefined_row(ident(name, sh.target), shift_details, str(exc), t0))
+    return rows
+
+
+def recalibrated_rows(run: CellRun, model: FittedProbe, ident: FrozenIdent) -> list[RunRow]:
+    """The clean-test (and every shift target's) rows of each recalibrator of the settings.
 
     ``ident(recalibrator, target)`` builds a row's identity (``target`` None: the clean test
     rows); the memo key includes the seed because the CV folds do.
     """
-    X = cell.features[1.0]
-    protocol = load_recal_protocol()
-    for name in recalibrators:
+    cell, seed, predict, mkey = run.cell, model.seed, model.predict, model.mkey
+    X, y = cell.features[1.0], run.y
+    rows: list[RunRow] = []
+    for name in run.settings.recalibrators:
         t0 = time.perf_counter()
         try:
             fit = fit_recalibrator(name, predict(X[cell.calib]), y[cell.calib], cell.task, seed)
         except CalibrationSplitTooSmall as exc:
-            info = {**protocol.summary(), "seed": int(seed), "choice": "undefined"}
-            details = {
-                **extra,
-                "n_calib": len(cell.calib),
-                "recal": info,
-                "recal_choice": "undefined",
-            }
-            rows.append(_undefined_row(ident(name, None), details, str(exc), t0))
-            for sh in cell.shifts:
-                shift_details = {**details, **sh.details, **shift_reference(sh, y, None)}
-                rows.append(_undefined_row(ident(name, sh.target), shift_details, str(exc), t0))
+            rows += _undefined_frozen(run, model, name, ident, exc, t0)
             continue
-        details = {
-            **extra,
-            "n_calib": len(cell.calib),
-            "recal": fit.record(),
-            "recal_choice": fit.choice,
-        }
+        details = {**model.extra, "n_calib": len(cell.calib), "recal": fit.record(),
+                   "recal_choice": fit.choice}  # fmt: skip
         clean = Lazy(lambda fit=fit: fit.predict_proba(predict(X[cell.test])))
-        emit(
-            rows,
-            ident(name, None),
-            y[cell.test],
-            clean,
-            cell.task,
-            details,
-            t0,
-            memo,
-            (mkey, "recal", name, seed, "clean"),
-            bins=True,
-        )
+        ev = Evaluation(ident(name, None), run.y_test, clean, details, t0,
+                        (mkey, "recal", name, seed, "clean"), bins=True)  # fmt: skip
+        rows.append(run.scorer(ev).row)
         for sh in cell.shifts:
-            emit(
-                rows,
+            ev = Evaluation(
                 ident(name, sh.target),
                 targets(sh.y, cell.task),
                 lambda fit=fit, sh=sh: fit.predict_proba(predict(sh.X)),
-                cell.task,
                 lambda sh=sh, clean=clean, details=details: {
-                    **details,
-                    **sh.details,
-                    **shift_reference(sh, y[cell.test], clean),
+                    **details, **sh.details, **shift_reference(sh, run.y_test, clean)
                 },
                 time.perf_counter(),
-                memo,
                 (mkey, "recal", name, seed, "shift", sh.target),
-            )
-
-
-def lora_recalibrated_rows(
-    recalibrators: list[str],
-    task: str,
-    seed: int,
-    calib: tuple[np.ndarray, np.ndarray],
-    test: tuple[np.ndarray, np.ndarray],
-    shifts: list[tuple[str, np.ndarray, np.ndarray, Any]],
-    ident: Any,
-    details: dict[str, Any],
-) -> list[dict[str, Any]]:
-    """The LoRA regime's recalibrated rows, under the same CV protocol as the frozen ones.
-
-    ``calib`` is ``(probabilities, labels)`` and ``test`` ``(labels, probabilities)`` of the
-    adapted model; ``shifts`` holds ``(target, labels, probabilities, details_fn)`` per shift
-    target, ``details_fn(recalibrated clean probabilities)`` giving that row's extra details;
-    ``ident(recalibrator, "clean" | "shift", target)`` gives a row's identity. A calibration
-    split below the protocol's minimum gives NaN rows with the reason, as in the frozen cells.
-    """
-    from crsbench.runs.cell import score
-
-    protocol = load_recal_protocol()
-    rows: list[dict[str, Any]] = []
-    for name in recalibrators:
-        t0 = time.perf_counter()
-        base = {**details, "n_calib": len(calib[1])}
-        try:
-            fit = fit_recalibrator(name, calib[0], calib[1], task, seed)
-        except CalibrationSplitTooSmall as exc:
-            info = {**protocol.summary(), "seed": int(seed), "choice": "undefined"}
-            base.update(recal=info, recal_choice="undefined")
-            rows.append(_undefined_row(ident(name, "clean"), base, str(exc), t0))
-            for target, _, _, details_fn in shifts:
-                extra = {**base, **details_fn(None)}
-                rows.append(_undefined_row(ident(name, "shift", target), extra, str(exc), t0))
-            continue
-        base.update(recal=fit.record(), recal_choice=fit.choice)
-        clean = fit.predict_proba(test[1])
-        rows.append(_scored(ident(name, "clean"), test[0], clean, task, base, t0, score))
-        for target, y, prob, details_fn in shifts:
-            extra = {**base, **details_fn(clean)}
-            rows.append(_scored(ident(name, "shift", target), y, fit.predict_proba(prob), task,
-                                extra, t0, score))  # fmt: skip
+            )  # fmt: skip
+            rows.append(run.scorer(ev).row)
     return rows
 
 
-def _scored(ident: dict, y: np.ndarray, prob: np.ndarray, task: str, details: dict,
-            t0: float, score: Any) -> dict[str, Any]:  # fmt: skip
-    metrics = score(y, prob, task)
-    metrics["details"].update(details)
-    return {**ident, **metrics, "wall_time_s": time.perf_counter() - t0}
+#: A LoRA recalibrated row's identity from (recalibrator, "clean" | "shift", target).
+LoraIdent = Callable[..., RunIdentity]
+#: Extra details of a LoRA shift row from the recalibrated clean probabilities (None: undefined).
+ShiftDetails = Callable[[np.ndarray | None], dict[str, Any]]
 
 
-def _undefined_row(
-    ident: dict[str, Any], details: dict[str, Any], reason: str, t0: float
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class AdaptedShift:
+    """A shift target's labels and the adapted model's probabilities on its rows."""
+
+    target: str
+    y: np.ndarray
+    prob: np.ndarray
+    details: ShiftDetails
+
+
+@dataclass(frozen=True)
+class AdaptedPredictions:
+    """What the LoRA regime's recalibrated rows come from: one seed's adapted model's
+    probabilities on the calibration split, the test rows and every shift target."""
+
+    task: str
+    seed: int
+    calib_prob: np.ndarray
+    calib_y: np.ndarray
+    test_y: np.ndarray
+    test_prob: np.ndarray
+    shifts: tuple[AdaptedShift, ...]
+
+
+def lora_recalibrated_rows(
+    recalibrators: Sequence[str],
+    preds: AdaptedPredictions,
+    ident: LoraIdent,
+    details: Mapping[str, Any],
+) -> list[RunRow]:
+    """The LoRA regime's recalibrated rows, under the same CV protocol as the frozen ones.
+
+    ``ident(recalibrator, "clean" | "shift", target)`` gives a row's identity. A calibration
+    split below the protocol's minimum gives NaN rows with the reason, as in the frozen cells.
+    """
+    scorer = RowScorer(preds.task)
+    rows: list[RunRow] = []
+    for name in recalibrators:
+        t0 = time.perf_counter()
+        base = {**details, "n_calib": len(preds.calib_y)}
+        try:
+            fit = fit_recalibrator(name, preds.calib_prob, preds.calib_y, preds.task, preds.seed)
+        except CalibrationSplitTooSmall as exc:
+            info = {**load_recal_protocol().summary(), "seed": int(preds.seed),
+                    "choice": "undefined"}  # fmt: skip
+            base.update(recal=info, recal_choice="undefined")
+            rows.append(_undefined_row(ident(name, "clean"), base, str(exc), t0))
+            for sh in preds.shifts:
+                extra = {**base, **sh.details(None)}
+                rows.append(_undefined_row(ident(name, "shift", sh.target), extra, str(exc), t0))
+            continue
+        base.update(recal=fit.record(), recal_choice=fit.choice)
+        clean = fit.predict_proba(preds.test_prob)
+        ev = Evaluation(ident(name, "clean"), preds.test_y, lambda clean=clean: clean, base, t0)
+        rows.append(scorer(ev).row)
+        for sh in preds.shifts:
+            prob = fit.predict_proba(sh.prob)
+            extra = {**base, **sh.details(clean)}
+            ev = Evaluation(ident(name, "shift", sh.target), sh.y, lambda p=prob: p, extra, t0)
+            rows.append(scorer(ev).row)
+    return rows
+
+
+def _undefined_row(ident: RunIdentity, details: dict[str, Any], reason: str, t0: float) -> RunRow:
     """A row whose every metric is NaN, each with ``reason`` in ``details["undefined"]``."""
     return {
-        **ident,
+        **ident.as_dict(),
         **{m: float("nan") for m in METRIC_COLUMNS},
         "details": {**details, "undefined": dict.fromkeys(METRIC_COLUMNS, reason)},
         "wall_time_s": time.perf_counter() - t0,

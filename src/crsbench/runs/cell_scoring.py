@@ -7,7 +7,8 @@ import hashlib
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -19,7 +20,20 @@ from crsbench.metrics import (
     negative_log_likelihood,
     sensitivity_at_specificity,
 )
+from crsbench.runs.identity import RunIdentity
 from crsbench.store.reliability import reliability_bins
+
+#: One run row: the identity columns, the metric values, ``details`` and ``wall_time_s``
+#: (plus the predictions a keeper attaches); :func:`crsbench.runs.rows.to_records` makes it a
+#: validated record.
+RunRow = dict[str, Any]
+#: A metric's score and details as :func:`score` returns them.
+Scores = dict[str, Any]
+#: What a memoised score is found under: the model's fingerprint and the rows it scored.
+MemoKey = tuple[object, ...]
+Details = Mapping[str, Any]
+
+T = TypeVar("T")
 
 
 def targets(labels: np.ndarray, task: str) -> np.ndarray:
@@ -29,7 +43,7 @@ def targets(labels: np.ndarray, task: str) -> np.ndarray:
     return np.asarray(labels, dtype=np.float64)
 
 
-def score(y_true: np.ndarray, prob: np.ndarray, task: str) -> dict[str, Any]:
+def score(y_true: np.ndarray, prob: np.ndarray, task: str) -> Scores:
     """Every stored metric of one prediction, plus which labels were excluded and why."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -55,38 +69,55 @@ def score(y_true: np.ndarray, prob: np.ndarray, task: str) -> dict[str, Any]:
     return out
 
 
-def emit(
-    rows: list[dict[str, Any]],
-    ident: dict[str, Any],
-    y: np.ndarray,
-    prob: Any,
-    task: str,
-    extra: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
-    t0: float,
-    memo: dict[Any, dict[str, Any]] | None = None,
-    key: Any = None,
-    bins: bool = False,
-) -> Any:
-    """Score a prediction and append the row; ``prob`` and ``extra`` (the details added to the
-    row) may be callables, computed only when the prediction is scored.
+@dataclass(frozen=True)
+class Evaluation:
+    """One prediction to score into a run row.
 
-    With ``memo`` and ``key``, a prediction already scored under ``key`` (the same model on
-    the same rows, e.g. the full-label fit that every seed shares) is reused, not recomputed.
-    Returns the probabilities when they were computed here, None when the score was reused.
+    ``prob`` computes the probabilities and ``extra`` (the details added to the row) may be a
+    callable too: both are called only when the prediction is scored, not when a memoised
+    score under ``key`` (the same model on the same rows) is reused. ``bins`` adds the
+    reliability diagram's bins to the details. ``t0`` is when the work for the row began.
     """
-    p = None
-    if memo is not None and key is not None and key in memo:
-        metrics = copy.deepcopy(memo[key])
-    else:
-        p = prob() if callable(prob) else prob
-        metrics = score(y, p, task)
-        metrics["details"].update(extra() if callable(extra) else extra)
-        if bins:
-            metrics["details"]["reliability"] = reliability_bins(y, p, task)
-        if memo is not None and key is not None:
-            memo[key] = copy.deepcopy(metrics)
-    rows.append({**ident, **metrics, "wall_time_s": time.perf_counter() - t0})
-    return p
+
+    ident: RunIdentity
+    y: np.ndarray
+    prob: Callable[[], np.ndarray]
+    extra: Details | Callable[[], Details]
+    t0: float
+    key: MemoKey | None = None
+    bins: bool = False
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A run row and the probabilities it was scored from (None when the score was reused)."""
+
+    row: RunRow
+    prob: np.ndarray | None
+
+
+@dataclass
+class RowScorer:
+    """Scores evaluations of one task into run rows, reusing the scores of shared models."""
+
+    task: str
+    memo: dict[MemoKey, Scores] = field(default_factory=dict)
+
+    def __call__(self, ev: Evaluation) -> Scored:
+        """The row of ``ev`` (with the wall time since ``ev.t0``) and its probabilities."""
+        p = None
+        if ev.key is not None and ev.key in self.memo:
+            metrics = copy.deepcopy(self.memo[ev.key])
+        else:
+            p = ev.prob()
+            metrics = score(ev.y, p, self.task)
+            metrics["details"].update(ev.extra() if callable(ev.extra) else ev.extra)
+            if ev.bins:
+                metrics["details"]["reliability"] = reliability_bins(ev.y, p, self.task)
+            if ev.key is not None:
+                self.memo[ev.key] = copy.deepcopy(metrics)
+        row = {**ev.ident.as_dict(), **metrics, "wall_time_s": time.perf_counter() - ev.t0}
+        return Scored(row, p)
 
 
 def model_key(*parts: Any) -> str:
@@ -99,22 +130,32 @@ def model_key(*parts: Any) -> str:
     return h.hexdigest()
 
 
-class Lazy:
+class Lazy(Generic[T]):
     """A value computed on first call and kept (the clean test prediction that every shift
     target of a model compares with)."""
 
-    def __init__(self, fn: Callable[[], Any]) -> None:
+    def __init__(self, fn: Callable[[], T]) -> None:
         self._fn = fn
-        self._value: Any = None
+        self._value: T | None = None
         self._done = False
 
-    def __call__(self) -> Any:
+    def __call__(self) -> T:
         if not self._done:
             self._value, self._done = self._fn(), True
-        return self._value
+        return self._value  # type: ignore[return-value]
 
 
-def shift_reference(shift: Any, y_test: np.ndarray, clean_prob: Callable[[], Any] | None) -> dict:
+class ComparedShift(Protocol):
+    """What :func:`shift_reference` reads of a shift target: the compared-label mask (None:
+    every source label) and the source's label names."""
+
+    compared: np.ndarray | None
+    label_names: tuple[str, ...]
+
+
+def shift_reference(
+    shift: ComparedShift, y_test: np.ndarray, clean_prob: Callable[[], np.ndarray] | None
+) -> dict[str, Any]:
     """``{"shift_labels": ...}`` for a shift whose compared labels leave out a source label:
     the model's clean macro-AUROC on the source's test rows over the compared labels only
     (:mod:`crsbench.core.shift_labels`); ``{}`` when every source label is compared.
@@ -122,7 +163,7 @@ def shift_reference(shift: Any, y_test: np.ndarray, clean_prob: Callable[[], Any
     ``shift`` is a :class:`~crsbench.runs.cell.ShiftData`-like object (``compared``, and
     ``label_names`` in its details' order); ``clean_prob`` gives the test probabilities.
     """
-    mask = getattr(shift, "compared", None)
+    mask = shift.compared
     if mask is None:
         return {}
     mask = np.asarray(mask, dtype=bool)

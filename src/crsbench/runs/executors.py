@@ -7,30 +7,14 @@ the driver commits each outcome to the store in one transaction as it arrives.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Iterator, Sequence
+from typing import Protocol
 
 from crsbench.config import BenchmarkConfig
 from crsbench.core.errors import ConfigError
 from crsbench.runs.cell import CellSettings, evaluate_cell
-from crsbench.runs.plan import CellPlan
+from crsbench.runs.plan import CellOutcome, CellPlan
 from crsbench.runs.prepare import PreparedDataset, shift_targets_for
-
-
-@dataclass(frozen=True)
-class CellOutcome:
-    """The run rows of one cell, how long its two stages took, the precision decision of
-    its features (:class:`~crsbench.features.precision.PrecisionDecision` as a dict) and its
-    quarantined images (see :attr:`crsbench.runs.cell.CellData.quarantined`)."""
-
-    plan: CellPlan
-    rows: list[dict[str, Any]]
-    encoder_revision: str
-    extract_s: float
-    evaluate_s: float
-    precision: dict[str, Any] = field(default_factory=dict)
-    quarantined: tuple[Mapping[str, str], ...] = ()
 
 
 def run_one_cell(

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from crsbench.config import BenchmarkConfig
 from crsbench.runs.plan import CellPlan
 
-_ENCODERS: dict[tuple[str, str, int | None], Any] = {}
+if TYPE_CHECKING:  # encoders and features import torch: loaded when a cell is extracted
+    from crsbench.datasets.base import Dataset
+    from crsbench.encoders.base import Encoder
+    from crsbench.features import ExtractionResult, ExtractSettings, FeatureArray, FeatureCache
+    from crsbench.features.precision import PrecisionDecision
+    from crsbench.features.precision_check import ProbeBatch
+    from crsbench.runs.prepare import PreparedDataset
+
+_ENCODERS: dict[tuple[str, str, int | None], Encoder] = {}
 
 
 def resolve_device(device: str) -> str:
@@ -22,7 +31,7 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def get_encoder(cfg: BenchmarkConfig, name: str) -> Any:
+def get_encoder(cfg: BenchmarkConfig, name: str) -> Encoder:
     """Build (once per process) the encoder named in ``cfg`` with its per-encoder overrides."""
     from crsbench.encoders import build
 
@@ -51,7 +60,7 @@ def run_working_size(cfg: BenchmarkConfig) -> int:
     return working_size(sizes, cfg.perturbations.working_size, key="perturbations.working_size")
 
 
-def encoder_revision(encoder: Any, precision: str | None = None) -> str:
+def encoder_revision(encoder: Encoder, precision: str | None = None) -> str:
     """Provenance string of an encoder: source revision, weights hash and, for extracted
     features, the resolved precision (``fp32``/``bf16``) they were computed in."""
     rev = getattr(encoder.card, "revision", None) or "unpinned"
@@ -59,7 +68,9 @@ def encoder_revision(encoder: Any, precision: str | None = None) -> str:
     return out if precision is None else f"{out}|precision:{precision}"
 
 
-def probe_batch(plan: CellPlan, prep: Any, n_images: int, working_size: int | None = None) -> Any:
+def probe_batch(
+    plan: CellPlan, prep: PreparedDataset, n_images: int, working_size: int | None = None
+) -> ProbeBatch:
     """The bf16 check's labelled batch: the first ``n_images`` rows of the training split
     followed by the validation split, under the cell's conditions at the run's working size
     (None without labels)."""
@@ -84,7 +95,9 @@ def probe_batch(plan: CellPlan, prep: Any, n_images: int, working_size: int | No
     )
 
 
-def resolve_cell_precision(cfg: BenchmarkConfig, plan: CellPlan, prep: Any, enc: Any, cache: Any):
+def resolve_cell_precision(
+    cfg: BenchmarkConfig, plan: CellPlan, prep: PreparedDataset, enc: Encoder, cache: FeatureCache
+) -> PrecisionDecision:
     """The :class:`~crsbench.features.precision.PrecisionDecision` of this cell's encoder."""
     from crsbench.features.precision import PrecisionCheck
     from crsbench.features.precision_check import decide_precision
@@ -98,7 +111,7 @@ def resolve_cell_precision(cfg: BenchmarkConfig, plan: CellPlan, prep: Any, enc:
     return decide_precision(cfg.precision, enc, batch, cache, check)
 
 
-def _in_dataset_order(parts: list[Any], image_ids: np.ndarray) -> Any:
+def _in_dataset_order(parts: list[FeatureArray], image_ids: np.ndarray) -> FeatureArray:
     """One FeatureArray of the rows of ``parts`` (disjoint row sets), in dataset row order.
 
     Its key is the parts' keys joined by ``+`` (the Ray executor reads such an array back part
@@ -127,7 +140,7 @@ def _bad_share(n_dataset: int, n_rows: int) -> float:
     return MAX_BAD_FRACTION * n_dataset / max(1, n_rows)
 
 
-def _quarantined(results: list[Any]) -> list[dict[str, str]]:
+def _quarantined(results: list[ExtractionResult]) -> list[dict[str, str]]:
     """Every image the extractions could not decode (once per image id): id, path, reason."""
     seen: dict[str, dict[str, str]] = {}
     for res in results:
@@ -144,11 +157,49 @@ def _quarantined(results: list[Any]) -> list[dict[str, str]]:
     return list(seen.values())
 
 
+@dataclass(frozen=True)
+class _Extraction:
+    """The encoder, cache and settings every extraction pass of one cell shares."""
+
+    encoder: Encoder
+    cache: FeatureCache
+    settings: ExtractSettings
+
+    def run(self, ds: Dataset, rows: np.ndarray, **changes: Any) -> ExtractionResult:
+        """Extract ``rows`` of dataset ``ds`` with the shared settings, ``changes`` applied."""
+        from crsbench.features import extract
+
+        bad = _bad_share(len(ds.image_ids), len(rows))
+        settings = replace(self.settings, max_bad_fraction=bad, **changes)
+        return extract(self.encoder, ds.image_ids[rows], ds.paths[rows], cache=self.cache,
+                       dataset_revision=ds.revision, settings=settings)  # fmt: skip
+
+
+def _dataset_passes(
+    job: _Extraction, plan: CellPlan, ds: Dataset, test: np.ndarray
+) -> list[ExtractionResult]:
+    """The test rows with every condition (perturbed features at the last layer only), then
+    the other rows clean; one clean pass over every row when the cell has no condition."""
+    rest = np.setdiff1d(np.arange(len(ds.image_ids)), test)  # sorted; test keeps split order
+    clean_only = (("clean", 0),)
+    if plan.conditions:
+        groups = [(test, (*clean_only, *plan.conditions)), (rest, clean_only)]
+    else:
+        groups = [(np.arange(len(ds.image_ids)), clean_only)]
+    return [job.run(ds, rows, conditions=conds, perturbed_depths=(1.0,))
+            for rows, conds in groups if len(rows)]  # fmt: skip
+
+
+def _shift_pass(job: _Extraction, target: PreparedDataset) -> ExtractionResult:
+    """Clean last-layer features of a shift target's evaluation rows."""
+    return job.run(target.dataset, target.eval_rows, conditions=(("clean", 0),), depths=(1.0,))
+
+
 def extract_cell_features(
     cfg: BenchmarkConfig,
     plan: CellPlan,
-    prep: Any,
-    targets: Mapping[str, Any] | None,
+    prep: PreparedDataset,
+    targets: Mapping[str, PreparedDataset] | None,
     *,
     progress: bool = True,
 ) -> tuple[dict[str, Any], str]:
@@ -171,44 +222,22 @@ def extract_cell_features(
         rows) and ``shift_quarantined`` (target → list); ``precision`` is the precision decision's record
         (:class:`~crsbench.features.precision.PrecisionDecision`), for the runs' details.
     """
-    from crsbench.features import FeatureCache, extract
+    from crsbench.features import ExtractSettings, FeatureCache
 
     enc = get_encoder(cfg, plan.encoder)
     cache = FeatureCache(cfg.resolved_cache_dir)
     decision = resolve_cell_precision(cfg, plan, prep, enc, cache)
-    common = {
-        "cache": cache,
-        "batch_size": cfg.batch_size,
-        "num_workers": cfg.num_workers,
-        "progress": progress,
-        "depths": tuple(cfg.layers),
-        "precision": decision.precision,
-        "working_size": run_working_size(cfg),
-    }
+    common = ExtractSettings(
+        batch_size=cfg.batch_size,
+        num_workers=cfg.num_workers,
+        progress=progress,
+        depths=tuple(cfg.layers),
+        precision=decision.precision,
+        working_size=run_working_size(cfg),
+    )
+    job = _Extraction(enc, cache, common)
+    results = _dataset_passes(job, plan, prep.dataset, np.asarray(prep.splits.test))
     ds = prep.dataset
-    test = np.asarray(prep.splits.test)
-    rest = np.setdiff1d(np.arange(len(ds.image_ids)), test)  # sorted; test keeps split order
-    clean_only = (("clean", 0),)
-    if plan.conditions:
-        groups = [(test, (*clean_only, *plan.conditions)), (rest, clean_only)]
-    else:
-        groups = [(np.arange(len(ds.image_ids)), clean_only)]
-    results = []
-    for rows, conds in groups:
-        if len(rows) == 0:
-            continue
-        results.append(
-            extract(
-                enc,
-                ds.image_ids[rows],
-                ds.paths[rows],
-                dataset_revision=ds.revision,
-                conditions=conds,
-                perturbed_depths=(1.0,),
-                max_bad_fraction=_bad_share(len(ds.image_ids), len(rows)),
-                **common,
-            )
-        )
     clean = {
         d: _in_dataset_order([r[("clean", d)] for r in results], ds.image_ids) for d in cfg.layers
     }
@@ -223,16 +252,7 @@ def extract_cell_features(
     if targets:
         feats["shift"], feats["shift_quarantined"] = {}, {}
         for name, target in targets.items():
-            tds, rows = target.dataset, target.eval_rows
-            res_s = extract(
-                enc,
-                tds.image_ids[rows],
-                tds.paths[rows],
-                dataset_revision=tds.revision,
-                conditions=(("clean", 0),),
-                max_bad_fraction=_bad_share(len(tds.image_ids), len(rows)),
-                **{**common, "depths": (1.0,)},
-            )
+            res_s = _shift_pass(job, target)
             feats["shift"][name] = res_s[("clean", 1.0)]
             feats["shift_quarantined"][name] = _quarantined([res_s])
     return feats, encoder_revision(enc, decision.precision)

@@ -8,7 +8,6 @@ records are not all committed, and features already cached are not recomputed.
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
+from crsbench.runs import executors
 from crsbench.runs.cell import CellSettings
+from crsbench.runs.lora_stage import lora_plan, run_lora_stage
 from crsbench.runs.outdir import check_output_dir, claim_output_dir
-from crsbench.runs.plan import control_fractions, plan_cells
-from crsbench.runs.prediction_keeper import PREDICTIONS_KEY, pop_predictions
-from crsbench.runs.prepare import prepare_datasets
-from crsbench.store import LAST_RUN_FILE, METRIC_COLUMNS, ResultsStore, RunRecord, make_run_key
+from crsbench.runs.plan import CellOutcome, CellPlan, control_fractions, plan_cells
+from crsbench.runs.prediction_keeper import pop_predictions
+from crsbench.runs.prepare import PreparedDataset, prepare_datasets
+from crsbench.runs.rows import Provenance, to_records
+from crsbench.store import LAST_RUN_FILE, ResultsStore
 from crsbench.store.predictions import prediction_batch
 from crsbench.store.reliability import rebuild_reliability_table
 
@@ -58,69 +60,10 @@ def cell_settings(cfg: BenchmarkConfig) -> CellSettings:
         tol=cfg.probes.logistic.tol,
         layers=tuple(cfg.layers),
         recalibrators=tuple(cfg.recalibrators),
-        mlp=None
-        if mlp is None
-        else {
-            "hidden": mlp.hidden_size,
-            "max_epochs": mlp.epochs,
-            "lr": mlp.lr,
-            "alpha": mlp.weight_decay,
-        },
-        knn=None if knn is None else {"k": knn.k, "metric": knn.metric},
+        mlp=None if mlp is None else mlp.model_dump(),
+        knn=None if knn is None else knn.model_dump(),
         control_fractions=control_fractions(cfg),
     )
-
-
-def _clean_metric(value: Any) -> float | None:
-    if value is None:
-        return None
-    v = float(value)
-    return v if math.isfinite(v) else None
-
-
-def to_records(
-    rows: list[dict[str, Any]],
-    *,
-    cfg_hash: str,
-    encoder_revision: str,
-    dataset_revision: str,
-    anchors_version: str,
-    package_version: str,
-    precision: Mapping[str, Any] | None = None,
-) -> list[RunRecord]:
-    """Run rows of :func:`evaluate_cell` → validated :class:`RunRecord` objects.
-
-    ``precision``, the cell's precision decision, goes into every record's
-    ``details["precision"]``."""
-    out = []
-    for row in rows:
-        row = dict(row)
-        row.pop(PREDICTIONS_KEY, None)  # per-sample predictions go to their own tables
-        details = dict(row.pop("details", {}))
-        wall = float(row.pop("wall_time_s", 0.0))
-        undefined = dict(details.get("undefined") or {})
-        for m in METRIC_COLUMNS:
-            v = _clean_metric(row.get(m))
-            if v is None and row.get(m) is not None and m not in undefined:
-                undefined[m] = "not defined on this evaluation set (see excluded / warnings)"
-            row[m] = v
-        if undefined:
-            details["undefined"] = undefined
-        if precision:
-            details["precision"] = dict(precision)
-        out.append(
-            RunRecord(
-                **row,
-                config_hash=cfg_hash,
-                package_version=package_version,
-                encoder_revision=encoder_revision,
-                dataset_revision=dataset_revision,
-                anchors_version=anchors_version,
-                wall_time_s=wall,
-                details=details,
-            )
-        )
-    return out
 
 
 def _pin_working_size(cfg: BenchmarkConfig) -> BenchmarkConfig:
@@ -174,26 +117,16 @@ def _report_quarantine(
             emit("quarantine", dict(entry))
 
 
-def run_benchmark(
-    cfg: BenchmarkConfig,
-    *,
-    executor: str = "local",
-    address: str | None = None,
-    progress: bool = True,
-    force_new: bool = False,
-    force: bool = False,
-    on_event: ProgressFn | None = None,
-    skip_missing: bool = False,
-    check: bool = True,
-) -> RunSummary:
-    """Run the whole grid of ``cfg`` into ``cfg.output_dir / results.duckdb`` (resumable).
+@dataclass(frozen=True)
+class RunOptions:
+    """How :func:`run_benchmark` runs a config (the options of ``crsbench run``).
 
-    Parameters
+    Attributes
     ----------
-    cfg : BenchmarkConfig
-        A validated config (see :func:`crsbench.config.load_config`).
     executor : {"local", "ray"}
         Where cells are evaluated; the driver always writes the store.
+    address : str, optional
+        The Ray cluster's address (``executor="ray"``).
     progress : bool
         Show rich progress bars.
     force_new : bool
@@ -202,6 +135,8 @@ def run_benchmark(
     force : bool
         Accept a non-empty output directory that crsbench did not write (nothing in it is
         ever overwritten; see :func:`crsbench.runs.outdir.claim_output_dir`).
+    on_event : callable, optional
+        Called with ``(event, info)`` at each stage, cell and plan event.
     skip_missing : bool
         When the preflight finds missing datasets or weights, run the cells that can run and
         record the others in ``RunSummary.skipped_cells`` (and ``last_run.json``) instead of
@@ -209,6 +144,140 @@ def run_benchmark(
     check : bool
         Run the preflight (:func:`crsbench.runs.preflight.preflight`) before any work; the
         ``preflight`` event carries its result.
+    """
+
+    executor: str = "local"
+    address: str | None = None
+    progress: bool = True
+    force_new: bool = False
+    force: bool = False
+    on_event: ProgressFn | None = None
+    skip_missing: bool = False
+    check: bool = True
+
+    def emit(self, event: str, info: dict[str, Any]) -> None:
+        """Send ``event`` to :attr:`on_event` (nothing when unset)."""
+        if self.on_event is not None:
+            self.on_event(event, info)
+
+
+@dataclass
+class _Run:
+    """One ``crsbench run`` in progress: its config, hash, data, options and stage times."""
+
+    cfg: BenchmarkConfig
+    cfg_hash: str
+    prepared: dict[str, PreparedDataset]
+    opts: RunOptions
+    stages: dict[str, float] = field(default_factory=dict)
+    written: int = 0
+
+
+def _split_done(
+    cells: Sequence[CellPlan], done: set[str], cfg_hash: str
+) -> tuple[list[CellPlan], int]:
+    """The cells with a record still missing, and how many cells are complete already."""
+    todo = [c for c in cells if not {i.key(cfg_hash) for i in c.identities} <= done]
+    return todo, len(cells) - len(todo)
+
+
+def _announce_plan(
+    run: _Run, cells: Sequence[CellPlan], n_done: int, n_skipped: int, modalities: Mapping[str, str]
+) -> int:
+    """Emit the ``plan`` event; return the number of records the whole grid writes."""
+    n_lora = sum(len(ids) for seeds in lora_plan(run.cfg, dict(modalities)).values()
+                 for ids in seeds.values())  # fmt: skip
+    n_total = sum(len(c.identities) for c in cells) + n_lora
+    run.opts.emit(
+        "plan",
+        {
+            "cells": len(cells),
+            "done": n_done,
+            "records": n_total,
+            "lora_records": n_lora,
+            "extractions": sum(c.n_extractions for c in cells),
+            "skipped": n_skipped,
+        },
+    )
+    return n_total
+
+
+def _commit_cell(run: _Run, store: ResultsStore, out_cell: CellOutcome, announced: set) -> int:
+    """Write one evaluated cell's records (and its predictions) in one transaction."""
+    from crsbench import __version__
+
+    c = out_cell.plan
+    preds = pop_predictions(out_cell.rows)
+    prov = Provenance(config_hash=run.cfg_hash, package_version=__version__,
+                      encoder_revision=out_cell.encoder_revision,
+                      dataset_revision=run.prepared[c.dataset].dataset.revision,
+                      anchors_version=run.cfg.anchors, precision=out_cell.precision)  # fmt: skip
+    records = to_records(out_cell.rows, prov)
+    _report_quarantine(store, out_cell.quarantined, announced, run.opts.emit)
+    batch = prediction_batch([r.run_key for r in records], preds)
+    written = store.append(records, predictions=batch)
+    run.opts.emit(
+        "cell",
+        {
+            "encoder": c.encoder,
+            "dataset": c.dataset,
+            "records": len(records),
+            "extract_s": out_cell.extract_s,
+            "evaluate_s": out_cell.evaluate_s,
+        },
+    )
+    return written
+
+
+def _frozen_stage(run: _Run, store: ResultsStore, todo: list[CellPlan]) -> None:
+    """Extract and evaluate every cell still to do, committing each as it arrives."""
+    ex = executors.make_executor(run.opts.executor, address=run.opts.address)
+    t_extract = t_eval = 0.0
+    announced: set[tuple[str, str]] = set()
+    settings = cell_settings(run.cfg)
+    try:
+        for out_cell in ex.run_cells(run.cfg, todo, run.prepared, settings,
+                                     progress=run.opts.progress):  # fmt: skip
+            run.written += _commit_cell(run, store, out_cell, announced)
+            t_extract += out_cell.extract_s
+            t_eval += out_cell.evaluate_s
+    finally:
+        ex.close()
+    run.stages["extract"] = t_extract
+    run.stages["probes_and_metrics"] = t_eval
+
+
+def _timed(run: _Run, name: str, fn: Callable[[], object]) -> None:
+    """Run ``fn`` as stage ``name``: its time goes to the summary and a ``stage`` event."""
+    t0 = time.perf_counter()
+    fn()
+    run.stages[name] = time.perf_counter() - t0
+    run.opts.emit("stage", {"name": name, "seconds": run.stages[name]})
+
+
+def _lora_stage(run: _Run, store: ResultsStore) -> None:
+    run.opts.emit("stage_start", {"name": "lora_adaptation"})
+    run.written += run_lora_stage(run.cfg, run.prepared, store, cfg_hash=run.cfg_hash,
+                                  progress=run.opts.progress)  # fmt: skip
+
+
+def _aggregate_and_export(store: ResultsStore, out: Path) -> None:
+    store.aggregate()
+    rebuild_reliability_table(store.con)
+    for fmt in ("parquet", "csv"):
+        store.export(fmt, out / "export")
+
+
+def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> RunSummary:
+    """Run the whole grid of ``cfg`` into ``cfg.output_dir / results.duckdb`` (resumable).
+
+    Parameters
+    ----------
+    cfg : BenchmarkConfig
+        A validated config (see :func:`crsbench.config.load_config`).
+    options : RunOptions, optional
+        Executor, progress, output-directory and preflight options (defaults: local, with
+        progress bars and the preflight).
 
     Raises
     ------
@@ -216,105 +285,31 @@ def run_benchmark(
         When the preflight finds something missing and ``skip_missing`` is False; the message
         lists everything missing at once with where to put it.
     """
-    from crsbench import __version__
-    from crsbench.runs.executors import make_executor
-
+    opts = options or RunOptions()
     t_start = time.perf_counter()
-    stages: dict[str, float] = {}
-    emit = on_event or (lambda *_: None)
     h = config_hash(cfg)
     cfg_json = cfg.model_dump_json()
     roots = [d.root for d in cfg.datasets.values()]
-    check_output_dir(cfg.output_dir, dataset_roots=roots, force=force)
+    check_output_dir(cfg.output_dir, dataset_roots=roots, force=opts.force)
     cfg = _pin_working_size(cfg)  # W of the whole config, whatever --skip-missing leaves out
-    cfg, skipped = _runnable(cfg, emit, skip_missing) if check else (cfg, [])
-    out = claim_output_dir(cfg.output_dir, dataset_roots=roots, force=force)
-    t0 = time.perf_counter()
-    prepared = prepare_datasets(cfg)
-    stages["datasets_and_splits"] = time.perf_counter() - t0
-    emit("stage", {"name": "datasets_and_splits", "seconds": stages["datasets_and_splits"]})
-    modalities = {name: p.dataset.card.modality for name, p in prepared.items()}
+    cfg, skipped = _runnable(cfg, opts.emit, opts.skip_missing) if opts.check else (cfg, [])
+    out = claim_output_dir(cfg.output_dir, dataset_roots=roots, force=opts.force)
+    run = _Run(cfg, h, {}, opts)
+    _timed(run, "datasets_and_splits", lambda: run.prepared.update(prepare_datasets(cfg)))
+    modalities = {name: p.dataset.card.modality for name, p in run.prepared.items()}
     cells = plan_cells(cfg, modalities)
-    settings = cell_settings(cfg)
-    written = done_before = 0
-    with ResultsStore(out, h, config_json=cfg_json, force_new=force_new) as store:
+    with ResultsStore(out, h, config_json=cfg_json, force_new=opts.force_new) as store:
         if store.moved_aside:
-            emit("moved", {"moved": [(str(a), str(b)) for a, b in store.moved_aside]})
-        done = store.done_keys()
-        todo = []
-        for c in cells:
-            keys = {make_run_key(i, h) for i in c.identities}
-            if keys <= done:
-                done_before += 1
-            else:
-                todo.append(c)
-        from crsbench.runs.lora_stage import lora_plan
-
-        n_lora = sum(len(ids) for seeds in lora_plan(cfg, modalities).values()
-                     for ids in seeds.values())  # fmt: skip
-        n_total = sum(len(c.identities) for c in cells) + n_lora
-        emit(
-            "plan",
-            {
-                "cells": len(cells),
-                "done": done_before,
-                "records": n_total,
-                "lora_records": n_lora,
-                "extractions": sum(c.n_extractions for c in cells),
-                "skipped": len(skipped),
-            },
-        )
-        ex = make_executor(executor, address=address)
-        t_extract = t_eval = 0.0
-        announced: set[tuple[str, str]] = set()
-        try:
-            for out_cell in ex.run_cells(cfg, todo, prepared, settings, progress=progress):
-                c = out_cell.plan
-                preds = pop_predictions(out_cell.rows)
-                records = to_records(
-                    out_cell.rows,
-                    cfg_hash=h,
-                    encoder_revision=out_cell.encoder_revision,
-                    dataset_revision=prepared[c.dataset].dataset.revision,
-                    anchors_version=cfg.anchors,
-                    package_version=__version__,
-                    precision=out_cell.precision,
-                )
-                _report_quarantine(store, out_cell.quarantined, announced, emit)
-                batch = prediction_batch([r.run_key for r in records], preds)
-                written += store.append(records, predictions=batch)
-                t_extract += out_cell.extract_s
-                t_eval += out_cell.evaluate_s
-                emit(
-                    "cell",
-                    {
-                        "encoder": c.encoder,
-                        "dataset": c.dataset,
-                        "records": len(records),
-                        "extract_s": out_cell.extract_s,
-                        "evaluate_s": out_cell.evaluate_s,
-                    },
-                )
-        finally:
-            ex.close()
-        stages["extract"] = t_extract
-        stages["probes_and_metrics"] = t_eval
+            opts.emit("moved", {"moved": [(str(a), str(b)) for a, b in store.moved_aside]})
+        todo, done_before = _split_done(cells, store.done_keys(), h)
+        n_total = _announce_plan(run, cells, done_before, len(skipped), modalities)
+        _frozen_stage(run, store, todo)
         if cfg.regimes.lora.enabled:
-            from crsbench.runs.lora_stage import run_lora_stage
-
-            emit("stage_start", {"name": "lora_adaptation"})
-
-            t0 = time.perf_counter()
-            written += run_lora_stage(cfg, prepared, store, cfg_hash=h, progress=progress)
-            stages["lora_adaptation"] = time.perf_counter() - t0
-            emit("stage", {"name": "lora_adaptation", "seconds": stages["lora_adaptation"]})
+            _timed(run, "lora_adaptation", lambda: _lora_stage(run, store))
         t0 = time.perf_counter()
-        store.aggregate()
-        rebuild_reliability_table(store.con)
-        for fmt in ("parquet", "csv"):
-            store.export(fmt, out / "export")
-        stages["aggregate_and_export"] = time.perf_counter() - t0
-    stages["total"] = time.perf_counter() - t_start
-    summary = RunSummary(out, len(cells), done_before, written, n_total, stages, skipped)
+        _aggregate_and_export(store, out)
+        run.stages["aggregate_and_export"] = time.perf_counter() - t0
+    run.stages["total"] = time.perf_counter() - t_start
+    summary = RunSummary(out, len(cells), done_before, run.written, n_total, run.stages, skipped)
     (out / LAST_RUN_FILE).write_text(json.dumps(summary.as_dict(), indent=2))
     return summary

@@ -7,11 +7,12 @@ run can skip whole cells whose records are all committed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from crsbench.config import BenchmarkConfig
+from crsbench.runs.identity import CellIdentity, RunIdentity
 
 
 @dataclass(frozen=True)
@@ -22,13 +23,28 @@ class CellPlan:
     dataset: str
     shift_targets: tuple[str, ...]
     conditions: tuple[tuple[str, int], ...]
-    identities: tuple[dict[str, Any], ...]
+    identities: tuple[RunIdentity, ...]
 
     @property
     def n_extractions(self) -> int:
         """Feature sets this cell needs: clean per layer, one per condition, one per shift
         target."""
         return 1 + len(self.conditions) + len(self.shift_targets)
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """The run rows of one cell, how long its two stages took, the precision decision of
+    its features (:class:`~crsbench.features.precision.PrecisionDecision` as a dict) and its
+    quarantined images (see :attr:`crsbench.runs.cell.CellData.quarantined`)."""
+
+    plan: CellPlan
+    rows: list[dict[str, Any]]  # run rows: see crsbench.runs.cell_scoring.RunRow
+    encoder_revision: str
+    extract_s: float
+    evaluate_s: float
+    precision: dict[str, Any] = field(default_factory=dict)
+    quarantined: tuple[Mapping[str, str], ...] = ()
 
 
 def cell_conditions(cfg: BenchmarkConfig, modality: str) -> tuple[tuple[str, int], ...]:
@@ -45,75 +61,45 @@ def cell_conditions(cfg: BenchmarkConfig, modality: str) -> tuple[tuple[str, int
     return tuple(out)
 
 
-def _identity(
-    enc: str,
-    ds: str,
-    seed: int,
-    probe: str,
-    layer: float,
-    fraction: float,
-    condition: str = "clean",
-    severity: int = 0,
-    recalibrator: str = "none",
-    eval_dataset: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "encoder": enc,
-        "dataset": ds,
-        "eval_dataset": eval_dataset or ds,
-        "seed": seed,
-        "regime": "frozen",
-        "probe": probe,
-        "layer": float(layer),
-        "fraction": float(fraction),
-        "condition": condition,
-        "severity": severity,
-        "recalibrator": recalibrator,
-    }
-
-
 def cell_identities(
     cfg: BenchmarkConfig,
-    encoder: str,
-    dataset: str,
+    cell: CellIdentity,
     conds: Sequence[tuple[str, int]],
     shift_targets: Sequence[str],
     control_fractions: Sequence[float],
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[RunIdentity]:
     """Every run identity of one cell, in the order the cell evaluator emits them."""
-    fr = cfg.fractions
 
-    def shifted(seed: int, probe: str, rec: str = "none") -> Iterator[dict[str, Any]]:
+    def shifted(seed: int, probe: str, rec: str = "none") -> Iterator[RunIdentity]:
         for target in shift_targets:
-            yield _identity(encoder, dataset, seed, probe, 1.0, 1.0, "shift", 0, rec,
-                            eval_dataset=target)  # fmt: skip
+            yield cell.shift(seed, probe, target, rec)
 
     for seed in cfg.seeds:
-        for f in fr:
-            yield _identity(encoder, dataset, seed, "logistic", 1.0, f)
+        for f in cfg.fractions:
+            yield cell.run(seed, fraction=f)
             if f != 1.0:
                 continue
             for name, sev in conds:
-                yield _identity(encoder, dataset, seed, "logistic", 1.0, 1.0, name, sev)
+                yield cell.run(seed, condition=name, severity=sev)
             yield from shifted(seed, "logistic")
             for rec in cfg.recalibrators:
-                yield _identity(encoder, dataset, seed, "logistic", 1.0, 1.0, recalibrator=rec)
+                yield cell.run(seed, recalibrator=rec)
                 yield from shifted(seed, "logistic", rec)
     for depth in cfg.layers:
         if depth == 1.0:
             continue
         for seed in cfg.seeds:
-            yield _identity(encoder, dataset, seed, "logistic", depth, 1.0)
+            yield cell.run(seed, layer=depth)
     for probe in ("knn", "mlp"):
         if getattr(cfg.probes, probe) is None:
             continue
         for seed in cfg.seeds:
             for f in control_fractions:
-                yield _identity(encoder, dataset, seed, probe, 1.0, f)
+                yield cell.run(seed, probe=probe, fraction=f)
                 if f != 1.0:
                     continue
                 for name, sev in conds:
-                    yield _identity(encoder, dataset, seed, probe, 1.0, 1.0, name, sev)
+                    yield cell.run(seed, probe=probe, condition=name, severity=sev)
                 yield from shifted(seed, probe)
 
 
@@ -134,7 +120,8 @@ def plan_cells(cfg: BenchmarkConfig, modalities: dict[str, str]) -> list[CellPla
     for enc, ds in cfg.frozen_cells:
         conds = cell_conditions(cfg, modalities[ds])
         targets = shift_targets_of(cfg, ds)
-        ids = tuple(cell_identities(cfg, enc, ds, conds, targets, control_fractions(cfg)))
+        cell = CellIdentity(enc, ds)
+        ids = tuple(cell_identities(cfg, cell, conds, targets, control_fractions(cfg)))
         cells.append(CellPlan(enc, ds, targets, conds, ids))
     return cells
 

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from crsbench.config import BenchmarkConfig
 from crsbench.core.seeding import stable_seed
+
+if TYPE_CHECKING:
+    from crsbench.datasets.base import Dataset
+    from crsbench.runs.plan import CellPlan
+    from crsbench.splits.core import Splits
 
 
 @dataclass(frozen=True)
@@ -21,8 +26,8 @@ class PreparedDataset:
     ``eval_rows_choice``, under the ``max_images`` cap.
     """
 
-    dataset: Any
-    splits: Any
+    dataset: Dataset
+    splits: Splits
     subsets: dict[tuple[float, int], np.ndarray]
     eval_rows: np.ndarray
     eval_rows_choice: str | None = None
@@ -55,7 +60,7 @@ def cap_rows(image_ids: np.ndarray, groups: np.ndarray, max_images: int | None) 
     return np.flatnonzero(chosen[inverse])
 
 
-def subset_dataset(ds: Any, rows: np.ndarray, cap: int | None) -> Any:
+def subset_dataset(ds: Dataset, rows: np.ndarray, cap: int | None) -> Dataset:
     """The same dataset restricted to ``rows``; its revision records the cap."""
     import dataclasses
     import hashlib
@@ -84,7 +89,7 @@ def refuse_missing_files(name: str, paths: np.ndarray) -> None:
     refuse_bad_images(name, [(str(p), "missing") for p in missing], len(paths))
 
 
-def prepare_shift_target(ds: Any, rows: str, max_images: int | None) -> PreparedDataset:
+def prepare_shift_target(ds: Dataset, rows: str, max_images: int | None) -> PreparedDataset:
     """A shift target: the rows ``rows`` selects, then capped (whole patients) to ``max_images``.
 
     The cap applies to the evaluation rows, so a capped target keeps its official test split
@@ -97,7 +102,7 @@ def prepare_shift_target(ds: Any, rows: str, max_images: int | None) -> Prepared
     return PreparedDataset(ds, None, {}, chosen[kept], eval_rows_choice=rows)
 
 
-def load_checked(cfg: BenchmarkConfig, name: str) -> tuple[Any, PreparedDataset | None]:
+def load_checked(cfg: BenchmarkConfig, name: str) -> tuple[Dataset, PreparedDataset | None]:
     """Load dataset ``name`` of ``cfg``, capped, with the run's missing-file check.
 
     Returns the dataset and, for a shift target, its prepared form (else None). Also the
@@ -149,7 +154,7 @@ def prepare_datasets(cfg: BenchmarkConfig) -> dict[str, PreparedDataset]:
 
 
 def shift_targets_for(
-    plan: Any, prepared: dict[str, PreparedDataset]
+    plan: CellPlan, prepared: dict[str, PreparedDataset]
 ) -> dict[str, PreparedDataset]:
     """The prepared shift targets of a cell (``plan.shift_targets``), in plan order."""
     return {name: prepared[name] for name in plan.shift_targets}

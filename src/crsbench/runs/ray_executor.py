@@ -10,7 +10,7 @@ Each cell (encoder × dataset) becomes two Ray tasks:
    cache (``cache_dir`` must be on a filesystem shared by the driver and every node), builds
    the cell's arrays and runs :func:`~crsbench.runs.cell.evaluate_cell`.
 
-The driver submits every task at once, yields each :class:`~crsbench.runs.executors.CellOutcome`
+The driver submits every task at once, yields each :class:`~crsbench.runs.plan.CellOutcome`
 as its probe task completes (``ray.wait``) and commits it to the store itself; workers never
 touch the store. A worker that dies (killed, out of memory, node lost) has its task retried up
 to ``max_retries`` times; since cache entries are committed atomically and the store is only
@@ -29,8 +29,7 @@ from typing import Any
 from crsbench.config import BenchmarkConfig
 from crsbench.core.errors import CacheError, ConfigError, CrsbenchError
 from crsbench.runs.cell import CellData, CellSettings, evaluate_cell
-from crsbench.runs.executors import CellOutcome
-from crsbench.runs.plan import CellPlan
+from crsbench.runs.plan import CellOutcome, CellPlan
 from crsbench.runs.prepare import PreparedDataset, shift_targets_for
 
 #: ``extract_fn(cfg, plan, prep, target, progress=...) -> (features, encoder_revision)``

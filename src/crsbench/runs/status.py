@@ -9,7 +9,6 @@ from crsbench.config import BenchmarkConfig, config_hash
 from crsbench.runs.lora_stage import lora_plan
 from crsbench.runs.plan import plan_cells
 from crsbench.store.reader import skipped_cells
-from crsbench.store.records import make_run_key
 
 
 def grid_summary(cfg: BenchmarkConfig) -> str:
@@ -48,7 +47,7 @@ def grid_status(cfg: BenchmarkConfig) -> tuple[str, list[dict[str, Any]]]:
         plan.append(("lora", enc, ds, [i for ids in by_seed.values() for i in ids]))
     rows = []
     for regime, enc, ds, identities in plan:
-        keys = {make_run_key(i, h) for i in identities}
+        keys = {i.key(h) for i in identities}
         n = len(keys & done)
         state = "done" if n == len(keys) else ("partial" if n else "todo")
         reason = skipped.get((enc, ds), "") if state != "done" else ""

@@ -16,7 +16,6 @@ from __future__ import annotations
 from crsbench.scoring.aggregate import aggregate_by_encoder, per_domain, score_cells, score_runs
 from crsbench.scoring.anchors import (
     AXES,
-    CURRENT_VERSION,
     UTILITY_COLUMNS,
     Anchors,
     AxisBound,
@@ -32,7 +31,6 @@ from crsbench.scoring.leaderboard import build_leaderboard, write_tables
 
 __all__ = [
     "AXES",
-    "CURRENT_VERSION",
     "RULES",
     "UTILITY_COLUMNS",
     "Anchors",

@@ -2,7 +2,7 @@
 
 An anchors file (YAML) freezes everything the fixed-anchor CRS depends on, so that adding
 encoders to a benchmark never changes a published score. The shipped files live in the
-:mod:`crsbench.anchors` package (``v1.yaml``, ...). A new version is frozen from a results
+``crsbench/resources/anchors`` folder (``v1.yaml``, ...). A new version is frozen from a results
 store with :func:`freeze_anchors`.
 """
 
@@ -11,20 +11,19 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import yaml
 
 from crsbench.core.errors import ConfigError
+from crsbench.protocol import ANCHORS_VERSION
+from crsbench.resources import resource_file, resource_label
 
 #: The four axes, in the order of every utility vector.
 AXES: tuple[str, ...] = ("auroc", "ece", "retention", "robustness_drop")
 #: Utility column names, same order as :data:`AXES`.
 UTILITY_COLUMNS: tuple[str, ...] = ("u_auroc", "u_ece", "u_retention", "u_robustness")
-#: The version :func:`load_anchors` returns when given no argument.
-CURRENT_VERSION = "v1"
 _WEIGHT_KEYS = ("P", "I", "W")
 _HALTON_BASES = (2, 3, 5, 7)
 
@@ -209,13 +208,13 @@ def load_anchors(source: str | Path | Anchors | None = None) -> Anchors:
     if isinstance(source, Anchors):
         return source
     if source is None:
-        source = CURRENT_VERSION
+        source = ANCHORS_VERSION
     path = Path(source)
     if not path.suffix and not path.exists():
-        res = resources.files("crsbench.anchors").joinpath(f"{source}.yaml")
+        res = resource_file("anchors", f"{source}.yaml")
         if not res.is_file():
             raise ConfigError(f"anchors version '{source}' is not shipped with crsbench.")
-        text, name = res.read_text(encoding="utf-8"), f"crsbench/anchors/{source}.yaml"
+        text, name = res.read_text(encoding="utf-8"), resource_label("anchors", f"{source}.yaml")
     else:
         if not path.is_file():
             raise ConfigError(f"anchors file {path} must exist. It does not.")

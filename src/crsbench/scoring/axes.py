@@ -6,7 +6,7 @@ The *main protocol* rows (docs/protocol.md section 7) are ``probe='logistic'``, 
 - D (``auroc``) and C (``ece``): ``fraction=1.0``, ``condition='clean'``, ``eval_dataset=dataset``;
 - L (``retention``, and ``aulc``): clean rows over the label fractions;
 - R (``robustness_drop``): ``fraction=1.0`` rows of exactly the 15 paper conditions
-  (:data:`crsbench.core.conditions.PAPER_CONDITIONS`), plus the paper's shift rows
+  (:data:`crsbench.protocol.PAPER_CONDITIONS`), plus the paper's shift rows
   (``condition='shift'``, CheXpert → MIMIC-CXR: ``PAPER_SHIFTS``) as one more condition.
   Extra conditions (the modality noises) and any other shift target are reported beside R:
   ``robustness_drop_extra`` (R's formula over the extras alone),
@@ -25,16 +25,16 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from crsbench.core.conditions import (
+from crsbench.core.errors import DataError
+from crsbench.core.shift_labels import source_reference
+from crsbench.protocol import (
     CLEAN,
+    RETENTION_FRACTIONS,
     SHIFT,
     UNPERTURBED_CONDITIONS,
     condition_roles,
     shift_in_r,
 )
-from crsbench.core.errors import DataError
-from crsbench.core.shift_labels import source_reference
-from crsbench.metrics.label_efficiency import DEFAULT_FRACTIONS
 from crsbench.scoring import notes as nt
 from crsbench.scoring.anchors import AXES
 from crsbench.scoring.seed_axes import NO_CLEAN, NO_ROWS, Expected, SeedRows, seed_axes
@@ -138,7 +138,7 @@ def axes_from_runs(
     include_shift: bool | Sequence[str] = True,
     probe: str = "logistic",
     layer: float = 1.0,
-    fractions: tuple[float, ...] = DEFAULT_FRACTIONS,
+    fractions: tuple[float, ...] = RETENTION_FRACTIONS,
     robustness: str = "paper",
 ) -> pd.DataFrame:
     """The four axes per (encoder, dataset, seed) from run records, with what is missing.
@@ -156,7 +156,7 @@ def axes_from_runs(
     fractions : tuple of float
         The retention fractions (the protocol's 1, 5, 10, 25 %).
     robustness : {"paper", "all_shifts"}
-        Which shift targets R counts (:data:`crsbench.core.conditions.ROBUSTNESS_VARIANTS`):
+        Which shift targets R counts (:data:`crsbench.protocol.ROBUSTNESS_VARIANTS`):
         the paper's (default) or every one read; the others are extras.
 
     Returns

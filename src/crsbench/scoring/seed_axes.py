@@ -7,8 +7,8 @@ names what is missing (see :mod:`crsbench.scoring.notes`). What each axis expect
 - D, C: the clean full-label row;
 - L (retention, AULC): the clean rows at every retention fraction and at 1.0;
 - R: every one of the 15 paper conditions
-  (:data:`crsbench.core.conditions.PAPER_CONDITIONS`) and the paper's shift target
-  (:data:`~crsbench.core.conditions.PAPER_SHIFTS`) when the store evaluates it for this
+  (:data:`crsbench.protocol.PAPER_CONDITIONS`) and the paper's shift target
+  (:data:`~crsbench.protocol.PAPER_SHIFTS`) when the store evaluates it for this
   dataset;
 - R extra: every extra condition and every other shift target the store evaluates for this
   dataset (none: NaN, no note);
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from crsbench.core.conditions import PAPER_CONDITIONS, condition_label
+from crsbench.protocol import PAPER_CONDITIONS, condition_label
 from crsbench.scoring import notes as nt
 
 Condition = tuple[str, int]
@@ -56,7 +56,7 @@ class SeedRows:
 @dataclass(frozen=True)
 class Expected:
     """What one dataset's cells must hold: retention fractions, the shift targets inside R
-    (:data:`~crsbench.core.conditions.PAPER_SHIFTS`), the extra conditions and the extra
+    (:data:`~crsbench.protocol.PAPER_SHIFTS`), the extra conditions and the extra
     shift targets (beside R)."""
 
     fractions: tuple[float, ...]

@@ -18,8 +18,6 @@ from crsbench.splits.policy import (
     resolve_policy,
 )
 from crsbench.splits.subsample import (
-    DEFAULT_FRACTIONS,
-    DEFAULT_SEEDS,
     check_nested,
     drop_rows,
     label_subsamples,
@@ -28,9 +26,7 @@ from crsbench.splits.subsample import (
 
 __all__ = [
     "CHEXPERT",
-    "DEFAULT_FRACTIONS",
     "DEFAULT_POLICIES",
-    "DEFAULT_SEEDS",
     "GROUPED",
     "MIMIC_CXR",
     "SPLIT_NAMES",

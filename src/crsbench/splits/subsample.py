@@ -23,9 +23,7 @@ import numpy as np
 from crsbench.core.errors import ConfigError, DataError
 from crsbench.core.seeding import stable_rng
 from crsbench.core.types import TASKS
-
-DEFAULT_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25, 1.0)
-DEFAULT_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
+from crsbench.protocol import LABEL_FRACTIONS, SEEDS
 
 
 def _check_task(task: str) -> str:
@@ -178,8 +176,8 @@ def subsample_size(fraction: float, n: int, n_forced: int) -> int:
 def label_subsamples(
     train_labels: np.ndarray,
     task: str,
-    fractions: Sequence[float] = DEFAULT_FRACTIONS,
-    seeds: Sequence[int] = DEFAULT_SEEDS,
+    fractions: Sequence[float] = LABEL_FRACTIONS,
+    seeds: Sequence[int] = SEEDS,
     key: str = "dataset",
 ) -> dict[tuple[float, int], np.ndarray]:
     """Nested, stratified label-fraction subsamples with a min-positive guarantee.
@@ -189,9 +187,9 @@ def label_subsamples(
     train_labels : ndarray of shape (n, k)
         Labels of the training split (one-hot for multi-class; 0/1/NaN for multi-label).
     task : {"multiclass", "multilabel"}
-    fractions : sequence of float, default (0.01, 0.05, 0.10, 0.25, 1.0)
+    fractions : sequence of float, default :data:`crsbench.protocol.LABEL_FRACTIONS`
         Each in (0, 1], distinct.
-    seeds : sequence of int, default (0, 1, 2, 3, 4)
+    seeds : sequence of int, default :data:`crsbench.protocol.SEEDS`
         Non-negative, distinct.
     key : str, default "dataset"
         Stream name (use the dataset name and split digest): the rows depend only on the

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from crsbench.core.conditions import PAPER_CONDITIONS, condition_roles
 from crsbench.core.errors import ConfigError
+from crsbench.protocol import PAPER_CONDITIONS, condition_roles
 from crsbench.store.columns import CELL_COLUMNS
 from crsbench.store.reader import select_runs
 

@@ -9,28 +9,18 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from crsbench.core.errors import CrsbenchError
 from crsbench.core.shift_labels import compared_labels, source_reference
+from crsbench.protocol import COMPARISON_GROUP
 from crsbench.store.reader import select_runs
-
-#: Card ``family_group`` → the two groups of the test.
-GROUP_OF_FAMILY = {"general": "general", "baseline": "general",
-                   "medical": "medical", "specialist": "medical"}  # fmt: skip
 
 
 def _card_group(name: str) -> str | None:
-    try:
-        import crsbench.encoders as enc_mod
+    """The group of a registered encoder's card (None for a name the registry lacks)."""
+    from crsbench.encoders import ENCODERS
 
-        registry = getattr(enc_mod, "ENCODERS", None) or getattr(enc_mod, "REGISTRY", None)
-        if registry is None:
-            return None
-        entry = registry.get(name)
-        card = getattr(entry, "card", entry)
-        family = getattr(card, "family_group", None)
-    except (ImportError, CrsbenchError, AttributeError, KeyError, TypeError):
+    if name not in ENCODERS:
         return None
-    return GROUP_OF_FAMILY.get(family) if family else None
+    return COMPARISON_GROUP.get(ENCODERS.get(name).card.family_group)
 
 
 def default_groups(encoders: Iterable[str], runs: pd.DataFrame | None = None) -> dict[str, str]:
@@ -40,7 +30,7 @@ def default_groups(encoders: Iterable[str], runs: pd.DataFrame | None = None) ->
     if runs is not None and "encoder_group" in runs:
         pairs = runs[["encoder", "encoder_group"]].dropna().drop_duplicates()
         fallback = {
-            e: GROUP_OF_FAMILY.get(g, g)
+            e: COMPARISON_GROUP.get(g, g)
             for e, g in zip(pairs["encoder"], pairs["encoder_group"], strict=True)
         }
     out = {}
@@ -89,7 +79,7 @@ def paper_shift_auroc(shift: pd.DataFrame) -> dict[str, float]:
     The institutional-shift test compares medical and general encoders on that target; other
     shift targets are extras, reported per target, never pooled into it.
     """
-    from crsbench.core.conditions import PAPER_SHIFTS
+    from crsbench.protocol import PAPER_SHIFTS
 
     pairs = list(zip(shift["dataset"], shift["eval_dataset"], strict=True))
     paper = shift[[p in PAPER_SHIFTS for p in pairs]]

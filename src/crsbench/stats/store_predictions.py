@@ -17,8 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from crsbench.core.conditions import CLEAN, PAPER_CONDITIONS, PAPER_SHIFTS, SHIFT
-from crsbench.metrics.label_efficiency import DEFAULT_FRACTIONS
+from crsbench.protocol import CLEAN, PAPER_CONDITIONS, PAPER_SHIFTS, RETENTION_FRACTIONS, SHIFT
 from crsbench.stats.patient_bootstrap import CellPredictions, EvalSplit
 from crsbench.store.files import STORE_FILE
 from crsbench.store.prediction_layout import (
@@ -163,7 +162,7 @@ def _cell(enc, ds, seeds, index, blobs, targets, val_index=None) -> CellPredicti
         return "the clean test rows differ between seeds"
     test, task = blobs.split(clean[0][0])
     parts: dict[str, dict] = {"fractions": {}, "conditions": {}}
-    wanted = [("fractions", f, (ds, f, CLEAN, 0), f"fraction {f}") for f in DEFAULT_FRACTIONS]
+    wanted = [("fractions", f, (ds, f, CLEAN, 0), f"fraction {f}") for f in RETENTION_FRACTIONS]
     wanted += [("conditions", c, (ds, 1.0, *c), f"condition {c[0]}/{c[1]}")
                for c in PAPER_CONDITIONS]  # fmt: skip
     for part, name, (ev, f, cond, sev), what in wanted:

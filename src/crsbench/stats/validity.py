@@ -87,7 +87,7 @@ def leave_one_target_out(
     CRS computed *without* T against the AUROC on T.
 
     The CRS left out of T counts every other shift target in R (the ``all_shifts`` variant,
-    :data:`crsbench.core.conditions.ROBUSTNESS_VARIANTS`), so each target is predicted from
+    :data:`crsbench.protocol.ROBUSTNESS_VARIANTS`), so each target is predicted from
     everything but itself; with the paper's single target it is the CRS without the shift
     rows of :func:`shift_validity`.
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
 
-from crsbench.core.conditions import UNPERTURBED_CONDITIONS
 from crsbench.core.errors import StoreError
 from crsbench.core.types import SPLIT_NAMES
+from crsbench.protocol import UNPERTURBED_CONDITIONS
 from crsbench.store.columns import (
     FLOAT_IDENTITY_COLUMNS,
     IDENTITY_COLUMNS,

@@ -12,8 +12,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from crsbench.core.conditions import UNPERTURBED_CONDITIONS
 from crsbench.core.errors import StoreError
+from crsbench.protocol import UNPERTURBED_CONDITIONS
 from crsbench.store.columns import (
     FLOAT_IDENTITY_COLUMNS,
     IDENTITY_COLUMNS,

@@ -8,7 +8,6 @@ per-sample predictions with known population axes, for coverage checks of the in
 
 from crsbench.testing.simulated_store import (
     ENCODER_PANEL,
-    FRACTIONS,
     MISSING_CELLS,
     SIMULATED_CONFIG_HASH,
     simulate_runs,
@@ -17,7 +16,6 @@ from crsbench.testing.simulated_store import (
 
 __all__ = [
     "ENCODER_PANEL",
-    "FRACTIONS",
     "MISSING_CELLS",
     "SIMULATED_CONFIG_HASH",
     "simulate_runs",

@@ -18,12 +18,11 @@ import pandas as pd
 from scipy.special import expit
 from scipy.stats import norm
 
-from crsbench.core.conditions import PAPER_CONDITIONS, PAPER_SHIFTS
 from crsbench.metrics import expected_calibration_error
+from crsbench.protocol import PAPER_CONDITIONS, PAPER_SHIFTS, RETENTION_FRACTIONS
 from crsbench.scoring.anchors import AXES, load_anchors
 from crsbench.stats.patient_bootstrap import CellPredictions, EvalSplit
 
-FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25)
 PREVALENCE = 0.3
 RHO = 0.3  # share of score variance shared by a patient's images
 
@@ -111,7 +110,7 @@ def simulate_cell(
     clean = _probabilities(p.delta * y + np.sqrt(RHO) * u + np.sqrt(1 - RHO) * eps, p.delta, p)
     fractions = {
         f: np.stack([probs(fd + p.seed_jitter * rng.standard_normal()) for _ in range(n_seeds)])
-        for f, fd in zip(FRACTIONS, p.fraction_delta, strict=True)
+        for f, fd in zip(RETENTION_FRACTIONS, p.fraction_delta, strict=True)
     }
     conditions = {c: probs(cd) for c, cd in zip(PAPER_CONDITIONS, p.condition_delta, strict=True)}
     shift_pred = None

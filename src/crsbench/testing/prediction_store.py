@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from crsbench.core.conditions import CLEAN, SHIFT
+from crsbench.protocol import CLEAN, SHIFT
 from crsbench.store.files import STORE_FILE
 from crsbench.store.prediction_layout import EVAL_SPLIT, SHIFT_SPLIT, VAL_SPLIT
 from crsbench.store.predictions import SplitRows, prediction_batch
@@ -126,7 +126,7 @@ def toy_cells() -> dict[str, PlantedCell]:
     and 20 negatives at 0.05, so the sensitivity-0.90 threshold is 0.2. Shift targets: 20
     positives at 0.5 and 20 negatives at 0.1.
     """
-    from crsbench.core.conditions import PAPER_CONDITIONS
+    from crsbench.protocol import PAPER_CONDITIONS
 
     n = 80
     y = np.tile([0.0, 1.0], n // 2)

@@ -20,8 +20,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from crsbench.core.conditions import PAPER_PERTURBATIONS, PAPER_SHIFTS, SEVERITIES
 from crsbench.core.errors import StoreError
+from crsbench.protocol import (
+    LABEL_FRACTIONS,
+    LAYER_DEPTHS,
+    PAPER_PERTURBATIONS,
+    PAPER_SHIFTS,
+    RECALIBRATORS,
+    SEVERITIES,
+)
 from crsbench.store.columns import IDENTITY_COLUMNS, METRIC_COLUMNS, SCHEMA_VERSION
 from crsbench.store.files import STORE_FILE
 
@@ -47,9 +54,6 @@ ENCODER_PANEL: tuple[tuple[str, str | None], ...] = (
 GENERAL = frozenset({"resnet50", "vit_b16", "clip", "siglip", "dinov2", "mae"})
 #: Cells that do not exist in the paper (no APTOS cell for the two chest-only models).
 MISSING_CELLS = frozenset({("biovil", "aptos2019"), ("chexzero", "aptos2019")})
-FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25, 1.0)
-LAYERS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
-RECALIBRATORS: tuple[str, ...] = ("temperature", "vector", "isotonic", "dirichlet")
 SHIFT_TARGET = dict(PAPER_SHIFTS)
 #: A planted extra shift target's source reference minus the source's clean AUROC.
 EXTRA_SHIFT_REFERENCE_GAP = 0.01
@@ -77,7 +81,7 @@ def _encoder_effects(n: int, rng: np.random.Generator) -> pd.DataFrame:
             "calib": rng.normal(0, 1, n),
             "fragility": rng.uniform(0.5, 1.5, n),
             "hunger": rng.uniform(0.6, 1.4, n),
-            "best_depth": rng.choice(LAYERS, n, p=[0.05, 0.15, 0.3, 0.5]),
+            "best_depth": rng.choice(LAYER_DEPTHS, n, p=[0.05, 0.15, 0.3, 0.5]),
             "cal_sens": rng.uniform(0.2, 1.2, n),
         }
     )
@@ -173,12 +177,12 @@ def _cell_seed_rows(e, ds, seed, regime, cell_auc, cell_ece, rng) -> list[dict]:
             }
         )
 
-    for f in FRACTIONS:
+    for f in LABEL_FRACTIONS:
         gap = (auc - 0.5) * 0.09 * e.hunger * (-np.log10(f)) ** 1.3
         row(fraction=f, a=auc - gap + (rng.normal(0, 0.004) if f < 1 else 0.0),
             c=ece + (0.02 * (-np.log10(f)) if f < 1 else 0.0))  # fmt: skip
     if regime == "frozen":
-        for depth in LAYERS[:-1]:
+        for depth in LAYER_DEPTHS[:-1]:
             gain = 0.015 if depth == e.best_depth else -0.03 * (1.0 - depth) * 2
             row(layer=depth, a=auc + gain + rng.normal(0, 0.004))
         row(probe="mlp", a=auc + rng.normal(0.004, 0.006), c=ece * 1.3)

@@ -15,8 +15,7 @@ from crsbench.calibration import (
     load_recal_protocol,
 )
 from crsbench.core.errors import ConfigError
-
-METHODS = ["temperature", "vector", "isotonic", "dirichlet"]
+from crsbench.protocol import RECALIBRATORS
 
 
 def _calibrated(seed=0, n=100, k=3):
@@ -27,7 +26,7 @@ def _calibrated(seed=0, n=100, k=3):
     return z, y
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", RECALIBRATORS)
 def test_calibrated_scores_keep_the_identity_map(method):
     z, y = _calibrated()
     fit = fit_recalibrator(method, z, y, "multiclass", seed=0, input="logits")

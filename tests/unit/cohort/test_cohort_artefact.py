@@ -14,8 +14,7 @@ from crsbench.calibration import fit_recalibrator
 from crsbench.cohort.artefact import MODEL_JSON, TENSORS_FILE, ModelArtefact, load_model, save_model
 from crsbench.cohort.predict import load_encoder
 from crsbench.core.errors import DataError, EncoderError
-
-METHODS = ("temperature", "vector", "isotonic", "dirichlet")
+from crsbench.protocol import RECALIBRATORS
 
 
 def _model(
@@ -56,7 +55,7 @@ def _model(
 
 
 @pytest.mark.parametrize("task", ["multiclass", "multilabel"])
-@pytest.mark.parametrize("method", [None, *METHODS])
+@pytest.mark.parametrize("method", [None, *RECALIBRATORS])
 def test_round_trip_predicts_identically(tmp_path: Path, task: str, method: str | None) -> None:
     model, X = _model(task, method)
     save_model(model, tmp_path / "m")

@@ -8,7 +8,6 @@ import pytest
 import yaml
 
 from crsbench.config import (
-    DEFAULT_C_GRID,
     BenchmarkConfig,
     load_config,
     load_packaged_config,
@@ -17,6 +16,7 @@ from crsbench.config import (
     validate_paths,
 )
 from crsbench.core.errors import ConfigError
+from crsbench.protocol import C_GRID
 
 BASE = {"encoders": ["pixel"], "datasets": {"isic2019": {"root": "data/isic2019"}}}
 
@@ -36,8 +36,8 @@ def test_defaults_follow_the_protocol(tmp_path: Path) -> None:
     assert cfg.seeds == [0, 1, 2, 3, 4]
     assert cfg.fractions == [0.01, 0.05, 0.10, 0.25, 1.0]
     assert cfg.perturbations.severities == [1, 2, 3] and len(cfg.perturbations.names) == 5
-    assert len(DEFAULT_C_GRID) == 13
-    assert DEFAULT_C_GRID[0] == pytest.approx(1e-4) and DEFAULT_C_GRID[-1] == pytest.approx(100.0)
+    assert len(C_GRID) == 13 and cfg.probes.logistic.c_grid == list(C_GRID)
+    assert C_GRID[0] == pytest.approx(1e-4) and C_GRID[-1] == pytest.approx(100.0)
     assert cfg.probes.names == ["logistic", "mlp", "knn"]
     assert (
         cfg.probes.knn is not None and cfg.probes.knn.k == 5 and cfg.probes.knn.metric == "cosine"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 timm = pytest.importorskip("timm")
 
-from crsbench.encoders import DEPTHS, build  # noqa: E402
+from crsbench.encoders import build  # noqa: E402
 from crsbench.encoders.fold import (  # noqa: E402
     FOLD_RTOL,
     batchnorm_folded,
@@ -16,6 +18,7 @@ from crsbench.encoders.fold import (  # noqa: E402
     foldable_pairs,
     unfold,
 )
+from crsbench.protocol import LAYER_DEPTHS  # noqa: E402
 
 
 def _randomise_norms(module, seed: int = 0) -> None:
@@ -46,7 +49,7 @@ def test_folded_features_match_and_the_encoder_is_restored(cnn):
     x = torch.randn(
         3, 3, cnn.input_size, cnn.input_size, generator=torch.Generator().manual_seed(1)
     )
-    ref = cnn.forward_features(x, DEPTHS)
+    ref = cnn.forward_features(x, LAYER_DEPTHS)
     before = _snapshot(cnn.module)
     hash_before = cnn.weights_hash
     n_norms = sum(isinstance(m, torch.nn.BatchNorm2d) for m in cnn.module.modules())
@@ -54,8 +57,8 @@ def test_folded_features_match_and_the_encoder_is_restored(cnn):
         assert 0 < n <= n_norms
         left = sum(isinstance(m, torch.nn.BatchNorm2d) for m in cnn.module.modules())
         assert left == n_norms - n
-        got = cnn.forward_features(x, DEPTHS)
-    for d in DEPTHS:
+        got = cnn.forward_features(x, LAYER_DEPTHS)
+    for d in LAYER_DEPTHS:
         rel = (got[d] - ref[d]).abs().max() / ref[d].abs().max()
         assert float(rel) < 1e-5, (d, float(rel))
     after = _snapshot(cnn.module)
@@ -151,7 +154,7 @@ def test_taps_training_mode_and_foreign_norms_are_left_alone():
 def test_engine_folds_by_default_keys_it_and_leaves_the_encoder_untouched(tmp_path, cnn):
     from PIL import Image
 
-    from crsbench.features import FeatureCache, extract
+    from crsbench.features import ExtractSettings, FeatureCache, extract
 
     rng = np.random.default_rng(0)
     ids, paths = [], []
@@ -161,9 +164,11 @@ def test_engine_folds_by_default_keys_it_and_leaves_the_encoder_untouched(tmp_pa
         ids.append(f"im{i}")
         paths.append(str(p))
     before = _snapshot(cnn.module)
-    kw = dict(dataset_revision="r", num_workers=0, progress=False, depths=DEPTHS)
-    folded = extract(cnn, ids, paths, cache=FeatureCache(tmp_path / "a"), **kw)
-    plain = extract(cnn, ids, paths, cache=FeatureCache(tmp_path / "b"), fold_batchnorm=False, **kw)
+    base = ExtractSettings(num_workers=0, progress=False, depths=LAYER_DEPTHS)
+    folded = extract(cnn, ids, paths, cache=FeatureCache(tmp_path / "a"), dataset_revision="r",
+                     settings=base)  # fmt: skip
+    plain = extract(cnn, ids, paths, cache=FeatureCache(tmp_path / "b"), dataset_revision="r",
+                    settings=replace(base, fold_batchnorm=False))  # fmt: skip
     assert all(torch.equal(v, before[k]) for k, v in cnn.module.state_dict().items())
     for key, fa in folded.arrays.items():
         other = plain.arrays[key]

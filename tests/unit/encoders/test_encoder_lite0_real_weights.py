@@ -6,10 +6,16 @@ import numpy as np
 import pytest
 import torch
 
-from crsbench.encoders import DEPTHS, build, get_card, load_state_dict
-from crsbench.encoders.offline import LITE0_SHA256, build_lite0_classifier, lite0_file, lite0_keys
+from crsbench.encoders import build, get_card, load_state_dict
+from crsbench.encoders.baseline_backbones import (
+    LITE0_SHA256,
+    build_lite0_classifier,
+    lite0_file,
+    lite0_keys,
+)
 from crsbench.encoders.preprocess import Preprocessing, preprocess
 from crsbench.encoders.weights import sha256_file
+from crsbench.protocol import LAYER_DEPTHS
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +75,7 @@ def test_feature_encoder_matches_classifier_pre_logits(classifier: torch.nn.Modu
     enc = build("efficientnet_lite0_imagenet")
     assert enc.weights_hash == sha256_file_combined()
     x = enc.preprocess(torch.randint(0, 256, (2, 3, 240, 260), dtype=torch.uint8))
-    feats = enc.forward_features(x, DEPTHS)
+    feats = enc.forward_features(x, LAYER_DEPTHS)
     assert {d: f.shape[1] for d, f in feats.items()} == {0.25: 24, 0.5: 80, 0.75: 112, 1.0: 1280}
     with torch.no_grad():
         ref = classifier.forward_head(classifier.forward_features(x), pre_logits=True)

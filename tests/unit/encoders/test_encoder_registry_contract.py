@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from crsbench.core.errors import EncoderError, RegistryError
-from crsbench.encoders import DEPTHS, ENCODERS, PAPER_FAMILIES, build, get_card, tap_index
+from crsbench.encoders import ENCODERS, PAPER_FAMILIES, build, get_card, tap_index
+from crsbench.protocol import LAYER_DEPTHS
 
 ALL = ENCODERS.names()
 
@@ -49,10 +50,10 @@ def test_unknown_name_suggests() -> None:
 
 
 def test_tap_index_rule() -> None:
-    assert [tap_index(d, 12) for d in DEPTHS] == [2, 5, 8, 11]
-    assert [tap_index(d, 24) for d in DEPTHS] == [5, 11, 17, 23]
-    assert [tap_index(d, 27) for d in DEPTHS] == [6, 13, 19, 26]
-    assert [tap_index(d, 4) for d in DEPTHS] == [0, 1, 2, 3]
+    assert [tap_index(d, 12) for d in LAYER_DEPTHS] == [2, 5, 8, 11]
+    assert [tap_index(d, 24) for d in LAYER_DEPTHS] == [5, 11, 17, 23]
+    assert [tap_index(d, 27) for d in LAYER_DEPTHS] == [6, 13, 19, 26]
+    assert [tap_index(d, 4) for d in LAYER_DEPTHS] == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -76,12 +77,12 @@ def test_tiny_build_contract(name: str) -> None:
         lambda *a: calls.__setitem__("first_block", calls["first_block"] + 1)
     )
     try:
-        feats = enc.forward_features(x, DEPTHS)
+        feats = enc.forward_features(x, LAYER_DEPTHS)
     finally:
         h1.remove()
         h2.remove()
     assert calls == {"module": 1, "first_block": 1}, "all four taps must come from one pass"
-    assert set(feats) == set(DEPTHS)
+    assert set(feats) == set(LAYER_DEPTHS)
     for d, f in feats.items():
         assert f.dtype == torch.float32 and f.shape[0] == 3
         assert torch.isfinite(f).all()
@@ -119,7 +120,7 @@ def test_depth_validation() -> None:
 def test_pixel_baseline_is_area_downsampling() -> None:
     enc = build("pixel")
     img = torch.randint(0, 256, (2, 3, 64, 64), dtype=torch.uint8)
-    feats = enc.forward_features(enc.preprocess(img), DEPTHS)
+    feats = enc.forward_features(enc.preprocess(img), LAYER_DEPTHS)
     assert {d: f.shape[1] for d, f in feats.items()} == {0.25: 12, 0.5: 48, 0.75: 192, 1.0: 768}
     ref = ((img.float() / 255 - 0.5) / 0.25).reshape(2, 3, 2, 32, 2, 32).mean(dim=(3, 5))
     torch.testing.assert_close(feats[0.25], ref.flatten(1), atol=1e-5, rtol=1e-5)

@@ -11,7 +11,8 @@ import torch
 from safetensors.torch import save_file
 
 from crsbench.core.errors import EncoderError
-from crsbench.encoders import DEPTHS, build, load_state_dict
+from crsbench.encoders import build, load_state_dict
+from crsbench.protocol import LAYER_DEPTHS
 
 
 def _images(n: int = 2, size: int = 64) -> torch.Tensor:
@@ -33,8 +34,8 @@ def _perturbed_source(name: str) -> tuple[torch.nn.Module, object]:
 def _assert_same_features(src_enc: object, name: str, weights_path: Path) -> None:
     loaded = build(name, tiny=True, weights_path=weights_path)
     x = src_enc.preprocess(_images())
-    a, b = src_enc.forward_features(x, DEPTHS), loaded.forward_features(x, DEPTHS)
-    for d in DEPTHS:
+    a, b = src_enc.forward_features(x, LAYER_DEPTHS), loaded.forward_features(x, LAYER_DEPTHS)
+    for d in LAYER_DEPTHS:
         torch.testing.assert_close(a[d], b[d], atol=1e-5, rtol=1e-5)
     assert loaded.weights_hash != build(name, tiny=True, pretrained=False).weights_hash
 

@@ -105,12 +105,12 @@ def run_extract(ids: list, paths: list, root: Path, **kw):
     working size is pinned to the encoder's input size (the doubles' preprocessing does not
     resize), below the 224-px default floor, to keep the tests small.
     """
-    from crsbench.features import FeatureCache, extract
+    from crsbench.features import ExtractSettings, FeatureCache, extract
 
     enc = kw.pop("encoder", None) or TinyEncoder()
+    cache = kw.pop("cache", None) or FeatureCache(root)
+    revision = kw.pop("dataset_revision", "rev1")
     args = dict(
-        cache=FeatureCache(root),
-        dataset_revision="rev1",
         batch_size=4,
         shard_size=4,
         num_workers=0,
@@ -120,4 +120,5 @@ def run_extract(ids: list, paths: list, root: Path, **kw):
         working_size=enc.card.input_size,
     )
     args.update(kw)
-    return extract(enc, ids, paths, **args)
+    settings = ExtractSettings(**args)
+    return extract(enc, ids, paths, cache=cache, dataset_revision=revision, settings=settings)

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from crsbench.core.errors import ConfigError, DataError
-from crsbench.features import FeatureCache, decode, extract
+from crsbench.features import ExtractSettings, FeatureCache, decode, extract
 from crsbench.features.results import as_condition
 
 
@@ -184,7 +184,10 @@ def test_registry_encoder_and_real_perturbations(tmp_path, images):
     ids, paths = images
     conds = [("clean", 0), *perturb.PAPER_CONDITIONS[2::5]]
     kw = dict(
-        conditions=conds, dataset_revision="r", num_workers=0, progress=False, depths=(0.5, 1.0)
+        dataset_revision="r",
+        settings=ExtractSettings(
+            conditions=conds, num_workers=0, progress=False, depths=(0.5, 1.0)
+        ),
     )
     res = extract(enc, ids, paths, cache=FeatureCache(tmp_path / "c"), **kw)
     for (_, depth), fa in res.items():

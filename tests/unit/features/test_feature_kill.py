@@ -19,12 +19,13 @@ SCRIPT = """
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location("doubles", {doubles!r})
 d = importlib.util.module_from_spec(spec); sys.modules["doubles"] = d; spec.loader.exec_module(d)
-from crsbench.features import FeatureCache, extract
+from crsbench.features import ExtractSettings, FeatureCache, extract
 ids, paths = d.list_images(__import__("pathlib").Path({imgs!r}), 16)
+settings = ExtractSettings(conditions=[("clean", 0), ("noise", 2)], batch_size=4, shard_size=4,
+                           num_workers=0, progress=False, perturb_fn=d.toy_perturb,
+                           precision="fp32", working_size=32)
 extract(d.TinyEncoder(delay=0.4), ids, paths, cache=FeatureCache({cache!r}),
-        dataset_revision="rev1", conditions=[("clean", 0), ("noise", 2)], batch_size=4,
-        shard_size=4, num_workers=0, progress=False, perturb_fn=d.toy_perturb, precision="fp32",
-        working_size=32)
+        dataset_revision="rev1", settings=settings)
 """
 
 

@@ -11,7 +11,7 @@ from PIL import Image
 
 from crsbench.core.errors import ConfigError
 from crsbench.core.types import Condition
-from crsbench.features import FeatureCache, extract
+from crsbench.features import ExtractSettings, FeatureCache, extract
 from crsbench.features import engine as engine_mod
 from crsbench.features.loader import DecodeSet, resolve_perturb
 from crsbench.features.resolution import MIN_WORKING_SIZE, working_size
@@ -64,8 +64,9 @@ def test_two_encoders_of_different_sizes_receive_identical_degraded_images(tmp_p
             return y
 
         enc.preprocess = hooked
-        extract(enc, ids, paths, cache=FeatureCache(tmp_path / f"c{size}"), conditions=conds,
-                dataset_revision="r", num_workers=0, progress=False, working_size=w)  # fmt: skip
+        settings = ExtractSettings(conditions=conds, num_workers=0, progress=False, working_size=w)
+        extract(enc, ids, paths, cache=FeatureCache(tmp_path / f"c{size}"), dataset_revision="r",
+                settings=settings)  # fmt: skip
     assert out_sizes == {224: {(224, 224)}, 448: {(448, 448)}}
     ref = DecodeSet(paths, ids, w, [Condition(*c) for c in conds], resolve_perturb(None)[0])
     import torch
@@ -142,16 +143,13 @@ def test_default_working_size_is_the_floor_for_a_small_encoder(tmp_path, doubles
 
 
 def test_run_working_size_of_the_shipped_configs(monkeypatch, tmp_path):
-    from importlib.resources import files
-
-    import crsbench.configs
-    from crsbench.config import load_config
+    from crsbench.config import load_config, packaged_config_path
     from crsbench.runs.extract_cell import run_working_size
 
     monkeypatch.setenv("CRSBENCH_DATA", str(tmp_path))
-    paper = load_config(str(files(crsbench.configs) / "paper.yaml"))
+    paper = load_config(packaged_config_path("paper"))
     assert paper.perturbations.working_size == 896 == run_working_size(paper)
-    demo = load_config(str(files(crsbench.configs) / "demo.yaml"))
+    demo = load_config(packaged_config_path("demo"))
     assert demo.perturbations.working_size is None
     assert run_working_size(demo) == 224  # inputs 96 and 128: the floor
     pinned = demo.model_copy(update={"perturbations": demo.perturbations.model_copy(

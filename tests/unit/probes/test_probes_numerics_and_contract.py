@@ -151,14 +151,14 @@ def test_knn_multilabel_ignores_masked_neighbours():
 def test_mlp_learns_is_deterministic_and_stops_early():
     X, y = _data(n=800)
     X, y, Xv, yv = X[:600], y[:600], X[600:], y[600:]
-    a = MLPProbe(hidden=32, lr=0.01, max_epochs=200, patience=3, random_state=1).fit(X, y, Xv, yv)
-    b = MLPProbe(hidden=32, lr=0.01, max_epochs=200, patience=3, random_state=1).fit(X, y, Xv, yv)
+    a = MLPProbe(hidden_size=32, lr=0.01, epochs=200, patience=3, random_state=1).fit(X, y, Xv, yv)
+    b = MLPProbe(hidden_size=32, lr=0.01, epochs=200, patience=3, random_state=1).fit(X, y, Xv, yv)
     np.testing.assert_array_equal(a.predict_proba(Xv), b.predict_proba(Xv))
     assert macro_auroc(yv, a.predict_proba(Xv), "multiclass") > 0.8
     assert a.n_epochs_ < 200 and a.best_epoch_ <= a.n_epochs_
-    c = MLPProbe(hidden=32, max_epochs=5, random_state=2).fit(X, y, Xv, yv)
+    c = MLPProbe(hidden_size=32, epochs=5, random_state=2).fit(X, y, Xv, yv)
     assert not np.array_equal(c.predict_proba(Xv), a.predict_proba(Xv))
     Y = np.c_[(y == 0), (y == 1)].astype(float)
     Y[::7, 0] = np.nan
-    m = MLPProbe(hidden=16, max_epochs=30, task="multilabel").fit(X, Y)
+    m = MLPProbe(hidden_size=16, epochs=30, task="multilabel").fit(X, Y)
     assert m.predict_proba(X).shape == (600, 2)

@@ -42,7 +42,7 @@ def test_the_frozen_plan_leaves_the_excluded_cells_out(tmp_path: Path) -> None:
     gone = {("random_vit", "aptos2019"), ("random_cnn", "isic2019")}
     assert {(c.encoder, c.dataset) for c in full} - {(c.encoder, c.dataset) for c in cut} == gone
     # no identity of an excluded cell is planned anywhere (so none can be counted missing)
-    planned = {(i["encoder"], i["dataset"]) for c in cut for i in c.identities}
+    planned = {(i.encoder, i.dataset) for c in cut for i in c.identities}
     assert not planned & gone
     # the cells that remain are planned exactly as without the exclusion
     kept = {(c.encoder, c.dataset): c.identities for c in full}

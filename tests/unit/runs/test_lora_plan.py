@@ -38,8 +38,8 @@ def test_untrainable_encoders_are_left_out_and_every_identity_is_lora(tmp_path):
     for (enc, ds), by_seed in plan.items():
         assert sorted(by_seed) == [0, 7]
         for seed, ids in by_seed.items():
-            assert {i["regime"] for i in ids} == {"lora"}
-            assert {(i["encoder"], i["dataset"], i["seed"]) for i in ids} == {(enc, ds, seed)}
+            assert {i.regime for i in ids} == {"lora"}
+            assert {(i.encoder, i.dataset, i.seed) for i in ids} == {(enc, ds, seed)}
             # 3 clean fractions + 2 perturbed + 2 recalibrated (+ shift, shift × 2 recalibrated)
             assert len(ids) == (3 + 2 + 2 + (3 if ds == "chexpert" else 0))
 
@@ -48,7 +48,7 @@ def test_fractions_and_encoders_restrict_the_plan(tmp_path):
     plan = lora_plan(_cfg(tmp_path, fractions=[0.1, 1.0], encoders=["random_vit"]), MODALITIES)
     assert sorted(plan) == [("random_vit", "chexpert"), ("random_vit", "isic2019")]
     ids = plan[("random_vit", "isic2019")][0]
-    assert sorted({i["fraction"] for i in ids}) == [0.1, 1.0]
+    assert sorted({i.fraction for i in ids}) == [0.1, 1.0]
     assert lora_plan(_cfg(tmp_path, enabled=False), MODALITIES) == {}
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from crsbench.runs.cell import CellData, CellSettings, evaluate_cell
-from crsbench.runs.pipeline import to_records
+from crsbench.runs.rows import Provenance, to_records
 
 
 def _cell(n_calib: int, seed: int = 0) -> CellData:
@@ -70,14 +70,14 @@ def test_too_small_calibration_split_gives_nan_with_reason():
         reason = r["details"]["undefined"]["ece"]
         assert reason == f"calibration split too small: class {first} has n={counts[first]} < 15"
         assert r["details"]["recal_choice"] == "undefined"
-    recs = to_records(
-        rows,
-        cfg_hash="0" * 64,
+    prov = Provenance(
+        config_hash="0" * 64,
         encoder_revision="r",
         dataset_revision="r",
         anchors_version="v1",
         package_version="0",
     )
+    recs = to_records(rows, prov)
     assert recs[0].ece is None
     assert recs[0].details["undefined"]["ece"].startswith("calibration split too small")
 

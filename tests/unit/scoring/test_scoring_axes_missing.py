@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crsbench.core.conditions import PAPER_CONDITIONS, PAPER_PERTURBATIONS
 from crsbench.core.errors import ConfigError, DataError
+from crsbench.protocol import PAPER_CONDITIONS, PAPER_PERTURBATIONS
 from crsbench.scoring import (
     aggregate_by_encoder,
     axes_from_runs,

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crsbench.core.conditions import PAPER_PERTURBATIONS
 from crsbench.metrics import robustness_drop
+from crsbench.protocol import PAPER_PERTURBATIONS
 from crsbench.scoring import axes_from_runs
 from crsbench.store import load_runs
 from crsbench.testing import simulate_runs, write_store

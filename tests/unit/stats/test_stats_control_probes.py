@@ -74,7 +74,7 @@ def _auroc(ident: dict) -> float:
 def _frame(cfg, config_hash: str) -> pd.DataFrame:
     from crsbench.runs.plan import plan_cells
 
-    idents = [i for cell in plan_cells(cfg, MODALITIES) for i in cell.identities]
+    idents = [i.as_dict() for cell in plan_cells(cfg, MODALITIES) for i in cell.identities]
     frame = pd.DataFrame(idents)
     frame["auroc"] = [_auroc(i) for i in idents]
     frame["ece"] = np.where(frame["recalibrator"] == "none", 0.05, 0.03)

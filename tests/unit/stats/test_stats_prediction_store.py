@@ -98,7 +98,7 @@ def test_planted_threshold_transfer_with_label_names(toy):
 
 
 def test_planted_flips_keep_the_auroc(toy):
-    from crsbench.core.conditions import PAPER_CONDITIONS
+    from crsbench.protocol import PAPER_CONDITIONS
     from crsbench.stats.flips import prediction_flips
     from crsbench.testing.prediction_store import FLIP_CONDITION_INDEX
 

@@ -16,11 +16,11 @@ from pathlib import Path
 from crsbench.core.errors import ConfigError
 from crsbench.datasets.synthetic.aptos2019 import write_aptos2019
 from crsbench.datasets.synthetic.chexpert import write_chexpert
-from crsbench.datasets.synthetic.common import Progress
 from crsbench.datasets.synthetic.isic2019 import write_isic2019
 from crsbench.datasets.synthetic.mimic_cxr import write_mimic_cxr
 from crsbench.datasets.synthetic.nih_cxr14 import write_nih_cxr14
 from crsbench.datasets.synthetic.padchest import write_padchest
+from crsbench.datasets.synthetic.sampling import Progress
 from crsbench.datasets.synthetic.sizes import SIZES, SynthSize, resolve_size
 from crsbench.datasets.synthetic.vindr_cxr import write_vindr_cxr
 

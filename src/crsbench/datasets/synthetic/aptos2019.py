@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crsbench.core.seeding import stable_rng
-from crsbench.datasets.synthetic import common
+from crsbench.datasets.synthetic import sampling
 from crsbench.datasets.synthetic.aptos_render import render_aptos
 from crsbench.datasets.synthetic.io import dataset_writer, save_png, write_csv
 from crsbench.datasets.synthetic.sizes import SynthSize
@@ -18,16 +18,16 @@ COLUMNS = ("id_code", "diagnosis")
 REAL_COUNTS = (1805, 370, 999, 193, 295)
 
 
-def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> None:
+def _build(tmp: Path, sz: SynthSize, seed: int, progress: sampling.Progress) -> None:
     """Write every file of the dataset under ``tmp`` (see :func:`~crsbench.datasets.synthetic.io.write_dataset`)."""
     h, w = sz.side, int(round(sz.side * 4 / 3))
     rng = stable_rng(NAME, seed, "table")
-    grades = common.shuffled_labels(rng, common.class_counts(sz.aptos2019, REAL_COUNTS))
-    ids = common.unique_hex(rng, sz.aptos2019, 6)
+    grades = sampling.shuffled_labels(rng, sampling.class_counts(sz.aptos2019, REAL_COUNTS))
+    ids = sampling.unique_hex(rng, sz.aptos2019, 6)
     for index, (id_code, grade) in enumerate(zip(ids, grades, strict=True)):
         image = render_aptos(int(grade), stable_rng(NAME, seed, index), h, w)
         save_png(tmp / IMAGE_DIR / f"{id_code}.png", image)
-        common.tick(progress)
+        sampling.tick(progress)
     rows = sorted((id_code, int(g)) for id_code, g in zip(ids, grades, strict=True))
     write_csv(tmp / LABELS, COLUMNS, rows)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from crsbench.core.seeding import stable_rng
-from crsbench.datasets.synthetic import common
+from crsbench.datasets.synthetic import sampling
 from crsbench.datasets.synthetic.cxr_labels import (
     CHEXPERT_LABELS,
     CHEXPERT_PROFILE,
@@ -68,7 +68,7 @@ def _rows(n_rows: int, split: str, first_patient: int, seed: int) -> list[dict]:
     return rows
 
 
-def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> None:
+def _build(tmp: Path, sz: SynthSize, seed: int, progress: sampling.Progress) -> None:
     """Write every file of the dataset under ``tmp`` (see :func:`~crsbench.datasets.synthetic.io.write_dataset`)."""
     train = _rows(sz.chexpert_train, "train", 1, seed)
     last = max(int(r["Path"].split("/patient")[1][:5]) for r in train)
@@ -83,7 +83,7 @@ def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> No
                 CHEXPERT_SCANNER,
             )
             save_jpeg(tmp / row["Path"], image, quality=90)
-            common.tick(progress)
+            sampling.tick(progress)
         table = [
             [
                 r["Path"],

@@ -17,7 +17,7 @@ import numpy as np
 from PIL import Image
 
 from crsbench.core.errors import DataError
-from crsbench.datasets.synthetic.common import Progress
+from crsbench.datasets.synthetic.sampling import Progress
 from crsbench.datasets.synthetic.sizes import SynthSize, resolve_size
 
 MARKER = ".crsbench-synth.json"

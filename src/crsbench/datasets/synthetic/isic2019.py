@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crsbench.core.seeding import stable_rng
-from crsbench.datasets.synthetic import common
+from crsbench.datasets.synthetic import sampling
 from crsbench.datasets.synthetic.io import dataset_writer, save_jpeg, write_csv
 from crsbench.datasets.synthetic.isic_render import CLASSES, lesion_params, render_isic
 from crsbench.datasets.synthetic.sizes import SynthSize
@@ -38,8 +38,8 @@ _SITE_P = (0.24, 0.16, 0.20, 0.24, 0.02, 0.10, 0.03, 0.01)
 def _plan(n: int, seed: int) -> list[dict]:
     """Rows of the ground truth and metadata (one dict per image, sorted by image name)."""
     rng = stable_rng(NAME, seed, "table")
-    labels = common.shuffled_labels(rng, common.class_counts(n, REAL_COUNTS))
-    numbers = rng.permutation(common.unique_ints(rng, n, 0, 73_255))
+    labels = sampling.shuffled_labels(rng, sampling.class_counts(n, REAL_COUNTS))
+    numbers = rng.permutation(sampling.unique_ints(rng, n, 0, 73_255))
     rows: list[dict] = []
     lesion_counter = {"HAM": 0, "BCN": 0}
     lesion_numbers = {k: rng.permutation(10_000)[: n + 1] for k in lesion_counter}
@@ -80,7 +80,7 @@ def _plan(n: int, seed: int) -> list[dict]:
     return rows
 
 
-def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> None:
+def _build(tmp: Path, sz: SynthSize, seed: int, progress: sampling.Progress) -> None:
     """Write every file of the dataset under ``tmp`` (see :func:`~crsbench.datasets.synthetic.io.write_dataset`)."""
     h, w = sz.side, int(round(sz.side * 4 / 3))
     rows = _plan(sz.isic2019, seed)
@@ -93,7 +93,7 @@ def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> No
             row["label"], params[row["lesion_key"]], stable_rng(NAME, seed, row["index"]), h, w
         )
         save_jpeg(tmp / IMAGE_DIR / f"{row['image']}.jpg", image, quality=92)
-        common.tick(progress)
+        sampling.tick(progress)
     gt = [
         [r["image"], *("1.0" if c == r["label"] else "0.0" for c in CLASSES), "0.0"] for r in rows
     ]

@@ -6,7 +6,7 @@ import datetime as dt
 from pathlib import Path
 
 from crsbench.core.seeding import stable_rng
-from crsbench.datasets.synthetic import common
+from crsbench.datasets.synthetic import sampling
 from crsbench.datasets.synthetic.cxr_labels import (
     MIMIC_LABELS,
     MIMIC_PROFILE,
@@ -57,9 +57,9 @@ def _plan(n_images: int, seed: int) -> tuple[list[dict], list[dict]]:
     n_lateral = int(round(n_images * LATERAL_FRACTION)) if n_images >= 3 else 0
     n_studies = n_images - n_lateral
     with_lateral = set(rng.choice(n_studies, size=n_lateral, replace=False).tolist())
-    subjects = rng.permutation(common.unique_ints(rng, n_studies, 10_000_000, 20_000_000))
-    study_ids = rng.permutation(common.unique_ints(rng, n_studies, 50_000_000, 60_000_000))
-    dicoms = common.unique_hex(rng, n_images, 20)
+    subjects = rng.permutation(sampling.unique_ints(rng, n_studies, 10_000_000, 20_000_000))
+    study_ids = rng.permutation(sampling.unique_ints(rng, n_studies, 50_000_000, 60_000_000))
+    dicoms = sampling.unique_hex(rng, n_images, 20)
     studies, images = [], []
     s, k = 0, 0
     for subject in subjects:
@@ -109,7 +109,7 @@ def image_path(image: dict) -> str:
     return f"files/p{subject[:2]}/p{subject}/s{image['study_id']}/{image['dicom_id']}.jpg"
 
 
-def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> None:
+def _build(tmp: Path, sz: SynthSize, seed: int, progress: sampling.Progress) -> None:
     """Write every file of the dataset under ``tmp`` (see :func:`~crsbench.datasets.synthetic.io.write_dataset`)."""
     studies, images = _plan(sz.mimic_cxr, seed)
     for index, image in enumerate(images):
@@ -118,7 +118,7 @@ def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> No
             image["findings"], stable_rng(NAME, seed, index), sz.side, view, MIMIC_SCANNER
         )
         save_jpeg(tmp / image_path(image), pixels, quality=85)
-        common.tick(progress)
+        sampling.tick(progress)
     write_csv(
         tmp / LABELS_CSV,
         LABEL_COLUMNS,

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from crsbench.core.seeding import stable_rng
-from crsbench.datasets.synthetic import common
+from crsbench.datasets.synthetic import sampling
 from crsbench.datasets.synthetic.cxr_labels import draw_findings
 from crsbench.datasets.synthetic.cxr_render import render_cxr
 from crsbench.datasets.synthetic.io import dataset_writer, save_png, write_csv
@@ -60,14 +60,14 @@ def image_path(index: int, image_id: str) -> str:
     return f"images_{index // PER_FOLDER + 1:03d}/images/{image_id}"
 
 
-def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> None:
+def _build(tmp: Path, sz: SynthSize, seed: int, progress: sampling.Progress) -> None:
     rows = _plan(sz.nih_cxr14, seed)
     for index, row in enumerate(rows):
         pixels = render_cxr(
             row["findings"], stable_rng(NAME, seed, index), sz.side, row["view"], NIH_SCANNER
         )
         save_png(tmp / image_path(index, row["id"]), pixels)
-        common.tick(progress)
+        sampling.tick(progress)
     write_csv(
         tmp / LABELS_CSV,
         COLUMNS,

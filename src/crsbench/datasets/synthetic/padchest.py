@@ -9,7 +9,7 @@ import numpy as np
 from PIL import Image
 
 from crsbench.core.seeding import stable_rng
-from crsbench.datasets.synthetic import common
+from crsbench.datasets.synthetic import sampling
 from crsbench.datasets.synthetic.cxr_labels import draw_findings
 from crsbench.datasets.synthetic.cxr_render import render_cxr
 from crsbench.datasets.synthetic.io import dataset_writer, write_csv
@@ -62,7 +62,7 @@ def _plan(n_images: int, seed: int) -> list[dict]:
     rng = stable_rng(NAME, seed, "table")
     rows: list[dict] = []
     while len(rows) < n_images:
-        patient = common.unique_hex(rng, 1, 16)[0]
+        patient = sampling.unique_hex(rng, 1, 16)[0]
         birth = int(rng.integers(1925, 2000))
         sex, frailty = str(rng.choice(["M", "F"])), float(rng.standard_normal())
         for _ in range(min(n_images - len(rows), 1 + int(rng.poisson(0.8)))):
@@ -90,14 +90,14 @@ def _cells(r: dict, side: int) -> list[object]:
     ]  # fmt: skip
 
 
-def _build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> None:
+def _build(tmp: Path, sz: SynthSize, seed: int, progress: sampling.Progress) -> None:
     rows = _plan(sz.padchest, seed)
     for index, row in enumerate(rows):
         pixels = render_cxr(
             row["findings"], stable_rng(NAME, seed, index), sz.side, row["view"], PADCHEST_SCANNER
         )
         save_png16(tmp / row["ImageDir"] / row["ImageID"], pixels, row["gain"])
-        common.tick(progress)
+        sampling.tick(progress)
     write_csv(tmp / LABELS_CSV, COLUMNS, [_cells(r, sz.side) for r in rows])
 
 

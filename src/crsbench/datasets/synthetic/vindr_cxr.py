@@ -9,7 +9,7 @@ import numpy as np
 
 from crsbench.core.errors import ConfigError
 from crsbench.core.seeding import stable_rng
-from crsbench.datasets.synthetic import common
+from crsbench.datasets.synthetic import sampling
 from crsbench.datasets.synthetic.cxr_labels import draw_findings
 from crsbench.datasets.synthetic.cxr_render import render_cxr
 from crsbench.datasets.synthetic.dicom_write import require_pydicom, save_dicom
@@ -50,7 +50,7 @@ def _readers(rng: np.random.Generator, names: list[str]) -> list[tuple[str, list
 
 def _plan(n_images: int, seed: int, layout: str) -> list[dict]:
     rng = stable_rng(NAME, seed, "table")
-    ids = common.unique_hex(rng, n_images, 16)
+    ids = sampling.unique_hex(rng, n_images, 16)
     rows = []
     for k in range(n_images):
         findings = draw_findings(rng, VINDR_PROFILE, float(rng.standard_normal()), False)
@@ -98,7 +98,7 @@ def _kaggle_table(tmp: Path, rows: list[dict], side: int, seed: int) -> None:
 
 
 def _build_layout(layout: str):
-    def build(tmp: Path, sz: SynthSize, seed: int, progress: common.Progress) -> None:
+    def build(tmp: Path, sz: SynthSize, seed: int, progress: sampling.Progress) -> None:
         rows = _plan(sz.vindr_cxr, seed, layout)
         for index, row in enumerate(rows):
             pixels = render_cxr(
@@ -108,7 +108,7 @@ def _build_layout(layout: str):
             save_dicom(
                 path, pixels, f"{seed}-{row['id']}", row["look"], row["sex"], row["age"], "PA"
             )
-            common.tick(progress)
+            sampling.tick(progress)
         if layout == "official":
             _official_tables(tmp, rows)
         else:
@@ -122,7 +122,7 @@ def write_vindr_cxr(
     size: str | dict | SynthSize = "small",
     seed: int = 0,
     overwrite: bool = False,
-    progress: common.Progress = None,
+    progress: sampling.Progress = None,
     layout: str = "official",
 ) -> Path:
     """Write a synthetic VinDr-CXR under ``root`` in ``layout`` (``official`` or ``kaggle``).

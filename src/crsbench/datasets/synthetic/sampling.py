@@ -1,4 +1,4 @@
-"""Helpers shared by the dataset writers: class counts, unique ids, progress callbacks."""
+"""Random draws shared by the dataset writers: class counts, unique ids, progress callbacks."""
 
 from __future__ import annotations
 

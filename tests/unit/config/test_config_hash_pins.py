@@ -1,0 +1,53 @@
+"""The config hash and the stored config JSON of the shipped configs, pinned.
+
+A refactor (renamed config classes, constants moved to ``crsbench.protocol``, packaged data
+moved) must leave every stored ``config_hash`` and stored config text identical: a change
+here means results already in a store would no longer match their config.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from crsbench.config import (
+    BenchmarkConfig,
+    config_hash,
+    config_json,
+    load_packaged_config,
+    parse_config,
+)
+
+#: (config hash, sha256 of the stored config JSON), output_dir=/results/x, base_dir=/base,
+#: CRSBENCH_DATA=/data/crs.
+PINNED = {
+    "demo": (
+        "5c10a80e935cef532cfe3241de38bc651c19a7d42d043476aefe9bb10d39ff21",
+        "67061095d9ce11eb373e3719d973be99213e222170db95294a1ae89842126127",
+    ),
+    "paper": (
+        "00fe7f52b94f0a6c6315bda239839abb695474e621c013d4b5b6cd0bcd66110a",
+        "3fcc8ccd3e68f8ff3fe959c4ec120fe54ec1a8c67e354d32726f285e7d4f48de",
+    ),
+    # every key at its default: pins the protocol's default values themselves
+    "defaults": (
+        "2766596fb9bc91cf492375eaa49e0b36158dad75c2c8e787bfb7f2b453fc0306",
+        "19d211cb3ecc3c15328f37b7ffd89bc3c476ee962bd67031b4f15e7d19a5a7e3",
+    ),
+}
+
+
+def _load(name: str) -> BenchmarkConfig:
+    if name == "defaults":
+        raw = {"encoders": ["pixel"], "datasets": {"isic2019": {"root": "/data/isic"}}}
+        return parse_config(raw, base_dir="/base", output_dir="/results/x")
+    return load_packaged_config(name, output_dir="/results/x", base_dir="/base")
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_config_hash_and_stored_json_are_pinned(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRSBENCH_DATA", "/data/crs")
+    cfg = _load(name)
+    stored = hashlib.sha256(config_json(cfg).encode("utf-8")).hexdigest()
+    assert (config_hash(cfg), stored) == PINNED[name]
