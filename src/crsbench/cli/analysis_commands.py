@@ -8,12 +8,12 @@ import typer
 from rich.markup import escape
 
 from crsbench.cli.app import app, console, fail
+from crsbench.cli.leaderboard_view import print_leaderboard
 from crsbench.cli.output import (
     EXIT_CODES_HELP,
     INTERVAL_OPTION,
     QUIET_OPTION,
     VERBOSE_OPTION,
-    print_table,
     verbosity,
 )
 from crsbench.core.verbosity import NORMAL
@@ -22,10 +22,6 @@ from crsbench.store.outputs import claim_results_folder, write_marker
 DRY_RUN_OK_OPTION = typer.Option(
     False, "--dry-run-ok", help="Accept a dry run's store (random weights: not results)."
 )
-
-
-def _ci(low: float, high: float) -> str:
-    return "" if low != low or high != high else f"[{low:.3f}, {high:.3f}]"
 
 
 def interval_lines(attrs: dict, replicates: int) -> list[str]:
@@ -92,23 +88,12 @@ def score(
     if board.empty:
         fail(f"store {store} has no complete main-protocol cells to score.")
     version = board["anchors_version"].iloc[0]
-    shown = {"rank_crs": "#", "encoder": "encoder", "auroc": "D auroc", "ece": "C ece",
-             "retention": "L ret", "robustness_drop": "R drop",
-             "robustness_drop_extra": "extras drop", "P": "P", "I": "I", "W": "W",
-             "CRS": "CRS", "ci": "95% CI", "rank_auroc": "#auroc", "tier": "tier",
-             "p_rank1": "P(1)"}  # fmt: skip
     try:
         paths = write_tables(board, claim_results_folder(out or store / "scores"))
     except CrsbenchError as exc:
         fail(str(exc))
-    rows = board.assign(ci=[_ci(lo, hi) for lo, hi in zip(board["crs_ci_low"],
-                        board["crs_ci_high"], strict=True)])[list(shown)].to_dict("records")  # fmt: skip
     title = f"CRS-Bench leaderboard (rule={rule}, anchors {version})"
-    right = [c for c in shown if c != "encoder"]
-    if as_json:
-        notes = dict(zip(board["encoder"], board["missing"], strict=True))
-        rows = [{**r, "missing": notes[r["encoder"]] or None} for r in rows]
-    print_table(console, rows, shown, title=title, as_json=as_json, right=right, whole=("encoder",))
+    print_leaderboard(console, board, title=title, as_json=as_json)
     if as_json:
         return
     for enc, note in zip(board["encoder"], board["missing"], strict=True):

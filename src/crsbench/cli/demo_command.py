@@ -26,8 +26,8 @@ def demo(
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
     """Run the whole protocol on embedded synthetic data with offline encoders."""
+    from crsbench.cli.demo_workflow import run_demo
     from crsbench.core.errors import CrsbenchError
-    from crsbench.demo import run_demo
 
     level = verbosity(quiet, verbose)
     try:

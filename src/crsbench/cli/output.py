@@ -136,6 +136,18 @@ def print_table(
     console.print(table)
 
 
+def print_stage_times(console: Console, stage_seconds: Mapping[str, float]) -> None:
+    """One line per stage of a run: ``  name  seconds s`` (``crsbench run`` and ``demo``)."""
+    for stage, secs in stage_seconds.items():
+        console.print(f"  {stage:<22} {secs:8.1f} s", markup=False, highlight=False)
+
+
+def print_stage_done(console: Console, name: str, seconds: float, detail: str = "") -> None:
+    """A finished stage's line: ``✓ name (seconds s)`` and an optional ``: detail``."""
+    tail = f": {escape(detail)}" if detail else ""
+    console.print(f"[green]✓[/] {escape(name)} ({seconds:.1f} s){tail}", highlight=False)
+
+
 #: ``--interval`` of ``score``, ``analyze`` and ``report``.
 INTERVAL_OPTION = typer.Option(
     "test-patients",

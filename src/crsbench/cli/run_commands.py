@@ -15,6 +15,7 @@ from crsbench.cli.output import (
     QUIET_OPTION,
     VERBOSE_OPTION,
     print_json,
+    print_stage_times,
     print_table,
     verbosity,
 )
@@ -113,8 +114,7 @@ def run(
         for c in summary.skipped_cells:
             typer.echo(f"  {c['encoder']} × {c['dataset']}: {c['reason']}")
     if level >= NORMAL:
-        for stage, secs in summary.stage_seconds.items():
-            typer.echo(f"  {stage:<22} {secs:8.1f} s")
+        print_stage_times(console, summary.stage_seconds)
     if dry_run:
         print_table(console, speeds, {"encoder": "encoder", "input_size": "input px",
                                       "params_m": "params (M)", "img_per_s": "img/s",

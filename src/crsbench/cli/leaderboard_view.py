@@ -1,0 +1,54 @@
+"""The leaderboard as every command prints it (``crsbench score`` and ``crsbench demo``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from crsbench.cli.output import print_table
+
+#: Board column → header of the printed leaderboard, in order (``ci`` is built from the
+#: interval columns).
+LEADERBOARD_COLUMNS = {
+    "rank_crs": "#",
+    "encoder": "encoder",
+    "auroc": "D auroc",
+    "ece": "C ece",
+    "retention": "L ret",
+    "robustness_drop": "R drop",
+    "robustness_drop_extra": "extras drop",
+    "P": "P",
+    "I": "I",
+    "W": "W",
+    "CRS": "CRS",
+    "ci": "95% CI",
+    "rank_auroc": "#auroc",
+    "tier": "tier",
+    "p_rank1": "P(1)",
+}
+
+
+def _ci(low: float, high: float) -> str:
+    return "" if low != low or high != high else f"[{low:.3f}, {high:.3f}]"
+
+
+def leaderboard_rows(board: Any, *, with_missing: bool = False) -> list[dict[str, Any]]:
+    """The printed columns of ``board`` (a :func:`crsbench.scoring.build_leaderboard` frame, in
+    its order: best CRS first); ``with_missing`` adds each encoder's NaN note (``None`` when
+    complete)."""
+    ci = [_ci(lo, hi) for lo, hi in zip(board["crs_ci_low"], board["crs_ci_high"], strict=True)]
+    rows = board.assign(ci=ci)[list(LEADERBOARD_COLUMNS)].to_dict("records")
+    if with_missing:
+        for row, note in zip(rows, board["missing"], strict=True):
+            row["missing"] = note or None
+    return rows
+
+
+def print_leaderboard(console: Console, board: Any, *, title: str, as_json: bool = False) -> None:
+    """Print ``board``: a rich table on a terminal, tab-separated lines (whole names) in a pipe,
+    a JSON list with ``as_json`` (with each encoder's ``missing`` note)."""
+    right = [c for c in LEADERBOARD_COLUMNS if c != "encoder"]
+    rows = leaderboard_rows(board, with_missing=as_json)
+    print_table(console, rows, LEADERBOARD_COLUMNS, title=title, as_json=as_json, right=right,
+                whole=("encoder",))  # fmt: skip
