@@ -21,6 +21,7 @@ import numpy as np
 from crsbench.core.errors import ConfigError
 from crsbench.core.types import Condition
 from crsbench.features import decode as _decode
+from crsbench.features.pixel_memo import PIXEL_MEMO
 
 PerturbFn = Callable[[np.ndarray, str, int, str], np.ndarray]
 
@@ -108,6 +109,10 @@ class DecodeSet:
         :func:`file_fingerprint` of every row when the run was planned (and keyed). A file
         whose fingerprint differs after decoding changed in between: the row fails with
         error class ``changed`` instead of giving features of bytes the key does not describe.
+
+    Each (image, condition) array is kept in :data:`crsbench.features.pixel_memo.PIXEL_MEMO`
+    (bounded), so the next encoder of the run reuses it instead of decoding and perturbing the
+    image again: the same bytes, so the same features and cache keys.
     """
 
     def __init__(
@@ -130,35 +135,60 @@ class DecodeSet:
                 "perturbed conditions need crsbench.perturb (or perturb_fn=...). "
                 "Got neither instead."
             )
+        try:
+            hash(perturb)
+            self._perturb_hashable = True
+        except TypeError:
+            self._perturb_hashable = False
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def __getitem__(self, row: int) -> tuple[int, np.ndarray | None, dict[str, Any] | None]:
-        try:
-            img = _decode.decode_image(self.paths[row], self.size)
-        except _decode.ImageDecodeError as exc:
-            fail = {"error_class": exc.error_class, "message": exc.message}
-            return row, None, fail
-        if self.fingerprints is not None:
-            now = file_fingerprint(self.paths[row])
-            if now != self.fingerprints[row]:
-                msg = (f"file changed while the run was going on (size:mtime_ns "
-                       f"{self.fingerprints[row]} when planned, {now} after decoding); "
-                       "run again to extract its current content")  # fmt: skip
-                return row, None, {"error_class": "changed", "message": msg}
+        path, image_id = self.paths[row], self.image_ids[row]
+        before = file_fingerprint(path)
+        keys = [self._memo_key(path, before, image_id, c) for c in self.conditions]
+        views = [None if k is None else PIXEL_MEMO.get(k) for k in keys]
+        img = None
+        if any(v is None for v in views):
+            try:
+                img = _decode.decode_image(path, self.size)
+            except _decode.ImageDecodeError as exc:
+                fail = {"error_class": exc.error_class, "message": exc.message}
+                return row, None, fail
+        now = file_fingerprint(path) if img is not None else before
+        if self.fingerprints is not None and now != self.fingerprints[row]:
+            msg = (f"file changed while the run was going on (size:mtime_ns "
+                   f"{self.fingerprints[row]} when planned, {now} after decoding); "
+                   "run again to extract its current content")  # fmt: skip
+            return row, None, {"error_class": "changed", "message": msg}
         out = np.empty((len(self.conditions), 3, self.size, self.size), dtype=np.uint8)
         for k, cond in enumerate(self.conditions):
-            if cond.name == "clean":
-                view = img
-            else:
-                view = np.asarray(
-                    self.perturb(img.copy(), cond.name, cond.severity, self.image_ids[row])  # type: ignore[misc]
-                )
-                if view.dtype != np.uint8 or view.shape[:2] != img.shape[:2]:
-                    view = _decode._resize_square(np.clip(view, 0, 255).astype(np.uint8), self.size)
+            view = views[k]
+            if view is None:
+                view = self._condition_view(img, cond, image_id)  # type: ignore[arg-type]
+                if keys[k] is not None and now == before:  # unchanged while decoded
+                    PIXEL_MEMO.put(keys[k], view)
             out[k] = _decode.to_rgb_chw(view)
         return row, out, None
+
+    def _memo_key(self, path: str, fingerprint: str, image_id: str, cond: Condition) -> Any:
+        """What determines the bytes of ``cond`` applied to this image (None: not memoised,
+        for a perturbation function that cannot be a dict key)."""
+        clean = cond.name == "clean"
+        if not clean and not self._perturb_hashable:
+            return None
+        return (path, fingerprint, self.size, _decode.DECODE_POLICY, image_id, cond.name,
+                cond.severity, None if clean else self.perturb)  # fmt: skip
+
+    def _condition_view(self, img: np.ndarray, cond: Condition, image_id: str) -> np.ndarray:
+        """``img`` (decoded at W) under ``cond``: itself when clean, else perturbed."""
+        if cond.name == "clean":
+            return img
+        view = np.asarray(self.perturb(img.copy(), cond.name, cond.severity, image_id))  # type: ignore[misc]
+        if view.dtype != np.uint8 or view.shape[:2] != img.shape[:2]:
+            view = _decode._resize_square(np.clip(view, 0, 255).astype(np.uint8), self.size)
+        return view
 
 
 def collate(items: list[tuple[int, np.ndarray | None, dict[str, Any] | None]]) -> dict[str, Any]:

@@ -231,16 +231,19 @@ def _commit_cell(run: _Run, store: ResultsStore, out_cell: CellOutcome, announce
 
 def _frozen_stage(run: _Run, store: ResultsStore, todo: list[CellPlan]) -> None:
     """Extract and evaluate every cell still to do, committing each as it arrives."""
+    from crsbench.features.pixel_memo import PIXEL_MEMO
+
     ex = executors.make_executor(run.opts.executor, address=run.opts.address)
     t_extract = t_eval = 0.0
     announced: set[tuple[str, str]] = set()
     settings = cell_settings(run.cfg)
-    try:
-        for out_cell in ex.run_cells(run.cfg, todo, run.prepared, settings,
-                                     progress=run.opts.progress):  # fmt: skip
-            run.written += _commit_cell(run, store, out_cell, announced)
-            t_extract += out_cell.extract_s
-            t_eval += out_cell.evaluate_s
+    try:  # every encoder perturbs the same W x W images: decode and perturb each once
+        with PIXEL_MEMO.sharing():
+            for out_cell in ex.run_cells(run.cfg, todo, run.prepared, settings,
+                                         progress=run.opts.progress):  # fmt: skip
+                run.written += _commit_cell(run, store, out_cell, announced)
+                t_extract += out_cell.extract_s
+                t_eval += out_cell.evaluate_s
     finally:
         ex.close()
     run.stages["extract"] = t_extract
