@@ -68,7 +68,11 @@ class PixelMemo:
     def put(self, key: Hashable, arr: np.ndarray) -> np.ndarray:
         """Keep a read-only copy of ``arr`` under ``key`` when on and it fits; return ``arr``."""
         with self._lock:
-            if self.enabled and key not in self._store and self._bytes + arr.nbytes <= self.max_bytes:
+            if (
+                self.enabled
+                and key not in self._store
+                and self._bytes + arr.nbytes <= self.max_bytes
+            ):
                 kept = np.array(arr, copy=True)
                 kept.setflags(write=False)
                 self._store[key] = kept
