@@ -82,7 +82,7 @@ def run_demo(
     clock = _StageClock(loud, times)
     loud.rule("crsbench demo")
     cfg = load_packaged_config("demo", output_dir=out)
-    roots = write_all(out / "data", size=size, seed=0, names=cfg.datasets)
+    roots = write_all(out / "data", size=size, seed=0, names=cfg.datasets, processes=_cores())
     name = f"synthetic data ({', '.join(sorted(roots))})"
     clock.done(name, name)
     validate_paths(cfg)
@@ -103,6 +103,13 @@ def run_demo(
     return result
 
 
+def _cores() -> int:
+    """CPU cores this process may use."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def leaderboard_and_report(
     out: Path, console: Console, clock: _StageClock | None = None
 ) -> dict[str, Any]:
@@ -114,17 +121,19 @@ def leaderboard_and_report(
     from crsbench.report import build_report
     from crsbench.scoring import build_leaderboard, write_tables
     from crsbench.stats import run_analyses
+    from crsbench.stats.uncertainty import share_uncertainty
     from crsbench.store import load_runs
 
     clock = clock or _StageClock(console, {})
     result: dict[str, Any] = {}
     runs = load_runs(out)
-    board = build_leaderboard(runs, n_replicates=DEMO_REPLICATES, seed=0, store=out)
-    result["scores"] = write_tables(board, out / "scores")
-    run_analyses(runs, out / "analysis", n_replicates=DEMO_REPLICATES, seed=0, store=out)
-    clock.done("score_and_analyze", "scores and analyses")
-    result["report"] = build_report(out, out / "report", n_replicates=DEMO_REPLICATES)
-    clock.done("report", "report", str(result["report"]))
+    with share_uncertainty():  # one bootstrap for the leaderboard, the analyses and the report
+        board = build_leaderboard(runs, n_replicates=DEMO_REPLICATES, seed=0, store=out)
+        result["scores"] = write_tables(board, out / "scores")
+        run_analyses(runs, out / "analysis", n_replicates=DEMO_REPLICATES, seed=0, store=out)
+        clock.done("score_and_analyze", "scores and analyses")
+        result["report"] = build_report(out, out / "report", n_replicates=DEMO_REPLICATES)
+        clock.done("report", "report", str(result["report"]))
     print_leaderboard(console, board, title=DEMO_TITLE)
     console.print(
         f"results: {out / STORE_FILE}  tables: {out / 'scores'}  analyses: {out / 'analysis'}",
