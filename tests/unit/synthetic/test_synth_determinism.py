@@ -35,3 +35,12 @@ def test_other_seed_differs(tmp_path):
     write_aptos2019(tmp_path / "s1", size=small, seed=1)
     a, b = _digest(tmp_path / "s0"), _digest(tmp_path / "s1")
     assert a != b
+
+
+def test_parallel_writers_give_the_sequential_bytes(tiny_out, tmp_path):
+    from crsbench.datasets.synthetic import write_all
+
+    roots = write_all(tmp_path / "p", size=TINY, seed=0, processes=2)
+    assert _digest(tmp_path / "p") == _digest(tiny_out)
+    assert set(roots) == {p.name for p in tiny_out.iterdir() if p.is_dir()}
+    assert all(root == tmp_path / "p" / name for name, root in roots.items())
