@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
+from crsbench.features.pixel_memo import PIXEL_MEMO
 from crsbench.runs import executors
 from crsbench.runs.cell import CellSettings
 from crsbench.runs.lora_stage import lora_plan, run_lora_stage
@@ -231,19 +232,16 @@ def _commit_cell(run: _Run, store: ResultsStore, out_cell: CellOutcome, announce
 
 def _frozen_stage(run: _Run, store: ResultsStore, todo: list[CellPlan]) -> None:
     """Extract and evaluate every cell still to do, committing each as it arrives."""
-    from crsbench.features.pixel_memo import PIXEL_MEMO
-
     ex = executors.make_executor(run.opts.executor, address=run.opts.address)
     t_extract = t_eval = 0.0
     announced: set[tuple[str, str]] = set()
     settings = cell_settings(run.cfg)
-    try:  # every encoder perturbs the same W x W images: decode and perturb each once
-        with PIXEL_MEMO.sharing():
-            for out_cell in ex.run_cells(run.cfg, todo, run.prepared, settings,
-                                         progress=run.opts.progress):  # fmt: skip
-                run.written += _commit_cell(run, store, out_cell, announced)
-                t_extract += out_cell.extract_s
-                t_eval += out_cell.evaluate_s
+    try:
+        for out_cell in ex.run_cells(run.cfg, todo, run.prepared, settings,
+                                     progress=run.opts.progress):  # fmt: skip
+            run.written += _commit_cell(run, store, out_cell, announced)
+            t_extract += out_cell.extract_s
+            t_eval += out_cell.evaluate_s
     finally:
         ex.close()
     run.stages["extract"] = t_extract
@@ -306,9 +304,10 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
             opts.emit("moved", {"moved": [(str(a), str(b)) for a, b in store.moved_aside]})
         todo, done_before = _split_done(cells, store.done_keys(), h)
         n_total = _announce_plan(run, cells, done_before, len(skipped), modalities)
-        _frozen_stage(run, store, todo)
-        if cfg.regimes.lora.enabled:
-            _timed(run, "lora_adaptation", lambda: _lora_stage(run, store))
+        with PIXEL_MEMO.sharing():  # every encoder (frozen or adapted) sees the same W x W
+            _frozen_stage(run, store, todo)  # pixels: decode and perturb each image once
+            if cfg.regimes.lora.enabled:
+                _timed(run, "lora_adaptation", lambda: _lora_stage(run, store))
         t0 = time.perf_counter()
         _aggregate_and_export(store, out)
         run.stages["aggregate_and_export"] = time.perf_counter() - t0
