@@ -45,6 +45,12 @@ MLP_HIDDEN_SIZE = 256
 MLP_EPOCHS = 100
 MLP_LR = 1e-3
 MLP_WEIGHT_DECAY = 1e-4
+#: BLAS threads of the probe stage (fits, predictions, metrics, recalibrators of a cell). One
+#: thread makes every probe number independent of the machine's core count (a threaded GEMM
+#: sums in another order: 1e-7 relative differences, L-BFGS taking other steps), and on a busy
+#: or small CPU it is also faster (OpenBLAS threads spin while waiting for a core: a demo cell
+#: took 12 s on 1 thread vs 118 s on 2 on a loaded 2-core machine; docs/quickstart.md).
+PROBE_BLAS_THREADS = 1
 #: Control probe kNN: neighbours and distance.
 KNN_K = 5
 KNN_METRIC = "cosine"

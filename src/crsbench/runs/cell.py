@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from crsbench.probes import FittedLinear, KNNProbe, MLPProbe, fit_probe_grid
+from crsbench.protocol import PROBE_BLAS_THREADS
 from crsbench.runs.cell_data import CellData, CellRun, CellSettings, FittedProbe, ShiftData
 from crsbench.runs.cell_recal import recalibrated_rows
 from crsbench.runs.cell_scoring import (
@@ -214,6 +215,9 @@ def _controls(run: CellRun) -> list[RunRow]:
 def evaluate_cell(cell: CellData, settings: CellSettings) -> list[RunRow]:
     """Fit every probe of one cell and evaluate every condition; return the run rows.
 
+    BLAS runs on :data:`crsbench.protocol.PROBE_BLAS_THREADS` threads meanwhile, so the rows
+    are the same on any machine and in any executor.
+
     Parameters
     ----------
     cell : CellData
@@ -227,10 +231,13 @@ def evaluate_cell(cell: CellData, settings: CellSettings) -> list[RunRow]:
         One dict per run: identity columns, ``auroc``, ``ece``, ``brier``, ``nll``,
         ``sens_at_spec90``, ``sens_at_spec95``, ``details`` and ``wall_time_s``.
     """
+    from threadpoolctl import threadpool_limits
+
     y = targets(cell.labels, cell.task)
     ids = CellIdentity(cell.encoder, cell.dataset)
     run = CellRun(cell, settings, y, RowScorer(cell.task), cell_keeper(cell, y), ids)
-    rows = _logistic(run) + _layers(run) + _controls(run)
+    with threadpool_limits(limits=PROBE_BLAS_THREADS, user_api="blas"):  # same numbers anywhere
+        rows = _logistic(run) + _layers(run) + _controls(run)
     if cell.n_quarantined:
         counts = dict(cell.n_quarantined)
         for row in rows:
