@@ -16,7 +16,8 @@ from crsbench.metrics import expected_calibration_error, macro_auroc
 from crsbench.protocol import PAPER_CONDITIONS
 from crsbench.runs.pipeline import RunOptions, run_benchmark
 from crsbench.runs.prepare import prepare_datasets
-from crsbench.scoring import axes_from_runs, build_leaderboard, score_cells
+from crsbench.scoring import axes_from_runs, score_cells
+from crsbench.report.leaderboard import build_leaderboard
 from crsbench.stats.patient_bootstrap import (
     TEST_PATIENTS_X_SEEDS,
     CellPredictions,

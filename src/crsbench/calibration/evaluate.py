@@ -17,7 +17,7 @@ from crsbench.metrics import (
     macro_auroc,
     negative_log_likelihood,
 )
-from crsbench.probes._validation import check_features
+from crsbench.core.validation import check_features
 
 
 def evaluate_recalibration(

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from crsbench.config.models import SHIFT_ROWS
+from crsbench.protocol import SHIFT_ROWS
 from crsbench.core.errors import ConfigError, DataError
 
 from .chexpert import FRONTAL_VIEW

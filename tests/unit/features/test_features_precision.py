@@ -11,7 +11,7 @@ from scipy.spatial.distance import cosine as scipy_cosine_distance
 
 from crsbench.core.errors import ConfigError
 from crsbench.features import FeatureCache
-from crsbench.features import precision_check as pc
+from crsbench.runs import precision_check as pc
 from crsbench.features.precision import (
     MAX_AUROC_DELTA,
     MIN_ROW_COSINE,
