@@ -14,14 +14,13 @@ import pytest
 from crsbench.config import parse_config
 from crsbench.metrics import expected_calibration_error, macro_auroc
 from crsbench.protocol import PAPER_CONDITIONS
+from crsbench.report.leaderboard import build_leaderboard
 from crsbench.runs.pipeline import RunOptions, run_benchmark
 from crsbench.runs.prepare import prepare_datasets
 from crsbench.scoring import axes_from_runs, score_cells
-from crsbench.report.leaderboard import build_leaderboard
+from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.patient_bootstrap import (
     TEST_PATIENTS_X_SEEDS,
-    CellPredictions,
-    EvalSplit,
     patient_seed_bootstrap,
 )
 from crsbench.stats.uncertainty import crs_uncertainty

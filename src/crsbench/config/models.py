@@ -77,8 +77,6 @@ class DatasetConfig(_Strict):
     max_images: int | None = Field(default=None, gt=0)
 
 
-
-
 class ShiftConfig(_Strict):
     """Probes trained on ``source`` applied to ``target``'s evaluation ``rows``, no retraining."""
 

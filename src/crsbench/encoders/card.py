@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from crsbench.protocol import FAMILY_GROUPS
 
 if TYPE_CHECKING:
-    from crsbench.pretraining import PretrainingEntry
     from crsbench.encoders.base import Backbone, BuildContext
+    from crsbench.pretraining import PretrainingEntry
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
