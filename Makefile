@@ -19,6 +19,7 @@ $(BIN)/.installed-demo: pyproject.toml | $(BIN)/python
 
 $(BIN)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --disable-pip-version-check -q -e ".[dev]"
+	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps "rliable==1.2.0"
 	touch $@
 
 install: $(BIN)/.installed-dev

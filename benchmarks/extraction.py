@@ -31,8 +31,13 @@ Usage::
     python benchmarks/extraction.py --sources aptos    # one source
     python benchmarks/extraction.py --quick            # smoke test
 
+    python benchmarks/extraction.py --true-size vit_b16,resnet50 --true-size-images 8
+
 Prints ``speedup=<ratio>`` (all sources: naive seconds / engine seconds) first, then
-``name=value`` lines. With CUDA it also reports bf16 autocast throughput of timm
+``name=value`` lines. ``--true-size`` instead times the forward pass of registered encoders
+built as a dry run builds them (``crsbench run --dry-run``: real architecture at real size,
+seeded random weights, no download) and prints ``true_size_<encoder>_img_s`` and
+``..._peak_mib`` (CUDA: peak allocated; CPU: peak resident memory of the process). With CUDA it also reports bf16 autocast throughput of timm
 ``vit_base_patch16_224`` and ``resnet50`` (random init).
 """
 
@@ -189,6 +194,28 @@ def run_source(args, source: str, conds: list, root: Path) -> dict:
             "alt_precision": alt}  # fmt: skip
 
 
+def true_size(names: list[str], n_images: int, batch_size: int) -> None:
+    """Forward img/s and peak memory of each encoder at true size with random weights."""
+    import torch
+
+    from crsbench.encoders import build
+    from crsbench.features.runner import forward_chunk
+    from crsbench.runs.dryrun import encoder_throughput
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    for name in names:
+        enc = build(name, pretrained=False, device=device)
+        chunk = forward_chunk(batch_size, enc.input_size, device == "cuda")
+        t = encoder_throughput(enc, n_images, chunk)
+        print(f"true_size_{name}_img_s={t.img_per_s:.2f}", flush=True)
+        print(f"true_size_{name}_params_m={t.params_m:.1f}")
+        print(f"true_size_{name}_input_size={t.input_size}")
+        print(f"true_size_{name}_peak_mib={t.peak_mem_mb:.0f} ({t.memory_kind})")
+        del enc
+    print(f"device={device}")
+    print(f"torch_threads={torch.get_num_threads()}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="4 images x 4 conditions, small files")
@@ -207,7 +234,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=None, help="decode workers (engine default)")
     ap.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"),
                     help="engine precision (an unchecked auto is fp32 in the engine)")  # fmt: skip
+    ap.add_argument("--true-size", default=None,
+                    help="comma list of encoders to time at true size with random weights")  # fmt: skip
+    ap.add_argument("--true-size-images", type=int, default=8, help="images timed per encoder")
     args = ap.parse_args(argv)
+    if args.true_size:
+        names = [n.strip() for n in args.true_size.split(",") if n.strip()]
+        true_size(names, args.true_size_images, args.batch_size)
+        return 0
 
     import torch
 

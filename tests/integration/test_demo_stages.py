@@ -27,10 +27,37 @@ def test_leaderboard_and_report_on_a_store(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_whole_demo_under_five_minutes(tmp_path):
-    from crsbench.demo import run_demo
+def test_whole_demo_within_its_budget(tmp_path):
+    """`crsbench demo` as a user runs it (a fresh process, cold feature cache): printed
+    leaderboard within DEMO_BUDGET_S of wall time, every stage time in last_run.json, LoRA
+    cells scored at every fraction and compared with the frozen regime."""
+    import json
+    import os
+    import re
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from crsbench.demo import DEMO_BUDGET_S
 
     t0 = time.perf_counter()
-    result = run_demo(tmp_path, console=Console(record=True, width=140), progress=False)
-    assert time.perf_counter() - t0 < 300
-    assert result["store"].is_file() and result["report"].is_file()
+    proc = subprocess.run([sys.executable, "-m", "crsbench.cli", "demo", "--out",
+                           str(tmp_path / "demo")], capture_output=True, text=True, timeout=900)  # fmt: skip
+    wall = time.perf_counter() - t0
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "efficientnet_lite0_imagenet" in proc.stdout  # the printed leaderboard
+    last = json.loads((tmp_path / "demo" / "last_run.json").read_text())
+    assert {"extract", "probes_and_metrics", "lora_adaptation"} <= set(last["stage_seconds"])
+    assert {"score_and_analyze", "report", "total"} <= set(last["demo_seconds"])
+    regimes = pd.read_csv(tmp_path / "demo" / "analysis" / "regime_comparison.csv")
+    crs = regimes[regimes["scope"] == "all"].iloc[0]
+    assert crs["n"] == 2 and not pd.isna(crs["kendall_tau"]), crs.get("note")
+    assert "nih_cxr14" in (tmp_path / "demo" / "report" / "index.html").read_text()
+    printed = float(re.search(r"demo finished in ([0-9.]+) s", proc.stdout).group(1))
+    assert printed == pytest.approx(last["demo_seconds"]["total"], abs=0.05)
+    load = os.getloadavg()  # the box is shared: say how loaded it was
+    assert printed <= DEMO_BUDGET_S, (
+        f"demo printed {printed:.1f} s ({wall:.1f} s wall with the interpreter start; budget "
+        f"{DEMO_BUDGET_S:.0f} s; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})"
+    )

@@ -89,10 +89,52 @@ def test_lora_rows_are_exactly_the_planned_identities(both_regimes):
     assert len(lora) == 2 * (5 + 7) == 24
     assert set(lora["encoder"]) == set(ENCODERS)  # pixel skipped: it has no weights
     assert (lora["probe"] == LORA_PROBE).all() and (lora["layer"] == 1.0).all()
-    assert lora["auroc"].between(0, 1).all() and lora["ece"].notna().all()
+    _assert_undefined_exactly_where_calibration_is_too_small(lora, prepared)
     frozen = runs[runs["regime"] == "frozen"]
     rev = dict(zip(frozen["encoder"], frozen["encoder_revision"], strict=False))
     assert all(rev[e] == r for e, r in zip(lora["encoder"], lora["encoder_revision"], strict=True))
+
+
+def _too_small_reason(prep) -> str | None:
+    """The protocol's refusal of this dataset's calibration split, computed independently of
+    the stage from the prepared splits and labels (None: the split is large enough)."""
+    from crsbench.calibration import (
+        CalibrationSplitTooSmall,
+        check_calibration_size,
+        load_recal_protocol,
+    )
+    from crsbench.runs.cell_scoring import targets
+
+    ds = prep.dataset
+    y = targets(ds.labels, ds.task)[np.asarray(prep.splits.calib)]
+    try:
+        check_calibration_size(y, ds.task, len(ds.label_names), load_recal_protocol().min_per_class)
+    except CalibrationSplitTooSmall as exc:
+        return str(exc)
+    return None
+
+
+def _assert_undefined_exactly_where_calibration_is_too_small(lora, prepared) -> None:
+    """Plain LoRA rows are all defined; a dataset's recalibrated rows (clean and shift) are
+    all NaN with the protocol's reason for every metric when its calibration split is below
+    the minimum, and all defined otherwise."""
+    import json
+
+    metrics = ["auroc", "ece", "brier", "nll", "sens_at_spec90", "sens_at_spec95"]
+    plain = lora[lora["recalibrator"] == "none"]
+    assert plain["auroc"].between(0, 1).all() and plain["ece"].notna().all()
+    reasons = {}
+    for ds, recal in lora[lora["recalibrator"] != "none"].groupby("dataset"):
+        reasons[ds] = reason = _too_small_reason(prepared[ds])
+        details = [json.loads(d) for d in recal["details"]]
+        if reason is None:
+            assert recal["auroc"].between(0, 1).all() and recal["ece"].notna().all()
+            assert all(d["recal_choice"] != "undefined" for d in details)
+        else:
+            assert recal[metrics].isna().all().all()
+            assert all(d["recal_choice"] == "undefined" for d in details)
+            assert all(d["undefined"] == dict.fromkeys(metrics, reason) for d in details)
+    assert set(reasons) == {"isic2019", "chexpert"}
 
 
 def test_lora_details_record_the_fit(both_regimes):

@@ -19,6 +19,10 @@ from crsbench.cli.output import (
 from crsbench.core.verbosity import NORMAL
 from crsbench.store.outputs import claim_results_folder, write_marker
 
+DRY_RUN_OK_OPTION = typer.Option(
+    False, "--dry-run-ok", help="Accept a dry run's store (random weights: not results)."
+)
+
 
 def _ci(low: float, high: float) -> str:
     return "" if low != low or high != high else f"[{low:.3f}, {high:.3f}]"
@@ -40,14 +44,20 @@ def interval_lines(attrs: dict, replicates: int) -> list[str]:
     return out + list(attrs.get("indistinguishable") or [])
 
 
-def _load(store: Path):
+def load_store_runs(store: Path, dry_run_ok: bool = False):
+    """The store's runs table; a dry run's store (random-weight records) is refused unless
+    ``dry_run_ok`` (see docs/runner.md, dry run)."""
+    from crsbench.core.dryrun import refuse_dry_run
     from crsbench.core.errors import CrsbenchError
     from crsbench.store import load_runs
 
     try:
-        return load_runs(store)
+        runs = load_runs(store)
+        if not dry_run_ok:
+            refuse_dry_run(runs["encoder"], runs["encoder_revision"], str(store))
     except CrsbenchError as exc:
         fail(str(exc))
+    return runs
 
 
 @app.command("score", epilog=EXIT_CODES_HELP)
@@ -62,6 +72,7 @@ def score(
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     interval: str = INTERVAL_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the leaderboard as JSON."),
+    dry_run_ok: bool = DRY_RUN_OK_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
@@ -72,7 +83,7 @@ def score(
     level = verbosity(quiet, verbose)
     if replicates < 0:
         fail(f"--replicates must be >= 0. Got {replicates} instead.")
-    runs = _load(store)
+    runs = load_store_runs(store, dry_run_ok)
     try:
         board = build_leaderboard(runs, anchors, rule=rule, n_replicates=replicates, seed=seed,
                                   store=store, interval=interval)  # fmt: skip
@@ -119,6 +130,7 @@ def analyze(
     seed: int = typer.Option(0, "--seed", help="Seed of every resampling."),
     anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
     interval: str = INTERVAL_OPTION,
+    dry_run_ok: bool = DRY_RUN_OK_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
@@ -129,7 +141,7 @@ def analyze(
     level = verbosity(quiet, verbose)
     if replicates < 1:
         fail(f"--replicates must be >= 1. Got {replicates} instead.")
-    runs = _load(store)
+    runs = load_store_runs(store, dry_run_ok)
     try:
         target = claim_results_folder(out or store / "analysis", create=False)
         summary = run_analyses(runs, target, n_replicates=replicates, seed=seed, anchors=anchors,

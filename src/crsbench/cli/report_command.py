@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from crsbench.cli.analysis_commands import DRY_RUN_OK_OPTION, load_store_runs
 from crsbench.cli.app import app, fail
 from crsbench.cli.output import (
     EXIT_CODES_HELP,
@@ -30,6 +31,7 @@ def report(
         None, "--calibration-cell", help="ENCODER/DATASET cell of the calibration section."
     ),
     interval: str = INTERVAL_OPTION,
+    dry_run_ok: bool = DRY_RUN_OK_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
@@ -46,6 +48,7 @@ def report(
         if len(parts) != 2 or not all(parts):
             fail(f"--calibration-cell must be ENCODER/DATASET. Got {cell!r} instead.")
         chosen = (parts[0], parts[1])
+    load_store_runs(store, dry_run_ok)  # a dry run's store only with --dry-run-ok
     try:
         out = claim_results_folder(out, create=False)
         index = build_report(store, out, n_replicates=replicates, seed=seed, anchors=anchors,

@@ -57,6 +57,15 @@ def run(
     progress: bool = typer.Option(
         True, "--progress/--no-progress", help="Progress bars (drawn only on a terminal)."
     ),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Real architectures at real size with seeded random weights, a sample of each "
+        "dataset; prints each encoder's img/s and peak memory (output: OUTPUT_DIR-dry-run).",
+    ),
+    dry_run_images: int = typer.Option(
+        64, "--dry-run-images", help="Images per dataset in a --dry-run.", min=8
+    ),
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
@@ -73,11 +82,16 @@ def run(
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         cfg = _config(config, out)
+        if dry_run:
+            from crsbench.runs.dryrun import dry_run_config
+
+            cfg = dry_run_config(cfg, dry_run_images, out)
         with RunProgress(console, verbosity=level, bars=progress) as bar:
             opts = RunOptions(executor=executor, address=address, progress=bars,
                               force_new=force_new, force=force, on_event=bar,
                               skip_missing=skip_missing)  # fmt: skip
             summary = run_benchmark(cfg, opts)
+        speeds = _dry_run_speeds(cfg, summary.out_dir) if dry_run else []
     except CrsbenchError as exc:
         fail(str(exc))
         return
@@ -101,6 +115,34 @@ def run(
     if level >= NORMAL:
         for stage, secs in summary.stage_seconds.items():
             typer.echo(f"  {stage:<22} {secs:8.1f} s")
+    if dry_run:
+        print_table(console, speeds, {"encoder": "encoder", "input_size": "input px",
+                                      "params_m": "params (M)", "img_per_s": "img/s",
+                                      "peak_mem_mb": "peak MiB", "memory_kind": "memory"},
+                    title="dry run: forward throughput with random weights at true size",
+                    right=("input_size", "params_m", "img_per_s", "peak_mem_mb"),
+                    whole=("encoder",))  # fmt: skip
+        typer.echo(
+            "dry run img/s: " + ", ".join(f"{r['encoder']} {r['img_per_s']:g}" for r in speeds)
+        )
+        typer.echo("dry run: random weights, not results; score/report need --dry-run-ok")
+
+
+def _dry_run_speeds(cfg, out_dir: Path) -> list[dict]:
+    """Each encoder's forward throughput and peak memory, also written to last_run.json."""
+    import json
+
+    from crsbench.runs.dryrun import dry_run_throughputs
+    from crsbench.store.files import LAST_RUN_FILE
+
+    speeds = [t.as_dict() for t in dry_run_throughputs(cfg)]
+    for row in speeds:
+        row["img_per_s"] = round(row["img_per_s"], 2)
+    path = out_dir / LAST_RUN_FILE
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    summary["dry_run"] = {"throughput": speeds}
+    path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return speeds
 
 
 @app.command("status", epilog=EXIT_CODES_HELP)

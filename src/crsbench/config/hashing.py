@@ -55,10 +55,11 @@ def canonical_content(cfg: BenchmarkConfig) -> dict[str, Any]:
         )
     else:  # no exclusion: the hash of a config written before the key existed is kept
         del content["exclude_cells"]
+    _drop_later_defaults(content)
     lora = content["regimes"]["lora"]
     lora["seeds"] = sorted(lora["seeds"])
-    for key in ("fractions", "encoders", "lr_factors"):
-        if lora[key] is not None:
+    for key in ("fractions", "encoders", "lr_factors", "datasets"):
+        if lora.get(key) is not None:
             lora[key] = sorted(lora[key])
     if not _anchors_is_path(cfg.anchors):
         content["anchors"] = cfg.anchors
@@ -69,7 +70,21 @@ def canonical_content(cfg: BenchmarkConfig) -> dict[str, Any]:
 
 def config_json(cfg: BenchmarkConfig) -> str:
     """The full resolved config (execution settings included) as canonical JSON text."""
-    return json.dumps(_canon(cfg.model_dump(), Path("/nonexistent-output")), sort_keys=True)
+    content = _canon(cfg.model_dump(), Path("/nonexistent-output"))
+    return json.dumps(_drop_later_defaults(content), sort_keys=True)
+
+
+def _drop_later_defaults(content: dict[str, Any]) -> dict[str, Any]:
+    """Remove keys added after version 1 when they hold their default (``encoders[].weights:
+    pretrained``, ``regimes.lora.datasets: null``), so the hash and stored text of a config
+    written before they existed are kept."""
+    for enc in content["encoders"]:
+        if enc["weights"] == "pretrained":
+            del enc["weights"]
+    lora = content["regimes"]["lora"]
+    if lora["datasets"] is None:
+        del lora["datasets"]
+    return content
 
 
 def config_hash(cfg: BenchmarkConfig) -> str:

@@ -67,6 +67,10 @@ class EncoderConfig(_Strict):
     weights_path: Path | None = None
     input_size: int | None = Field(default=None, ge=16, le=4096)
     allow_remote_code: bool = False
+    #: ``pretrained``: the real weights (located, hashed, key-checked). ``random``: the real
+    #: architecture at its real size with seeded random weights, for a dry run
+    #: (docs/runner.md, dry run); its records are marked and score/report refuse them by default.
+    weights: Literal["pretrained", "random"] = "pretrained"
 
 
 class DatasetConfig(_Strict):
@@ -185,6 +189,8 @@ class LoraConfig(_Strict):
     fractions: list[float] | None = None
     #: Encoders adapted (names from ``encoders``); ``None`` = every encoder.
     encoders: list[str] | None = None
+    #: Probe datasets adapted on (names from ``datasets``, not a shift target); ``None`` = all.
+    datasets: list[str] | None = None
 
     @field_validator("seeds")
     @classmethod
@@ -324,6 +330,13 @@ class BenchmarkConfig(_Strict):
                 f"regimes.lora.encoders must name entries of encoders ({', '.join(names)}). "
                 f"Got {unknown} instead"
             )
+        probe = self.probe_datasets
+        unknown = [n for n in lora.datasets or () if n not in probe]
+        if unknown:
+            raise ValueError(
+                f"regimes.lora.datasets must name probe datasets ({', '.join(probe)}). "
+                f"Got {unknown} instead"
+            )
         return self
 
     def includes_cell(self, encoder: str, dataset: str) -> bool:
@@ -351,6 +364,12 @@ class BenchmarkConfig(_Strict):
         """Encoder entries the LoRA regime adapts, in config order."""
         chosen = self.regimes.lora.encoders
         return [e for e in self.encoders if chosen is None or e.name in chosen]
+
+    @property
+    def lora_datasets(self) -> list[str]:
+        """Probe datasets the LoRA regime adapts on, in config order."""
+        chosen = self.regimes.lora.datasets
+        return [d for d in self.probe_datasets if chosen is None or d in chosen]
 
     @property
     def shift_targets(self) -> list[str]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from crsbench.config import BenchmarkConfig
+from crsbench.config import BenchmarkConfig, EncoderConfig
 from crsbench.runs.plan import CellPlan
 
 if TYPE_CHECKING:  # encoders and features import torch: loaded when a cell is extracted
@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # encoders and features import torch: loaded when a cell is e
     from crsbench.runs.precision_check import ProbeBatch
     from crsbench.runs.prepare import PreparedDataset
 
-_ENCODERS: dict[tuple[str, str, int | None], Encoder] = {}
+_ENCODERS: dict[tuple[str, str, int | None, str], Encoder] = {}
 
 
 def resolve_device(device: str) -> str:
@@ -31,16 +31,22 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def _spec(cfg: BenchmarkConfig, name: str) -> EncoderConfig:
+    """The config's entry of encoder ``name``."""
+    return next(e for e in cfg.encoders if e.name == name)
+
+
 def get_encoder(cfg: BenchmarkConfig, name: str) -> Encoder:
     """Build (once per process) the encoder named in ``cfg`` with its per-encoder overrides."""
     from crsbench.encoders import build
 
-    spec = next(e for e in cfg.encoders if e.name == name)
+    spec = _spec(cfg, name)
     device = resolve_device(cfg.device)
-    key = (name, device, spec.input_size)
+    key = (name, device, spec.input_size, spec.weights)
     if key not in _ENCODERS:
         enc = build(
             name,
+            pretrained=spec.weights == "pretrained",
             device=device,
             weights_path=spec.weights_path,
             allow_remote_code=spec.allow_remote_code,
@@ -60,10 +66,17 @@ def run_working_size(cfg: BenchmarkConfig) -> int:
     return working_size(sizes, cfg.perturbations.working_size, key="perturbations.working_size")
 
 
-def encoder_revision(encoder: Encoder, precision: str | None = None) -> str:
+def encoder_revision(
+    encoder: Encoder, precision: str | None = None, *, random: bool = False
+) -> str:
     """Provenance string of an encoder: source revision, weights hash and, for extracted
-    features, the resolved precision (``fp32``/``bf16``) they were computed in."""
+    features, the resolved precision (``fp32``/``bf16``) they were computed in. ``random``
+    (an entry with ``weights: random``) puts :data:`~crsbench.core.dryrun.RANDOM_WEIGHTS_TAG`
+    first, which marks the records as a dry run's."""
+    from crsbench.core.dryrun import RANDOM_WEIGHTS_TAG
+
     rev = getattr(encoder.card, "revision", None) or "unpinned"
+    rev = f"{RANDOM_WEIGHTS_TAG}|{rev}" if random else rev
     out = f"{rev}|weights-sha256:{encoder.weights_hash}"
     return out if precision is None else f"{out}|precision:{precision}"
 
@@ -255,4 +268,5 @@ def extract_cell_features(
             res_s = _shift_pass(job, target)
             feats["shift"][name] = res_s[("clean", 1.0)]
             feats["shift_quarantined"][name] = _quarantined([res_s])
-    return feats, encoder_revision(enc, decision.precision)
+    random = _spec(cfg, plan.encoder).weights == "random"
+    return feats, encoder_revision(enc, decision.precision, random=random)

@@ -70,8 +70,9 @@ LoraPlan = dict[tuple[str, str], dict[int, list[RunIdentity]]]
 def lora_plan(cfg: BenchmarkConfig, modalities: dict[str, str]) -> LoraPlan:
     """Identities of the LoRA regime: ``(encoder, dataset) -> {seed: identities}``.
 
-    Empty unless ``regimes.lora.enabled``. Cells of ``exclude_cells`` are left out, as in the
-    frozen regime. Encoders whose card says they have no learnable
+    Empty unless ``regimes.lora.enabled``. Only the datasets of ``regimes.lora.datasets``
+    (default all probe datasets); cells of ``exclude_cells`` are left out, as in the frozen
+    regime. Encoders whose card says they have no learnable
     weights (``trainable=False``: the pixel baseline) are left out; ``modalities`` maps each
     probe dataset to its modality (it selects the perturbation conditions).
     """
@@ -84,7 +85,7 @@ def lora_plan(cfg: BenchmarkConfig, modalities: dict[str, str]) -> LoraPlan:
     for spec in cfg.lora_encoders:
         if not get_card(spec.name).trainable:
             continue
-        for name in cfg.probe_datasets:
+        for name in cfg.lora_datasets:
             if not cfg.includes_cell(spec.name, name):
                 continue
             conds = cell_conditions(cfg, modalities[name])
@@ -118,13 +119,14 @@ def _adapted_encoder(cfg: BenchmarkConfig, spec: Any) -> tuple[Any, str]:
     from crsbench.encoders import build
     from crsbench.runs.extract_cell import encoder_revision, resolve_device
 
-    enc = build(spec.name, device=resolve_device(cfg.device), weights_path=spec.weights_path,
+    enc = build(spec.name, pretrained=spec.weights == "pretrained",
+                device=resolve_device(cfg.device), weights_path=spec.weights_path,
                 allow_remote_code=spec.allow_remote_code)  # fmt: skip
     enc = enc.set_input_size(spec.input_size)
     # the base weights, and the arithmetic fine-tuning uses (bf16 autocast on CUDA, fp32 on
     # CPU: crsbench.adapt), in the frozen rows' form so mixed precisions are never averaged
     precision = "bf16" if str(enc.device).startswith("cuda") else "fp32"
-    revision = encoder_revision(enc, precision)
+    revision = encoder_revision(enc, precision, random=spec.weights == "random")
     lora = cfg.regimes.lora
     wrap_with_lora(enc, rank=lora.rank, alpha=lora.alpha, dropout=lora.dropout)
     return enc, revision

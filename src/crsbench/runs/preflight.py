@@ -130,6 +130,8 @@ def _encoder_lacks(cfg: BenchmarkConfig, notes: list[str], hub_check: bool) -> l
     lacks: list[Lack] = []
     fetchable: list[str] = []
     for i, enc in enumerate(cfg.encoders):
+        if enc.weights == "random":  # a dry run's seeded random weights: nothing to find
+            continue
         if enc.weights_path is not None:
             if not Path(enc.weights_path).is_file():
                 lacks.append(Lack("encoder", enc.name,

@@ -30,6 +30,7 @@ from crsbench.stats.bootstrap import (
     replicate_scores,
 )
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
+from crsbench.stats.intervals import basic_interval, ece_interval
 from crsbench.stats.resample import (
     DEFAULT_REPLICATES,
     SEED_STREAM,
@@ -39,17 +40,18 @@ from crsbench.stats.resample import (
 )
 from crsbench.stats.weighted_metrics import (
     ReplicateWeights,
-    weighted_debiased_ece,
     weighted_ece,
     weighted_macro_auroc,
+    weighted_shrunk_ece,
 )
 
 #: How the report names the two interval methods.
 TEST_PATIENTS_X_SEEDS = "test patients × seeds"
 SEED_ONLY = "seed-only"
 INTERVAL_METHODS: dict[str, str] = {"test-patients": TEST_PATIENTS_X_SEEDS, "seed-only": SEED_ONLY}
-#: Replicates evaluated at once (memory ~ chunk × the largest test split).
-DEFAULT_CHUNK = 250
+#: Replicates evaluated at once (memory ~ chunk × the patients of the largest test split;
+#: each score column is sorted once per chunk).
+DEFAULT_CHUNK = 1_000
 
 
 @dataclass(frozen=True)
@@ -66,19 +68,26 @@ class PatientBootstrapResult(BootstrapResult):
         ``(n_cells, 4)`` seed-mean axes on the test sets as drawn.
     n_patients : dict
         Test patients per dataset (shift targets included).
+    ece_shrunk, point_ece_shrunk : numpy.ndarray
+        ``(B, n_cells)`` and ``(n_cells,)`` seed-mean ECE of the shrunk bootstrap world
+        (:func:`crsbench.stats.weighted_metrics.weighted_shrunk_ece`), for the ECE interval.
     """
 
     cell_keys: list[tuple[str, str]] = field(default_factory=list)
     axes: np.ndarray = field(default_factory=lambda: np.empty((0, 0, 4)))
     point_axes: np.ndarray = field(default_factory=lambda: np.empty((0, 4)))
     n_patients: dict[str, int] = field(default_factory=dict)
+    ece_shrunk: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
+    point_ece_shrunk: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     def axis_intervals(self, level: float = 0.95) -> pd.DataFrame:
-        """Basic (bias-corrected) bootstrap interval of each cell's four axes."""
-        alpha = (1 - level) / 2
-        q_lo = np.nanquantile(self.axes, alpha, axis=0)
-        q_hi = np.nanquantile(self.axes, 1 - alpha, axis=0)
-        lo, hi = 2 * self.point_axes - q_hi, 2 * self.point_axes - q_lo
+        """Basic (bias-corrected) bootstrap interval of each cell's four axes; the ECE's is
+        widened for the plug-in's bias (:func:`crsbench.stats.intervals.ece_interval`)."""
+        lo, hi = basic_interval(self.point_axes, self.axes, level)
+        if self.point_ece_shrunk.size:
+            c = AXES.index("ece")
+            lo[:, c], hi[:, c] = ece_interval(self.point_axes[:, c], self.axes[:, :, c],
+                                              self.point_ece_shrunk, self.ece_shrunk, level)  # fmt: skip
         rows = []
         for i, (enc, ds) in enumerate(self.cell_keys):
             for k, axis in enumerate(AXES):
@@ -148,6 +157,23 @@ def seed_resampled_axes(per_seed: np.ndarray, seed_counts: np.ndarray) -> np.nda
     return np.einsum("bsk,bs->bk", per_seed, w) / w.sum(axis=1)[:, None]
 
 
+def cell_shrunk_ece(
+    cell: CellPredictions, replicates: Sequence[int] | np.ndarray | None, seed: int = 0
+) -> np.ndarray:
+    """``(B, S)`` ECE of the cell's clean predictions in the shrunk bootstrap world
+    (:func:`crsbench.stats.weighted_metrics.weighted_shrunk_ece`), same replicates as
+    :func:`cell_replicate_axes`."""
+    w = _weights(cell.test, replicates, seed)
+    y, task = cell.test.y, cell.task
+    return _per_seed(cell.clean, len(cell.seeds), lambda p: weighted_shrunk_ece(y, p, task, w))
+
+
+def _seed_mean(per_seed: np.ndarray, seed_counts: np.ndarray) -> np.ndarray:
+    """``(B, S)`` values averaged over the resampled seeds ``(B, S)`` → ``(B,)``."""
+    w = seed_counts.astype(float)
+    return (per_seed * w).sum(axis=1) / w.sum(axis=1)
+
+
 def _scores(
     cells: Sequence[CellPredictions], raw: list[np.ndarray], anchors: Anchors, rule: str = "fixed"
 ) -> tuple[np.ndarray, list[str]]:
@@ -201,7 +227,7 @@ def patient_seed_bootstrap(
     top_k, level : int, float
         ``p_top3`` counts ranks ``<= top_k``; the percentile intervals' level.
     chunk : int
-        Replicates evaluated at once (memory ~ chunk × the largest test split).
+        Replicates evaluated at once (memory ~ chunk × the patients of the largest split).
     rule : {"fixed", "cohort"}
         How each replicate's axes are scored (as the point estimate is).
 
@@ -215,7 +241,7 @@ def patient_seed_bootstrap(
     anc = load_anchors(anchors)
     n_s = len(cells[0].seeds)
     ids = replicate_ids(n_replicates)
-    reps, axes = [], []
+    reps, axes, shrunk = [], [], []
     for start in range(0, n_replicates, chunk):
         block = ids[start : start + chunk]
         sc = resample_counts_for(SEED_STREAM, n_s, block, seed)
@@ -223,7 +249,10 @@ def patient_seed_bootstrap(
         scores, encoders = _scores(cells, raw, anc, rule)
         reps.append(scores)
         axes.append(np.stack(raw, axis=1))
+        shrunk.append(np.stack([_seed_mean(cell_shrunk_ece(c, block, seed), sc) for c in cells],
+                               axis=1))  # fmt: skip
     point_raw = [_point_axes(c) for c in cells]
+    ones = np.ones((1, n_s), dtype=int)
     point, encoders = _scores(cells, point_raw, anc, rule)
     base = _basic_intervals(
         _summarise(encoders, point[0], np.concatenate(reps), top_k, level), point[0], level
@@ -237,6 +266,8 @@ def patient_seed_bootstrap(
         axes=np.concatenate(axes),
         point_axes=np.concatenate(point_raw),
         n_patients=count_test_patients(cells),
+        ece_shrunk=np.concatenate(shrunk),
+        point_ece_shrunk=np.array([_seed_mean(cell_shrunk_ece(c, None), ones)[0] for c in cells]),
     )
 
 
@@ -298,46 +329,3 @@ def _point_axes(cell: CellPredictions) -> np.ndarray:
     """The cell's seed-mean axes on the test set as drawn (all weights 1): ``(1, 4)``."""
     axes = cell_replicate_axes(cell, None)
     return seed_resampled_axes(axes, np.ones((1, len(cell.seeds)), dtype=int))
-
-
-def debiased_ece_intervals(
-    cells: Sequence[CellPredictions],
-    n_replicates: int = DEFAULT_REPLICATES,
-    seed: int = 0,
-    level: float = 0.95,
-) -> pd.DataFrame:
-    """Bootstrap interval of each cell's population ECE around the debiased estimate.
-
-    Same paired replicates as :func:`patient_seed_bootstrap`, but each replicate's ECE is
-    :func:`crsbench.stats.weighted_metrics.weighted_debiased_ece`: the plug-in's upward bias,
-    larger on the population side than the bootstrap reproduces, no longer shifts the
-    interval. The pivot is the basic interval's: a replicate's debiased ECE minus the ECE of
-    the world it was drawn from (the test set as drawn, whose ECE is the plug-in) stands for
-    the debiased ECE minus the population's, ``[θ̃ + θ̂ − q_hi, θ̃ + θ̂ − q_lo]``.
-    Columns: encoder, dataset, value (the plug-in ECE, as reported), debiased, ci_low (not
-    below 0), ci_high.
-    """
-    alpha, rows = (1 - level) / 2, []
-    ids = replicate_ids(n_replicates)
-    for c in cells:
-        n_s = len(c.seeds)
-
-        def ece(reps, fn, cell=c, n_s=n_s):
-            w = _weights(cell.test, reps, seed)
-            vals = _per_seed(cell.clean, n_s, lambda p: fn(cell.test.y, p, cell.task, w))
-            counts = (np.ones((1, n_s)) if reps is None
-                      else resample_counts_for(SEED_STREAM, n_s, reps, seed))  # fmt: skip
-            return (vals * counts).sum(axis=1) / counts.sum(axis=1)
-
-        chunks = range(0, n_replicates, DEFAULT_CHUNK)
-        reps = np.concatenate(
-            [ece(ids[i : i + DEFAULT_CHUNK], weighted_debiased_ece) for i in chunks]
-        )
-        point, plug = ece(None, weighted_debiased_ece)[0], ece(None, weighted_ece)[0]
-        # pivot: the resampled debiased ECE estimates the resampled world's ECE, the plug-in
-        lo = point + plug - np.nanquantile(reps, 1 - alpha)
-        hi = point + plug - np.nanquantile(reps, alpha)
-        rows.append((c.encoder, c.dataset, plug, point, max(lo, 0.0), hi))
-    return pd.DataFrame(
-        rows, columns=["encoder", "dataset", "value", "debiased", "ci_low", "ci_high"]
-    )

@@ -24,6 +24,7 @@ from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.scoring.crs import crs_components, fixed_utilities
 from crsbench.scoring.dominance import DominanceCounter
 from crsbench.stats.bootstrap import axes_cube, resample_counts
+from crsbench.stats.intervals import ece_interval
 from crsbench.stats.patient_bootstrap import SEED_ONLY, TEST_PATIENTS_X_SEEDS
 from crsbench.store.reader import select_runs
 
@@ -57,6 +58,10 @@ class AxisReplicates:
         The interval method's name, shown beside every interval.
     basic : bool
         Basic (``2·θ̂ − q``) intervals when True, percentile intervals when False.
+    ece_shrunk : (numpy.ndarray, numpy.ndarray) or None
+        ``(n_cells,)`` point and ``(B, n_cells)`` replicates of the ECE in the shrunk
+        bootstrap world: the leader's ECE interval is then
+        :func:`crsbench.stats.intervals.ece_interval` (test-patient bootstrap only).
     """
 
     cell_keys: list[tuple[str, str]]
@@ -64,6 +69,7 @@ class AxisReplicates:
     replicates: np.ndarray
     method: str
     basic: bool
+    ece_shrunk: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def seed_counts(n_replicates: int, n_seeds: int, seed: int, chunk: int = 1_000) -> np.ndarray:
@@ -98,8 +104,11 @@ def seed_axis_replicates(
 def from_patient_bootstrap(result: object) -> AxisReplicates:
     """The per-cell axes of a test-patient × seed bootstrap
     (:class:`crsbench.stats.patient_bootstrap.PatientBootstrapResult`), basic intervals."""
+    shrunk = np.asarray(getattr(result, "point_ece_shrunk", np.empty(0)))
+    ece = (shrunk, np.asarray(result.ece_shrunk)) if shrunk.size else None
     return AxisReplicates(list(result.cell_keys), np.asarray(result.point_axes),
-                          np.asarray(result.axes), TEST_PATIENTS_X_SEEDS, basic=True)  # fmt: skip
+                          np.asarray(result.axes), TEST_PATIENTS_X_SEEDS, basic=True,
+                          ece_shrunk=ece)  # fmt: skip
 
 
 def _cell_crs(reps: AxisReplicates, anchors: Anchors) -> tuple[np.ndarray, np.ndarray]:
@@ -159,7 +168,8 @@ def _interval(point: float, rep: np.ndarray, level: float, basic: bool) -> tuple
     return (2 * point - hi, 2 * point - lo) if basic else (lo, hi)
 
 
-def _verdicts(question, items, point, rep, method, basic, level) -> list[dict]:
+def _verdicts(question, items, point, rep, method, basic, level, lead_interval=None) -> list:
+    """Leader, runner-up and gap per group; ``lead_interval(i)`` overrides the leader's."""
     key, text, value_name, higher = question
     sign = 1.0 if higher else -1.0
     rows = []
@@ -170,7 +180,8 @@ def _verdicts(question, items, point, rep, method, basic, level) -> list[dict]:
             continue
         order = sorted(idx, key=lambda i: (-sign * point[i], items[i][0]))
         lead = order[0]
-        lo, hi = _interval(point[lead], rep[:, lead], level, basic)
+        lo, hi = (lead_interval(lead) if lead_interval is not None
+                  else _interval(point[lead], rep[:, lead], level, basic))  # fmt: skip
         row = {"dataset": group, "question": key, "asks": text, "value_name": value_name,
                "higher_is_better": higher, "leader": items[lead][0], "value": point[lead],
                "ci_low": lo, "ci_high": hi, "runner_up": None, "runner_up_value": np.nan,
@@ -185,6 +196,22 @@ def _verdicts(question, items, point, rep, method, basic, level) -> list[dict]:
                        gap_ci_low=glo, gap_ci_high=ghi, distinguishable=bool(glo > 0))  # fmt: skip
         rows.append(row)
     return rows
+
+
+def _ece_lead_interval(reps: AxisReplicates, level: float):
+    """The ECE interval of a cell (:func:`crsbench.stats.intervals.ece_interval`), or None
+    when the replicates carry no shrunk world (then the method's own interval)."""
+    if reps.ece_shrunk is None:
+        return None
+    c = AXES.index("ece")
+    s_point, s_rep = reps.ece_shrunk
+
+    def interval(i: int) -> tuple[float, float]:
+        lo, hi = ece_interval(reps.point[[i], c], reps.replicates[:, [i], c], s_point[[i]],
+                              s_rep[:, [i]], level)  # fmt: skip
+        return float(lo[0]), float(hi[0])
+
+    return interval
 
 
 def verdict_table(
@@ -228,8 +255,9 @@ def verdict_table(
     rows = _verdicts(QUESTIONS[0], items, crs_point, crs_rep, replicates.method,
                      replicates.basic, level)  # fmt: skip
     for j, question in enumerate(QUESTIONS[1:5]):
+        lead = _ece_lead_interval(replicates, level) if AXES[j] == "ece" else None
         rows += _verdicts(question, items, replicates.point[:, j], replicates.replicates[:, :, j],
-                          replicates.method, replicates.basic, level)  # fmt: skip
+                          replicates.method, replicates.basic, level, lead)  # fmt: skip
     seeds = sorted(select_runs(runs)["seed"].unique())
     counts = seed_counts(replicates.replicates.shape[0], max(len(seeds), 1), seed).astype(float)
     for question, values in ((QUESTIONS[5], _jpeg_drops(runs)),

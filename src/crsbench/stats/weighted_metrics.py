@@ -5,10 +5,10 @@ drawn; :class:`ReplicateWeights`). The AUROC of a score column sorts its negativ
 weighted count of negatives below each positive is then a cumulative sum of the negatives'
 weights along that order, read at each positive's place (ties between a positive and
 negatives count one half, the midrank rule), and every replicate is one row of that matrix
-work. Integer counts are summed in integers (exact); other weights in float64. ECE bins are
-assigned once and every replicate's per-bin gaps are one sum over the rows of each bin. With all weights 1 both
-equal the store's metrics exactly (:func:`crsbench.metrics.macro_auroc`,
-:func:`crsbench.metrics.expected_calibration_error`).
+work. Integer counts are summed in integers (exact); other weights in float64. ECE gaps are
+summed once per (patient, bin) and every replicate's per-bin gaps are one matrix product. With
+all weights 1 the AUROC equals the store's (:func:`crsbench.metrics.macro_auroc`) exactly, the
+ECE (:func:`crsbench.metrics.expected_calibration_error`) to float64 rounding.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from crsbench.core.errors import DataError
 N_BINS = 15
 _INT32_MAX = np.iinfo(np.int32).max
 _CACHE_ELEMENTS = 1 << 18  # cumulative sums per block of replicates (about 1 MiB of int32)
+_ECE_BLOCK_ELEMENTS = 1 << 20  # patient counts per block of the ECE's matrix product (8 MiB)
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,11 @@ class ReplicateWeights:
             return cls(np.ascontiguousarray(arr, dtype=np.float64), inv, np.float64)
         top = int(arr.max()) if arr.size else 0
         small = np.uint8 if top <= np.iinfo(np.uint8).max else np.int64
-        total = float(arr[:, inv].sum(axis=1, dtype=np.float64).max()) if arr.size else 0.0
+        per_col = np.bincount(inv, minlength=arr.shape[1])
+        # rows of the largest replicate (buffered, no float copy of the weights)
+        total = (
+            float(np.einsum("bm,m->b", arr, per_col, dtype=np.float64).max()) if arr.size else 0.0
+        )
         sums = np.int32 if total * total / 2 < _INT32_MAX else np.int64
         return cls(np.ascontiguousarray(arr, dtype=small), inv, sums)
 
@@ -68,9 +73,42 @@ class ReplicateWeights:
         """Replicates (rows)."""
         return int(self.counts.shape[0])
 
-    def columns(self, rows: np.ndarray) -> np.ndarray:
-        """The ``(B, len(rows))`` weights of the given rows of the split."""
-        return self.counts.take(self.inverse[rows], axis=1)
+    def block(self, start: int, size: int) -> np.ndarray:
+        """Replicates ``start … start + size − 1`` in ``sum_dtype``, one all-zero column appended."""
+        rows = self.counts[start : start + size]
+        out = np.zeros((rows.shape[0], rows.shape[1] + 1), dtype=self.sum_dtype)
+        out[:, :-1] = rows
+        return out
+
+
+@dataclass(frozen=True)
+class _ColumnOrder:
+    """One score column's order, shared by every block of replicates.
+
+    ``gather`` lists the weight column of each negative in score order, preceded by the
+    all-zero column the blocks carry (so the cumulative sum starts at 0); ``below`` and
+    ``upto`` count the negatives strictly below and at most each positive's score.
+    """
+
+    gather: np.ndarray
+    pos_cols: np.ndarray
+    below: np.ndarray
+    upto: np.ndarray | None  # None without ties between a positive and a negative
+
+    @classmethod
+    def of(cls, target, score, w: ReplicateWeights, rows) -> _ColumnOrder:
+        idx = np.arange(len(target)) if rows is None else np.asarray(rows)
+        pos = np.asarray(target).astype(bool)
+        neg_local = np.flatnonzero(~pos)
+        # any order inside a tie group gives the same sums: the tie is read as a whole
+        neg_local = neg_local[np.argsort(score[neg_local])]
+        neg_scores, pos_scores = score[neg_local], score[pos]
+        below = np.searchsorted(neg_scores, pos_scores, side="left")
+        upto = np.searchsorted(neg_scores, pos_scores, side="right")
+        zero_col = w.counts.shape[1]
+        gather = np.r_[zero_col, w.inverse[idx[neg_local]]]
+        ties = not np.array_equal(below, upto)
+        return cls(gather, w.inverse[idx[pos]], below, upto if ties else None)
 
 
 def weighted_auroc_column(
@@ -79,40 +117,31 @@ def weighted_auroc_column(
     """AUROC of one score column under every replicate: shape ``(B,)``.
 
     ``rows`` are the test rows of ``w`` that ``target`` and ``score`` belong to (all when
-    ``None``). NaN in a replicate without both classes.
+    ``None``). NaN in a replicate without both classes. The column is sorted once for all
+    replicates, which are then evaluated in blocks small enough that the cumulative sums stay
+    in cache.
     """
-    idx = np.arange(len(target)) if rows is None else np.asarray(rows)
-    pos = np.asarray(target).astype(bool)
-    neg_local = np.flatnonzero(~pos)
-    neg_local = neg_local[np.argsort(score[neg_local], kind="mergesort")]
-    neg_scores, pos_scores = score[neg_local], score[pos]
-    below = np.searchsorted(neg_scores, pos_scores, side="left")
-    upto = np.searchsorted(neg_scores, pos_scores, side="right")
-    neg_cols, pos_cols = w.inverse[idx[neg_local]], w.inverse[idx[pos]]
-    ties = not np.array_equal(below, upto)
-    # blocks of replicates small enough that the cumulative sums stay in cache
-    step = max(8, _CACHE_ELEMENTS // max(len(neg_local), 1))
+    order = _ColumnOrder.of(target, score, w, rows)
+    step = max(8, _CACHE_ELEMENTS // len(order.gather))
     out = np.empty(w.n_replicates)
     for start in range(0, w.n_replicates, step):
-        counts = w.counts[start : start + step]
-        out[start : start + step] = _sorted_auroc(counts, neg_cols, pos_cols, below, upto, ties,
-                                                  w.sum_dtype)  # fmt: skip
+        out[start : start + step] = _sorted_auroc(w.block(start, step), order)
     return out
 
 
-def _sorted_auroc(counts, neg_cols, pos_cols, below, upto, ties: bool, dtype) -> np.ndarray:
-    """AUROC per row of ``counts`` from the negatives in score order and each positive's place."""
-    cum = np.zeros((counts.shape[0], len(neg_cols) + 1), dtype=dtype)
-    np.cumsum(counts.take(neg_cols, axis=1), axis=1, dtype=dtype, out=cum[:, 1:])
-    # twice the weighted negatives below each positive, ties with a negative counted one half
-    twice = cum.take(below, axis=1)
-    if ties:
-        twice += cum.take(upto, axis=1)
-    else:
-        twice *= 2
-    w_pos = counts.take(pos_cols, axis=1).astype(dtype, copy=False)
-    num = np.einsum("bi,bi->b", twice, w_pos)
-    den = 2.0 * w_pos.sum(axis=1, dtype=np.float64) * cum[:, -1].astype(np.float64)
+def _sorted_auroc(block: np.ndarray, order: _ColumnOrder) -> np.ndarray:
+    """AUROC per row of a block of weights (a zero column last) from the column's order."""
+    # weighted negatives below each place: gathered in score order, summed in place
+    cum = block.take(order.gather, axis=1)
+    np.cumsum(cum, axis=1, out=cum)
+    # weighted negatives below each positive; with ties, twice that with a tie counted one half
+    below = cum.take(order.below, axis=1)
+    halves = 1.0 if order.upto is None else 2.0
+    if order.upto is not None:
+        below += cum.take(order.upto, axis=1)
+    w_pos = block.take(order.pos_cols, axis=1)
+    num = np.einsum("bi,bi->b", below, w_pos)
+    den = halves * w_pos.sum(axis=1, dtype=np.float64) * cum[:, -1].astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / den, np.nan)
 
@@ -157,17 +186,58 @@ def _bins(conf: np.ndarray, n_bins: int) -> np.ndarray:
     return np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
 
 
-def _weighted_binned_ece(conf, acc, w: ReplicateWeights, rows, n_bins) -> np.ndarray:
-    """ECE of each replicate: per bin, the weighted sum of ``acc − conf`` over its rows."""
-    bins = _bins(conf, n_bins)
-    order = np.argsort(bins, kind="mergesort")
-    starts = np.flatnonzero(np.r_[True, bins[order][1:] != bins[order][:-1]])
-    idx = order if rows is None else np.asarray(rows)[order]
-    cols = w.columns(idx)
-    gaps = np.add.reduceat(cols * (acc - conf)[order], starts, axis=1)
-    total = cols.sum(axis=1, dtype=np.float64)
+def _patient_bin_sums(conf, acc, w: ReplicateWeights, rows, n_bins):
+    """Per (weight column, bin): the summed gaps ``acc − conf`` and the rows, ``(m, bins)``."""
+    cols = w.inverse if rows is None else w.inverse[np.asarray(rows)]
+    size = w.counts.shape[1] * n_bins
+    cell = cols * n_bins + _bins(conf, n_bins)
+    gap = np.bincount(cell, weights=acc - conf, minlength=size).reshape(-1, n_bins)
+    n_rows = np.bincount(cell, minlength=size).reshape(-1, n_bins).astype(np.float64)
+    return gap, n_rows
+
+
+def _shrunk_gap_shift(gap: np.ndarray, n_rows: np.ndarray) -> np.ndarray:
+    """Per bin, how far the mean gap moves when shrunk by one standard error towards 0.
+
+    The standard error is cluster-robust (a patient's rows are one cluster); a bin whose
+    mean gap is within one standard error of 0 goes to 0.
+    """
+    mass = n_rows.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, np.abs(gaps).sum(axis=1) / total, np.nan)
+        mean = np.where(mass > 0, gap.sum(axis=0) / mass, 0.0)
+        se = np.where(mass > 0, np.sqrt(((gap - mean * n_rows) ** 2).sum(axis=0)) / mass, 0.0)
+    return np.sign(mean) * np.maximum(np.abs(mean) - se, 0.0) - mean
+
+
+def _binned_ece(conf, acc, w: ReplicateWeights, rows, n_bins, shrunk: bool = False):
+    """ECE of each replicate from per-bin sums: ``Σ_bins |gap sum| / rows``.
+
+    The gaps are first summed per (weight column, bin), so each replicate's per-bin sums are
+    one matrix product with its weights, in blocks of replicates. ``shrunk`` moves every
+    bin's mean gap by :func:`_shrunk_gap_shift` (the same shift in every replicate).
+    """
+    gap, n_rows = _patient_bin_sums(conf, acc, w, rows, n_bins)
+    shift = _shrunk_gap_shift(gap, n_rows) if shrunk else np.zeros(n_bins)
+    step = max(1, _ECE_BLOCK_ELEMENTS // max(gap.shape[0], 1))
+    out = np.empty(w.n_replicates)
+    for start in range(0, w.n_replicates, step):
+        block = w.counts[start : start + step].astype(np.float64)
+        mass = block @ n_rows
+        total = mass.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ece = np.abs(block @ gap + shift * mass).sum(axis=1) / total
+        out[start : start + step] = np.where(total > 0, ece, np.nan)
+    return out
+
+
+def _weighted_binned_ece(conf, acc, w: ReplicateWeights, rows, n_bins) -> np.ndarray:
+    """ECE of each replicate (:func:`weighted_ece`) for one column."""
+    return _binned_ece(conf, acc, w, rows, n_bins)
+
+
+def _shrunk_binned_ece(conf, acc, w: ReplicateWeights, rows, n_bins) -> np.ndarray:
+    """ECE of each replicate around the shrunk bin gaps (:func:`weighted_shrunk_ece`)."""
+    return _binned_ece(conf, acc, w, rows, n_bins, shrunk=True)
 
 
 def _mean_abs_normal(mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
@@ -249,3 +319,24 @@ def weighted_debiased_ece(
     :func:`weighted_ece`. For intervals only: the reported ECE stays the plug-in.
     """
     return _per_column_ece(y, prob, task, w, n_bins, _debiased_binned_ece)
+
+
+def weighted_shrunk_ece(
+    y: np.ndarray,
+    prob: np.ndarray,
+    task: str,
+    w: np.ndarray | ReplicateWeights,
+    n_bins: int = N_BINS,
+) -> np.ndarray:
+    """ECE of each replicate of ``w`` in a bootstrap world whose bin gaps are shrunk.
+
+    The plug-in ECE overstates the population ECE most where a bin's true gap is near 0,
+    and a bootstrap world built on the observed gaps (rarely near 0) reproduces too little of
+    that bias. Here each bin's resampled mean gap is moved by the same amount that takes the
+    observed mean gap one standard error towards 0 (to 0 when within one standard error), so
+    bins that may be calibrated are calibrated in this world. With all weights 1 it is the
+    ECE of the shrunk gaps, the world's own value. Same bins and columns as
+    :func:`weighted_ece`; for the ECE interval only
+    (:func:`crsbench.stats.intervals.ece_interval`).
+    """
+    return _per_column_ece(y, prob, task, w, n_bins, _shrunk_binned_ece)

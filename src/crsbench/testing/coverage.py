@@ -4,7 +4,7 @@ Over many worlds drawn from the same planted parameters, count how often the 95 
 each encoder's CRS and of each cell's axis covers the population value, for the test-patient
 × seed bootstrap and for the seed-only bootstrap; whether the planted leader is in tier 1; and
 how P(rank 1) is calibrated. The ECE interval around the debiased estimate
-(:func:`crsbench.stats.patient_bootstrap.debiased_ece_intervals`) is scored beside the
+(:func:`crsbench.stats.debiased_ece.debiased_ece_intervals`) is scored beside the
 protocol's as the target :data:`DEBIASED_ECE`, left out of :meth:`CoverageReport.protocol_min`.
 """
 
@@ -17,10 +17,10 @@ import pandas as pd
 
 from crsbench.scoring.anchors import AXES
 from crsbench.stats.bootstrap import paired_seed_bootstrap
+from crsbench.stats.debiased_ece import debiased_ece_intervals
 from crsbench.stats.patient_bootstrap import (
     SEED_ONLY,
     TEST_PATIENTS_X_SEEDS,
-    debiased_ece_intervals,
     patient_seed_bootstrap,
     per_seed_axes,
 )

@@ -242,7 +242,12 @@ def test_shipped_configs_parse(name: str, tmp_path: Path) -> None:
             e.name for e in cfg.encoders
         ]
         assert cfg.datasets["chexpert"].root == tmp_path / "out" / "data" / "chexpert"
-        assert all(96 <= (e.input_size or 0) <= 128 for e in cfg.encoders)
+        from crsbench.encoders import get_card
+
+        sizes = [e.input_size or get_card(e.name).input_size for e in cfg.encoders]
+        assert all(64 <= s <= 128 for s in sizes)
+        assert cfg.perturbations.working_size == max(sizes)  # the demo's pinned W
+        assert cfg.lora_fractions == cfg.fractions and len(cfg.lora_encoders) == 2
 
 
 def test_unknown_shipped_config(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from sklearn.metrics import roc_auc_score
 from crsbench.core.errors import DataError
 from crsbench.metrics import auroc_batch, expected_calibration_error
 from crsbench.stats import weighted_metrics
-from crsbench.stats.patient_bootstrap import debiased_ece_intervals
+from crsbench.stats.debiased_ece import debiased_ece_intervals
 from crsbench.stats.resample import patient_index, resample_counts_for
 from crsbench.stats.weighted_metrics import (
     ReplicateWeights,
