@@ -19,10 +19,9 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from crsbench.protocol import PAPER_CONDITIONS
+from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.patient_bootstrap import (
     DEFAULT_CHUNK,
-    CellPredictions,
-    EvalSplit,
     cell_replicate_axes,
 )
 from crsbench.stats.resample import row_weights

@@ -119,7 +119,7 @@ def leaderboard_and_report(
     ``console``), the leaderboard and the result paths to ``console``.
     """
     from crsbench.report import build_report
-    from crsbench.scoring import build_leaderboard, write_tables
+    from crsbench.report.leaderboard import build_leaderboard, write_tables
     from crsbench.stats import run_analyses
     from crsbench.stats.uncertainty import share_uncertainty
     from crsbench.store import load_runs
