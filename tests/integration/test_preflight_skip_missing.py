@@ -12,13 +12,14 @@ from typer.testing import CliRunner
 
 from crsbench.cli import app
 from crsbench.config import load_config
+from crsbench.config.loading import packaged_config_path
 from crsbench.encoders import PAPER_FAMILIES
 from crsbench.runs.preflight import preflight
 
 from .runner_fixtures import MORE_SHIFT_TARGETS, tiny_config_dict, write_tiny_data
 
 runner = CliRunner()
-PAPER = Path(__file__).resolve().parents[2] / "src" / "crsbench" / "configs" / "paper.yaml"
+PAPER = packaged_config_path("paper")
 
 
 @pytest.fixture(scope="module")
