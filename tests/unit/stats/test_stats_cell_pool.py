@@ -63,6 +63,14 @@ def test_pool_workers_are_other_processes_with_one_blas_thread():
     assert all(n == 1 for _, threads in states for n in threads)
 
 
+def test_one_process_computes_with_one_blas_thread_too():
+    # a multi-threaded matrix product may sum in another order than a worker's single thread
+    pytest.importorskip("threadpoolctl")
+    states = map_cells(_worker_state, range(2), n_jobs=1)
+    assert {pid for pid, _ in states} == {os.getpid()}
+    assert all(n == 1 for _, threads in states for n in threads)
+
+
 def test_results_keep_the_cells_order():
     assert map_cells(abs, [-3, 1, -2, 5, -4], n_jobs=2) == [3, 1, 2, 5, 4]
 
