@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import os
+import resource
 import time
 from functools import partial
 
@@ -94,21 +96,27 @@ def per_element_time(n: int, n_rep: int) -> float:
     return (time.perf_counter() - t0) / _elements(n, n_rep)
 
 
-def batch_times(n: int, n_rep: int, n_cells: int, jobs: int) -> tuple[float, float]:
-    """Wall-clock seconds of ``n_cells`` cells of ``n`` images computed one after another in
-    this process and in a pool of ``jobs`` processes (as :func:`patient_seed_bootstrap` does;
-    pool start and sending the cells included); checks both give the same numbers."""
+def _children_cpu_s() -> float:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def batch_times(n: int, n_rep: int, n_cells: int, jobs: int) -> tuple[float, float, float, float]:
+    """Wall-clock and CPU seconds of ``n_cells`` cells of ``n`` images computed one after
+    another in this process and in a pool of ``jobs`` processes (as
+    :func:`patient_seed_bootstrap` does; pool start and sending the cells included; the pool's
+    CPU is its workers'); checks both give the same numbers."""
     cells = [bootstrap_view(_cell(n, f"chexpert{i}")) for i in range(n_cells)]
     work = _work(n_rep)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     seq = map_cells(work, cells, 1)
-    t_seq = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    t_seq, cpu_seq = time.perf_counter() - t0, time.process_time() - c0
+    t0, c0 = time.perf_counter(), _children_cpu_s()
     par = map_cells(work, cells, jobs)
-    t_par = time.perf_counter() - t0
+    t_par, cpu_par = time.perf_counter() - t0, _children_cpu_s() - c0
     for (a, e), (b, f) in zip(seq, par, strict=True):
         assert np.array_equal(a, b, equal_nan=True) and np.array_equal(e, f, equal_nan=True)
-    return t_seq, t_par
+    return t_seq, t_par, cpu_seq, cpu_par
 
 
 def grid_minutes(per_small: float, per_large: float) -> float:
@@ -128,7 +136,7 @@ def main(quick: bool = False) -> None:
     jobs = available_cores()
     n_cells = 2 * jobs
     per_small = per_element_time(small, chunk)
-    t_seq, t_par = batch_times(large, chunk, n_cells, jobs)
+    t_seq, t_par, cpu_seq, cpu_par = batch_times(large, chunk, n_cells, jobs)
     per_large = t_seq / (n_cells * _elements(large, chunk))
     seq_min = grid_minutes(per_small, per_large)
     pool_min = seq_min * t_par / t_seq
@@ -142,6 +150,9 @@ def main(quick: bool = False) -> None:
     print(f"batch_sequential_s={t_seq:.1f}  (s/element {per_large:.3e})")
     print(f"batch_pool_s={t_par:.1f}  ({jobs} processes, os.sched_getaffinity; pool start and "
           "sending the cells included; same numbers checked)")  # fmt: skip
+    print(f"batch_cpu_s sequential={cpu_seq:.1f} pool_workers={cpu_par:.1f}  (CPU the pool's "
+          "work took; wall above it is waiting for a core)")  # fmt: skip
+    print(f"load_average={' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"parallel_speedup={t_seq / t_par:.2f} parallel_efficiency={t_seq / t_par / jobs:.2f}")
     grid = "; ".join(f"{d}: {e} enc x {m} img x {k} labels" for d, e, m, k in PAPER_GRID)
     print(f"paper_grid={grid}")
