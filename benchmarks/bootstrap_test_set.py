@@ -26,10 +26,9 @@ from sklearn.metrics import roc_auc_score
 
 from crsbench.protocol import PAPER_CONDITIONS
 from crsbench.stats.cell_pool import available_cores, map_cells
+from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.patient_bootstrap import (
     DEFAULT_CHUNK,
-    CellPredictions,
-    EvalSplit,
     bootstrap_view,
     cell_replicates,
 )

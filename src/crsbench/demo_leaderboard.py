@@ -75,7 +75,7 @@ def leaderboard_and_report(
     leaderboard and the result paths to ``console``.
     """
     loud = loud or console
-    from crsbench.scoring import build_leaderboard, write_tables
+    from crsbench.report.leaderboard import build_leaderboard, write_tables
     from crsbench.stats import run_analyses
     from crsbench.store import load_runs
 

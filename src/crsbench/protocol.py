@@ -74,6 +74,9 @@ COMPARISON_GROUP: dict[str, str] = {
     "specialist": "medical",
 }
 
+#: Version of the packaged pretraining catalogue (``resources/pretraining/v1.yaml``).
+PRETRAINING_VERSION = "v1"
+
 # ----------------------------------------------------------------------------- scoring
 
 #: The anchors version a config and the scoring use when none is named.
@@ -122,6 +125,10 @@ SHIFT = "shift"
 UNPERTURBED_CONDITIONS: tuple[str, ...] = (CLEAN, SHIFT)
 
 ConditionRole = Literal["clean", "shift", "paper", "extra"]
+#: Which rows of a shift target are evaluated: its official test split (frontal views), or
+#: every frontal image whatever its official split (see ``docs/config_and_store.md``).
+ShiftRows = Literal["official_test", "all_frontal"]
+SHIFT_ROWS: tuple[str, ...] = get_args(ShiftRows)
 
 
 def condition_label(name: str, severity: int) -> str:

@@ -55,7 +55,7 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_read_store_pandas_example(demo_store: Path) -> None:
     assert "read_with_pandas.py" in write_examples("read_store.md", demo_store)
     out = run_script("read_with_pandas.py", demo_store)
-    assert out.splitlines()[0] == "['meta', 'metrics', 'runs']"
+    assert out.splitlines()[0] == "['cards', 'meta', 'metrics', 'runs']"
     for encoder in ("resnet50", "vit_b16", "clip"):  # the pivot has one row per encoder
         assert encoder in out
 

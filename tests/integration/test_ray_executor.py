@@ -271,7 +271,7 @@ def test_task_errors_are_not_retried_and_keep_their_type(
 def test_probe_task_refuses_a_cache_entry_it_cannot_read(tmp_path: Path) -> None:
     from crsbench.core.types import Condition
     from crsbench.features.results import FeatureArray
-    from crsbench.runs.ray_executor import load_features, strip_features
+    from crsbench.runs.ray_tasks import load_features, strip_features
 
     fa = FeatureArray(
         np.ones((3, 2)),

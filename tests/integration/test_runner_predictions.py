@@ -14,13 +14,13 @@ import pytest
 from crsbench.config import parse_config
 from crsbench.metrics import expected_calibration_error, macro_auroc
 from crsbench.protocol import PAPER_CONDITIONS
+from crsbench.report.leaderboard import build_leaderboard
 from crsbench.runs.pipeline import RunOptions, run_benchmark
 from crsbench.runs.prepare import prepare_datasets
-from crsbench.scoring import axes_from_runs, build_leaderboard, score_cells
+from crsbench.scoring import axes_from_runs, score_cells
+from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.patient_bootstrap import (
     TEST_PATIENTS_X_SEEDS,
-    CellPredictions,
-    EvalSplit,
     patient_seed_bootstrap,
 )
 from crsbench.stats.uncertainty import crs_uncertainty
@@ -255,3 +255,18 @@ def test_subgroup_metadata_and_prediction_analyses(store, tmp_path):
     assert (tmp_path / "operating_point_transfer.csv").is_file()
     ops = pd.read_csv(tmp_path / "operating_point_transfer.csv")
     assert not ops["label"].astype(str).str.fullmatch(r"\d+").any()  # names, not indices
+
+
+def test_the_pipeline_records_each_encoders_group_and_each_datasets_labels(store):
+    from crsbench.datasets import DATASETS
+    from crsbench.encoders import get_card
+    from crsbench.store import load_runs, read_card_facts
+
+    _, out = store
+    facts = read_card_facts(out)
+    runs = load_runs(out)
+    assert facts is not None
+    assert facts.encoder_groups == {e: get_card(e).family_group for e in runs["encoder"].unique()}
+    for name in runs["dataset"].unique():
+        assert facts.label_names[name] == tuple(DATASETS.get(name).card.label_names)
+    assert runs["encoder_group"].notna().all()

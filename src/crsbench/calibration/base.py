@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator
 
 from crsbench.core.errors import DataError, NotFittedError
 from crsbench.core.types import check_task
-from crsbench.probes._validation import check_features, check_targets
+from crsbench.core.validation import check_features, check_targets
 
 _EPS = 1e-12
 INPUTS = ("auto", "probs", "logits")

@@ -11,13 +11,13 @@ from crsbench.calibration.base import CalibratorBase, to_logits
 from crsbench.calibration.protocol import RecalProtocol
 from crsbench.calibration.selection import fit_recalibrator
 from crsbench.core.types import check_task
+from crsbench.core.validation import check_features
 from crsbench.metrics import (
     brier_score,
     expected_calibration_error,
     macro_auroc,
     negative_log_likelihood,
 )
-from crsbench.probes._validation import check_features
 
 
 def evaluate_recalibration(

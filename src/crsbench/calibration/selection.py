@@ -23,7 +23,7 @@ from crsbench.calibration.base import CalibratorBase, to_logits
 from crsbench.calibration.protocol import RecalProtocol, check_calibration_size, load_recal_protocol
 from crsbench.calibration.registry import CALIBRATORS
 from crsbench.core.types import check_task
-from crsbench.probes._validation import check_features, check_targets
+from crsbench.core.validation import check_features, check_targets
 
 _EPS = 1e-15
 

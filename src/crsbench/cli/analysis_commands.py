@@ -80,7 +80,7 @@ def score(
 ) -> None:
     """Leaderboard: four axes, CRS and components, AUROC, both ranks and the bootstrap tier."""
     from crsbench.core.errors import CrsbenchError
-    from crsbench.scoring import build_leaderboard, write_tables
+    from crsbench.report.leaderboard import build_leaderboard, write_tables
 
     level = verbosity(quiet, verbose)
     if replicates < 0:

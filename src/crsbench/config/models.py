@@ -81,18 +81,12 @@ class DatasetConfig(_Strict):
     max_images: int | None = Field(default=None, gt=0)
 
 
-#: Which rows of a shift target are evaluated: its official test split (frontal views), or
-#: every frontal image whatever its official split (see ``docs/config_and_store.md``).
-ShiftRows = Literal["official_test", "all_frontal"]
-SHIFT_ROWS: tuple[str, ...] = get_args(ShiftRows)
-
-
 class ShiftConfig(_Strict):
     """Probes trained on ``source`` applied to ``target``'s evaluation ``rows``, no retraining."""
 
     source: str
     target: str
-    rows: ShiftRows = "official_test"
+    rows: protocol.ShiftRows = "official_test"
 
 
 class ExcludedCellConfig(_Strict):
@@ -262,7 +256,7 @@ class BenchmarkConfig(_Strict):
     num_workers: int = Field(default=0, ge=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
     #: Forward-pass arithmetic of the feature extraction: ``auto`` = bf16 autocast on CUDA
-    #: where the encoder passes the bf16 check (crsbench.features.precision_check), else
+    #: where the encoder passes the bf16 check (crsbench.runs.precision_check), else
     #: fp32; ``fp32``; ``bf16`` forced (checked and recorded all the same). The resolved
     #: precision enters every feature cache key and every run's provenance.
     precision: Literal["auto", "fp32", "bf16"] = "auto"

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from crsbench.config.models import SHIFT_ROWS
 from crsbench.core.errors import ConfigError, DataError
+from crsbench.protocol import SHIFT_ROWS
 
 from .chexpert import FRONTAL_VIEW
 from .mimic_cxr import FRONTAL_VIEWS, SPLITS

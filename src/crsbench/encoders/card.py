@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from crsbench.protocol import FAMILY_GROUPS
 
 if TYPE_CHECKING:
-    from crsbench.core.pretraining import PretrainingEntry
     from crsbench.encoders.base import Backbone, BuildContext
+    from crsbench.pretraining import PretrainingEntry
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -99,8 +99,8 @@ class EncoderCard:
     def pretraining(self) -> PretrainingEntry | None:
         """What is known about this encoder's pretraining data (sources with citations, and
         the CRS-Bench datasets it may have seen), from the shipped catalogue
-        (:func:`crsbench.core.pretraining.load_pretraining`); ``None`` if not catalogued."""
-        from crsbench.core.pretraining import load_pretraining
+        (:func:`crsbench.pretraining.load_pretraining`); ``None`` if not catalogued."""
+        from crsbench.pretraining import load_pretraining
 
         return load_pretraining().entries.get(self.name)
 

@@ -20,11 +20,11 @@ from scipy.special import expit, softmax
 
 from crsbench.core.errors import DataError
 from crsbench.core.types import check_task
+from crsbench.core.validation import check_features, check_targets
 from crsbench.metrics import macro_auroc
 from crsbench.metrics._checks import UndefinedMetricWarning
 from crsbench.probes._basis import build_basis
 from crsbench.probes._solver import solve_logistic_path
-from crsbench.probes._validation import check_features, check_targets
 from crsbench.protocol import C_GRID, LOGISTIC_MAX_ITER
 
 DEFAULT_MAX_ITER = LOGISTIC_MAX_ITER

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crsbench.probes._validation import check_features
+from crsbench.core.validation import check_features
 from crsbench.probes.base import ProbeBase
 from crsbench.protocol import KNN_K, KNN_METRIC
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from crsbench.core.errors import DataError
-from crsbench.probes._validation import check_C
+from crsbench.core.validation import check_C
 from crsbench.probes.base import ProbeBase
 from crsbench.probes.grid import DEFAULT_MAX_ITER, DEFAULT_TOL, FittedLinear, fit_probe_grid
 

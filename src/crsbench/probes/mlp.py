@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit, log_softmax, softmax
 
-from crsbench.probes._validation import check_features, check_targets
+from crsbench.core.validation import check_features, check_targets
 from crsbench.probes.base import ProbeBase
 from crsbench.protocol import MLP_EPOCHS, MLP_HIDDEN_SIZE, MLP_LR, MLP_WEIGHT_DECAY
 

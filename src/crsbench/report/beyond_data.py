@@ -1,7 +1,7 @@
 """The tables behind the verdict, pretraining-overlap and weight sections, computed once.
 
 Everything comes from :mod:`crsbench.stats` (which reads the pretraining catalogue through
-:mod:`crsbench.core.pretraining`), never from the encoder registry. A part the store has no
+:mod:`crsbench.pretraining`), never from the encoder registry. A part the store has no
 data for is ``None`` with its reason in :attr:`BeyondData.missing`.
 """
 

@@ -179,19 +179,6 @@ def _add_calibration(data: ReportData, wanted: tuple[str, str] | None) -> None:
         )
 
 
-def _groups_from_column(runs: pd.DataFrame, encoders: list[str]) -> dict[str, str] | None:
-    """Groups from an ``encoder_group`` column when it covers every encoder (no card lookup,
-    which would import the encoder registry)."""
-    from crsbench.protocol import COMPARISON_GROUP
-
-    if "encoder_group" not in runs:
-        return None
-    pairs = runs[["encoder", "encoder_group"]].dropna().drop_duplicates("encoder")
-    found = {e: COMPARISON_GROUP.get(g, g) for e, g in zip(pairs["encoder"],
-             pairs["encoder_group"], strict=True)}  # fmt: skip
-    return found if all(e in found for e in encoders) else None
-
-
 def _add_robustness(data: ReportData, anchors: Any = None) -> None:
     from crsbench.stats import (
         default_groups,
@@ -212,8 +199,12 @@ def _add_robustness(data: ReportData, anchors: Any = None) -> None:
         data.missing["shift"] = "the store has no institutional-shift rows (condition = shift)"
         return
     encoders = sorted(shift["encoder"].unique())
-    groups = _groups_from_column(runs, encoders) or default_groups(encoders, runs)
-    shift["group"] = shift["encoder"].map(groups).fillna("unknown")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        groups = default_groups(encoders, runs)
+    if caught:
+        data.missing["encoder_groups"] = str(caught[0].message)
+    shift["group"] = shift["encoder"].map(groups).astype(object).fillna("unknown")
     data.shift = shift
     try:
         data.shift_test = shift_welch_by_target(shift, groups)

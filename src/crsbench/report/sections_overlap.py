@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from crsbench.core.pretraining import LEVEL_WORDS, load_pretraining
+from crsbench.pretraining import LEVEL_WORDS, load_pretraining
 from crsbench.report.beyond_data import BeyondData
 from crsbench.report.data import ReportData
 from crsbench.report.html import Section, esc, files_html, note_html, table_html

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from crsbench.core.pretraining import PretrainingCatalog, load_pretraining
+from crsbench.pretraining import PretrainingCatalog, load_pretraining
 from crsbench.report.beyond_data import BeyondData
 from crsbench.report.data import ReportData
 from crsbench.report.html import Section, esc, files_html, note_html, table_html

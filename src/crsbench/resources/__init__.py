@@ -7,7 +7,7 @@ One folder per kind of data::
     perturb/      severities_v1.yaml                (crsbench.perturb.load_severities)
     calibration/  recal_v1.yaml                     (crsbench.calibration.load_recal_protocol)
     label_maps/   <dataset>_v<N>.yaml               (crsbench.datasets.labelmap.load_label_map)
-    pretraining/  v1.yaml                           (crsbench.core.pretraining.load_pretraining)
+    pretraining/  v1.yaml                           (crsbench.pretraining.load_pretraining)
     report/       report.css, sortable.js           (crsbench.report.html)
 
 This module imports nothing else of the package, so every layer may read its data here; each

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # encoders and features import torch: loaded when a cell is e
     from crsbench.encoders.base import Encoder
     from crsbench.features import ExtractionResult, ExtractSettings, FeatureArray, FeatureCache
     from crsbench.features.precision import PrecisionDecision
-    from crsbench.features.precision_check import ProbeBatch
+    from crsbench.runs.precision_check import ProbeBatch
     from crsbench.runs.prepare import PreparedDataset
 
 _ENCODERS: dict[tuple[str, str, int | None, str], Encoder] = {}
@@ -66,7 +66,9 @@ def run_working_size(cfg: BenchmarkConfig) -> int:
     return working_size(sizes, cfg.perturbations.working_size, key="perturbations.working_size")
 
 
-def encoder_revision(encoder: Encoder, precision: str | None = None, *, random: bool = False) -> str:
+def encoder_revision(
+    encoder: Encoder, precision: str | None = None, *, random: bool = False
+) -> str:
     """Provenance string of an encoder: source revision, weights hash and, for extracted
     features, the resolved precision (``fp32``/``bf16``) they were computed in. ``random``
     (an entry with ``weights: random``) puts :data:`~crsbench.core.dryrun.RANDOM_WEIGHTS_TAG`
@@ -85,7 +87,7 @@ def probe_batch(
     """The bf16 check's labelled batch: the first ``n_images`` rows of the training split
     followed by the validation split, under the cell's conditions at the run's working size
     (None without labels)."""
-    from crsbench.features.precision_check import ProbeBatch
+    from crsbench.runs.precision_check import ProbeBatch
 
     ds, sp = prep.dataset, prep.splits
     if sp is None:
@@ -111,7 +113,7 @@ def resolve_cell_precision(
 ) -> PrecisionDecision:
     """The :class:`~crsbench.features.precision.PrecisionDecision` of this cell's encoder."""
     from crsbench.features.precision import PrecisionCheck
-    from crsbench.features.precision_check import decide_precision
+    from crsbench.runs.precision_check import decide_precision
 
     check = PrecisionCheck.from_overrides(cfg.precision_check.model_dump())
     batch = (

@@ -24,6 +24,7 @@ from crsbench.runs.prediction_keeper import pop_predictions
 from crsbench.runs.prepare import PreparedDataset, prepare_datasets
 from crsbench.runs.rows import Provenance, to_records
 from crsbench.store import LAST_RUN_FILE, ResultsStore
+from crsbench.store.cards import CardFacts
 from crsbench.store.predictions import prediction_batch
 from crsbench.store.reliability import rebuild_reliability_table
 
@@ -261,6 +262,16 @@ def _lora_stage(run: _Run, store: ResultsStore) -> None:
                                   progress=run.opts.progress)  # fmt: skip
 
 
+def card_facts(cfg: BenchmarkConfig, prepared: Mapping[str, PreparedDataset]) -> CardFacts:
+    """What the analyses read from the cards, for the store: each encoder's family group (its
+    card) and each prepared dataset's label names in output order."""
+    from crsbench.encoders import get_card
+
+    groups = {e.name: get_card(e.name).family_group for e in cfg.encoders}
+    labels = {name: tuple(p.dataset.label_names) for name, p in prepared.items()}
+    return CardFacts(groups, labels)
+
+
 def _aggregate_and_export(store: ResultsStore, out: Path) -> None:
     store.aggregate()
     rebuild_reliability_table(store.con)
@@ -301,6 +312,7 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
     with ResultsStore(out, h, config_json=cfg_json, force_new=opts.force_new) as store:
         if store.moved_aside:
             opts.emit("moved", {"moved": [(str(a), str(b)) for a, b in store.moved_aside]})
+        store.record_cards(card_facts(cfg, run.prepared))
         todo, done_before = _split_done(cells, store.done_keys(), h)
         n_total = _announce_plan(run, cells, done_before, len(skipped), modalities)
         _frozen_stage(run, store, todo)

@@ -8,7 +8,8 @@ Public API
   :func:`crsbench.store.load_runs`) to axes.
 - :func:`score_cells`, :func:`score_runs`, :func:`aggregate_by_encoder`, :func:`per_domain`.
 - :func:`load_anchors`, :func:`freeze_anchors`, :class:`Anchors`: versioned anchors.
-- :func:`build_leaderboard`, :func:`write_tables`.
+- The leaderboard (axes, CRS with its bootstrap tier, overlap flags) sits above the analyses:
+  :func:`crsbench.report.leaderboard.build_leaderboard`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from crsbench.scoring.anchors import (
 from crsbench.scoring.axes import axes_from_runs, seed_means
 from crsbench.scoring.crs import RULES, crs_components, crs_table, score_array
 from crsbench.scoring.dominance import DominanceCounter, cohort_dominance, dominance_share
-from crsbench.scoring.leaderboard import build_leaderboard, write_tables
 
 __all__ = [
     "AXES",
@@ -38,7 +38,6 @@ __all__ = [
     "DominanceCounter",
     "aggregate_by_encoder",
     "axes_from_runs",
-    "build_leaderboard",
     "cohort_dominance",
     "crs_components",
     "crs_table",
@@ -52,5 +51,4 @@ __all__ = [
     "score_cells",
     "score_runs",
     "seed_means",
-    "write_tables",
 ]

@@ -1,7 +1,7 @@
 """Pretraining-contamination flags of the results, and the shift analyses without them.
 
 A cell (encoder, dataset) is *flagged* when the encoder's pretraining data may include the
-dataset (:mod:`crsbench.core.pretraining`: level ``trained_on`` or ``possible``). A shift
+dataset (:mod:`crsbench.pretraining`: level ``trained_on`` or ``possible``). A shift
 result (encoder, source → target) is flagged when its source cell or its target is: the probe
 is fitted on the source and the AUROC measured on the target, so either may be inflated. The
 Welch test and the external-validity correlations are then recomputed without the flagged
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from crsbench.core.pretraining import LEVEL_WORDS, PretrainingCatalog, load_pretraining
+from crsbench.pretraining import LEVEL_WORDS, PretrainingCatalog, load_pretraining
 from crsbench.scoring.anchors import Anchors
 from crsbench.stats.shift import (
     default_groups,

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from crsbench.stats.patient_bootstrap import CellPredictions, _per_seed, _weights
+from crsbench.stats.cell_predictions import CellPredictions
+from crsbench.stats.patient_bootstrap import _per_seed, _weights
 from crsbench.stats.resample import (
     DEFAULT_REPLICATES,
     SEED_STREAM,

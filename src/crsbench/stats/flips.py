@@ -14,8 +14,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from crsbench.stats.cell_predictions import CellPredictions
 from crsbench.stats.operating_points import DEFAULT_TARGET_SENSITIVITY, validation_thresholds
-from crsbench.stats.patient_bootstrap import CellPredictions
 from crsbench.stats.weighted_metrics import weighted_macro_auroc
 
 

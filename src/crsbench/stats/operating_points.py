@@ -16,13 +16,21 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 import pandas as pd
 
-from crsbench.stats.label_names import label_names
-from crsbench.stats.patient_bootstrap import CellPredictions, EvalSplit
+from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 
 DEFAULT_TARGET_SENSITIVITY = 0.90
 DEFAULT_TARGET_SPECIFICITY = 0.90
 #: Largest sensitivity lost under shift with which an operating point is still "kept".
 DEFAULT_TOLERANCE = 0.05
+
+
+def output_names(names: tuple[str, ...], n_outputs: int) -> list[str]:
+    """The ``n_outputs`` label names in column order: ``names`` (a cell's label names, as its
+    store records them) when it has exactly that many, else ``output 0`` ... (a store that
+    does not record them), so a table never shows a bare index."""
+    if len(names) == n_outputs:
+        return list(names)
+    return [f"output {j}" for j in range(n_outputs)]
 
 
 def threshold_for_sensitivity(y: np.ndarray, score: np.ndarray, target: float) -> float:
@@ -96,7 +104,7 @@ def _eval_sets(cell: CellPredictions) -> list[tuple[str, EvalSplit, np.ndarray]]
 
 def _cell_rows(cell: CellPredictions, kind: str, target: float) -> list[dict]:
     thr = validation_thresholds(cell, kind, target)
-    names = label_names(cell.dataset, thr.shape[-1])
+    names = output_names(cell.label_names, thr.shape[-1])
     rows = []
     for where, split, prob in _eval_sets(cell):
         per = {}

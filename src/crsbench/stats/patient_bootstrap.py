@@ -14,7 +14,7 @@ anchors exactly as the point estimate is, and summarised as the seed-only bootst
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -30,6 +30,7 @@ from crsbench.stats.bootstrap import (
     replicate_scores,
 )
 from crsbench.stats.cell_pool import map_cells, pool_size
+from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.intervals import basic_interval, basic_rank_intervals, ece_interval
 from crsbench.stats.resample import (
     DEFAULT_REPLICATES,
@@ -52,69 +53,6 @@ INTERVAL_METHODS: dict[str, str] = {"test-patients": TEST_PATIENTS_X_SEEDS, "see
 #: Replicates evaluated at once (memory ~ chunk × the patients of the largest test split;
 #: each score column is sorted once per chunk).
 DEFAULT_CHUNK = 1_000
-
-
-@dataclass(frozen=True)
-class EvalSplit:
-    """The rows one prediction is evaluated on: whose patients, which patient each row is,
-    and the targets (class indices, or an ``(n, L)`` 0/1/NaN matrix); read from a store, also
-    the image ids and the subgroup attributes stored with them (attribute → ``(n,)`` str)."""
-
-    dataset: str
-    groups: np.ndarray
-    y: np.ndarray
-    image_ids: np.ndarray | None = None
-    metadata: Mapping[str, np.ndarray] = field(default_factory=dict)
-
-    @property
-    def n_patients(self) -> int:
-        """Distinct patients (groups) of the split."""
-        return int(len(np.unique(np.asarray(self.groups).astype(str))))
-
-
-@dataclass(frozen=True)
-class CellPredictions:
-    """Test-set probabilities of one cell's main-protocol rows.
-
-    Every probability array is ``(n, K)`` when it does not vary over seeds (the full-label
-    logistic fit) or ``(S, n, K)`` with one slice per seed of ``seeds``.
-
-    Attributes
-    ----------
-    clean : array
-        Full-label probabilities on the clean test rows (D, C and the reference of R).
-    fractions : mapping fraction → array
-        Probabilities of the probes fitted on each label fraction < 1 (retention).
-    conditions : mapping (perturbation, severity) → array
-        Full-label probabilities on the same test rows under each robustness condition.
-    shift : (EvalSplit, array) or None
-        The shift target's rows and the full-label probabilities on them.
-    more_shifts : tuple of (EvalSplit, array)
-        Further shift targets inside R (each drop is one more condition).
-    val : (EvalSplit, array) or None
-        The full-label fit's validation rows and probabilities (operating points).
-    extra_shifts : tuple of (EvalSplit, array)
-        Shift targets outside R (e.g. NIH ChestX-ray14): read by the operating-point
-        transfer only, never by the bootstrap.
-    """
-
-    encoder: str
-    dataset: str
-    task: str
-    test: EvalSplit
-    seeds: tuple[int, ...]
-    clean: np.ndarray
-    fractions: Mapping[float, np.ndarray] = field(default_factory=dict)
-    conditions: Mapping[tuple[str, int], np.ndarray] = field(default_factory=dict)
-    shift: tuple[EvalSplit, np.ndarray] | None = None
-    more_shifts: tuple[tuple[EvalSplit, np.ndarray], ...] = ()
-    val: tuple[EvalSplit, np.ndarray] | None = None
-    extra_shifts: tuple[tuple[EvalSplit, np.ndarray], ...] = ()
-
-    @property
-    def shifts(self) -> tuple[tuple[EvalSplit, np.ndarray], ...]:
-        """Every shift target inside R."""
-        return ((self.shift,) if self.shift is not None else ()) + tuple(self.more_shifts)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ general encoders (Welch t-test) per target."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -11,33 +12,35 @@ from scipy import stats as sps
 
 from crsbench.core.shift_labels import compared_labels, source_reference
 from crsbench.protocol import COMPARISON_GROUP
+from crsbench.store.cards import ENCODER_GROUP_COLUMN, NO_CARDS_NOTE
 from crsbench.store.reader import select_runs
 
 
-def _card_group(name: str) -> str | None:
-    """The group of a registered encoder's card (None for a name the registry lacks)."""
-    from crsbench.encoders import ENCODERS
-
-    if name not in ENCODERS:
-        return None
-    return COMPARISON_GROUP.get(ENCODERS.get(name).card.family_group)
-
-
 def default_groups(encoders: Iterable[str], runs: pd.DataFrame | None = None) -> dict[str, str]:
-    """``general`` / ``medical`` per encoder: from the encoder registry's cards, else from an
-    ``encoder_group`` column of ``runs``; encoders found in neither are left out."""
-    fallback: dict[str, str] = {}
-    if runs is not None and "encoder_group" in runs:
-        pairs = runs[["encoder", "encoder_group"]].dropna().drop_duplicates()
-        fallback = {
-            e: COMPARISON_GROUP.get(g, g)
-            for e, g in zip(pairs["encoder"], pairs["encoder_group"], strict=True)
-        }
-    out = {}
-    for name in encoders:
-        group = _card_group(name) or fallback.get(name)
-        if group is not None:
-            out[name] = group
+    """``general`` / ``medical`` per encoder, from the ``encoder_group`` column of ``runs``
+    (the family group of each encoder's card, recorded in the store by the pipeline and added
+    by :func:`crsbench.store.load_runs`).
+
+    Encoders without a group are left out, with a warning that names them (a store written
+    before the groups were recorded has no such column: :data:`crsbench.store.cards.NO_CARDS_NOTE`).
+    """
+    names = list(encoders)
+    found: dict[str, str] = {}
+    if runs is not None and ENCODER_GROUP_COLUMN in runs:
+        pairs = runs[["encoder", ENCODER_GROUP_COLUMN]].dropna().drop_duplicates("encoder")
+        found = dict(zip(pairs["encoder"], pairs[ENCODER_GROUP_COLUMN], strict=True))
+    out = {n: COMPARISON_GROUP.get(found[n], found[n]) for n in names if n in found}
+    missing = [n for n in names if n not in out]
+    if missing:
+        why = (
+            NO_CARDS_NOTE
+            if runs is None or ENCODER_GROUP_COLUMN not in runs
+            else ("their family group is not recorded in the store")
+        )
+        warnings.warn(
+            f"encoders {missing} are left out of the medical-vs-general comparison: {why}.",
+            UserWarning, stacklevel=2,
+        )  # fmt: skip
     return out
 
 

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from crsbench.protocol import CLEAN, PAPER_CONDITIONS, PAPER_SHIFTS, RETENTION_FRACTIONS, SHIFT
-from crsbench.stats.patient_bootstrap import CellPredictions, EvalSplit
+from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
+from crsbench.store.cards import CARDS_TABLE, CardFacts
 from crsbench.store.files import STORE_FILE
 from crsbench.store.prediction_layout import (
     BLOBS_TABLE,
@@ -47,6 +48,7 @@ _NEEDS = {name: ("runs", *PREDICTION_TABLES) for name in _QUERIES}
 _QUERIES["meta"] = (f"SELECT * FROM {SPLIT_META_TABLE} "
                     f"WHERE split_key IN (SELECT p.split_key {_MAIN})")  # fmt: skip
 _NEEDS["meta"] = (*_NEEDS["rows"], SPLIT_META_TABLE)
+_QUERIES[CARDS_TABLE] = f"SELECT * FROM {CARDS_TABLE}"
 
 
 @dataclass
@@ -204,6 +206,7 @@ def load_store_predictions(
     index, val_index = _index(rows), _index(rows, VAL_SPLIT)
     targets, extra = _paper_targets(rows), _paper_targets(rows, paper=False)
     seed_list = sorted(int(s) for s in seeds)
+    labels = CardFacts.from_table(found[CARDS_TABLE]).label_names if CARDS_TABLE in found else {}
     out = StorePredictions(available=True)
     for enc, ds in cells:
         got = _cell(enc, ds, seed_list, index, blobs, targets, val_index)
@@ -211,5 +214,7 @@ def load_store_predictions(
             out.missing[f"{enc}/{ds}"] = got
         else:
             more = _extra_shifts(enc, ds, seed_list, index, blobs, extra)
-            out.cells[(enc, ds)] = dataclasses.replace(got, extra_shifts=more) if more else got
+            out.cells[(enc, ds)] = dataclasses.replace(
+                got, extra_shifts=more, label_names=tuple(labels.get(ds, ()))
+            )
     return out

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from crsbench.stats.patient_bootstrap import CellPredictions, EvalSplit
+from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.resample import replicate_ids, row_weights
 from crsbench.stats.weighted_metrics import weighted_ece, weighted_macro_auroc
 

@@ -20,6 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from crsbench.store.cards import CardFacts
     from crsbench.store.columns import (
         GROUP_COLUMNS,
         IDENTITY_COLUMNS,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from crsbench.store.lock import StoreLock, StoreLockWarning, check_local_filesystem
     from crsbench.store.reader import (
         load_runs,
+        read_card_facts,
         read_meta,
         read_queries,
         read_reliability,
@@ -51,10 +53,11 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("LAST_RUN_FILE", "STORE_FILE"), "files"),
     **dict.fromkeys(("StoreLock", "StoreLockWarning", "check_local_filesystem"), "lock"),
     **dict.fromkeys(
-        ("load_runs", "read_meta", "read_queries", "read_reliability", "read_tables",
+        ("load_runs", "read_card_facts", "read_meta", "read_queries", "read_reliability", "read_tables",
          "select_runs", "skipped_cells"), "reader"),
     **dict.fromkeys(("RunIdentity", "RunRecord", "make_run_key"), "records"),
     "ResultsStore": "writer",
+    "CardFacts": "cards",
 }  # fmt: skip
 
 
@@ -72,6 +75,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "CardFacts",
     "GROUP_COLUMNS",
     "IDENTITY_COLUMNS",
     "LAST_RUN_FILE",
@@ -88,6 +92,7 @@ __all__ = [
     "check_local_filesystem",
     "load_runs",
     "make_run_key",
+    "read_card_facts",
     "read_meta",
     "read_queries",
     "read_reliability",

@@ -3,7 +3,8 @@
 Scoring, the analyses, the report and the cohort profile read a store only through this
 module: :func:`read_tables` / :func:`read_queries` (read-only connection; a missing, locked or
 damaged file is always reported the same way), :func:`load_runs` (table ``runs``, checked),
-:func:`read_meta`, :func:`read_reliability` and :func:`skipped_cells`. :func:`select_runs`
+:func:`read_meta`, :func:`read_card_facts`, :func:`read_reliability` and
+:func:`skipped_cells`. :func:`select_runs`
 keeps the rows of one slice of the protocol; its defaults are the main protocol's clean,
 full-label rows (frozen regime, logistic probe, last layer, no recalibration, each dataset
 scored on itself: ``docs/protocol.md``, "Scoring").
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import DataError, StoreError
+from crsbench.store.cards import CARDS_TABLE, CardFacts, attach_encoder_groups
 from crsbench.store.columns import IDENTITY_COLUMNS, RELIABILITY_COLUMNS, RELIABILITY_TABLE
 from crsbench.store.files import LAST_RUN_FILE, STORE_FILE, damaged_store, locked_store
 
@@ -79,7 +81,8 @@ def read_queries(
 
 
 def load_runs(store_dir: str | Path) -> pd.DataFrame:
-    """Table ``runs`` of ``store_dir``'s store, read-only, its columns checked.
+    """Table ``runs`` of ``store_dir``'s store, read-only, its columns checked, with an
+    ``encoder_group`` column from the store's card facts when it has them.
 
     Raises
     ------
@@ -89,10 +92,18 @@ def load_runs(store_dir: str | Path) -> pd.DataFrame:
         A column of :data:`REQUIRED_COLUMNS` is missing.
     """
     path = Path(store_dir) / STORE_FILE
-    found = read_tables(path, ("runs",))
+    found = read_tables(path, ("runs", CARDS_TABLE))
     if "runs" not in found:
         raise StoreError(f"results store {path} must have a table 'runs'. It has none.")
-    return check_runs(found["runs"], str(path))
+    facts = CardFacts.from_table(found[CARDS_TABLE]) if CARDS_TABLE in found else None
+    return attach_encoder_groups(check_runs(found["runs"], str(path)), facts)
+
+
+def read_card_facts(store_dir: str | Path) -> CardFacts | None:
+    """The card facts of ``store_dir``'s store (:mod:`crsbench.store.cards`); ``None`` for a
+    store written before they were recorded."""
+    found = read_tables(Path(store_dir) / STORE_FILE, (CARDS_TABLE,))
+    return CardFacts.from_table(found[CARDS_TABLE]) if CARDS_TABLE in found else None
 
 
 def check_runs(runs: pd.DataFrame, source: str = "runs") -> pd.DataFrame:

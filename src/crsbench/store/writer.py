@@ -21,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from crsbench.core.errors import StoreError
+from crsbench.store.cards import CardFacts, write_card_facts
 from crsbench.store.columns import (
     GROUP_COLUMNS,
     METRIC_COLUMNS,
@@ -207,6 +208,12 @@ class ResultsStore:
 
     def _transaction(self) -> Transaction:
         return Transaction(self.con, self.path)
+
+    def record_cards(self, facts: CardFacts) -> None:
+        """Record the encoders' family groups and datasets' label names (table ``cards``)."""
+        self._writable()
+        with self._transaction():
+            write_card_facts(self.con, facts)
 
     def append(
         self, records: Sequence[RunRecord], predictions: PredictionBatch | None = None

@@ -21,7 +21,7 @@ from scipy.stats import norm
 from crsbench.metrics import expected_calibration_error
 from crsbench.protocol import PAPER_CONDITIONS, PAPER_SHIFTS, RETENTION_FRACTIONS
 from crsbench.scoring.anchors import AXES, load_anchors
-from crsbench.stats.patient_bootstrap import CellPredictions, EvalSplit
+from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 
 PREVALENCE = 0.3
 RHO = 0.3  # share of score variance shared by a patient's images

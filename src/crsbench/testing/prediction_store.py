@@ -11,6 +11,7 @@ a hand-worked value holds for the table.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from crsbench.store.files import STORE_FILE
 from crsbench.store.prediction_layout import EVAL_SPLIT, SHIFT_SPLIT, VAL_SPLIT
 from crsbench.store.predictions import SplitRows, prediction_batch
 from crsbench.store.records import make_run_key
-from crsbench.testing.simulated_store import SIMULATED_CONFIG_HASH, simulate_runs
+from crsbench.testing.simulated_store import SIMULATED_CONFIG_HASH, simulate_runs, split_card_facts
 
 DATASET, TARGET, EXTRA_TARGET = "chexpert", "mimic_cxr", "nih_cxr14"
 N_LABELS = 14
@@ -99,9 +100,14 @@ def write_prediction_store(store_dir: str | Path, cells: Mapping[str, PlantedCel
     for row in df.itertuples(index=False):
         keys.append(make_run_key(row._asdict(), SIMULATED_CONFIG_HASH))
         preds.append(_predictions(row, cells[row.encoder], splits))
+    from crsbench.datasets.chexpert import CHEXPERT_LABELS
+
+    frame, facts = split_card_facts(df)
+    facts = dataclasses.replace(facts, label_names={DATASET: CHEXPERT_LABELS})
     with ResultsStore(store_dir, SIMULATED_CONFIG_HASH, config_json='{"simulated": true}') as st:
-        st.append_frame(df, prediction_batch(keys, preds))
+        st.append_frame(frame, prediction_batch(keys, preds))
         st.aggregate()
+        st.record_cards(facts)
     return Path(store_dir) / STORE_FILE
 
 

@@ -29,6 +29,7 @@ from crsbench.protocol import (
     RECALIBRATORS,
     SEVERITIES,
 )
+from crsbench.store.cards import ENCODER_GROUP_COLUMN, CardFacts
 from crsbench.store.columns import IDENTITY_COLUMNS, METRIC_COLUMNS, SCHEMA_VERSION
 from crsbench.store.files import STORE_FILE
 
@@ -139,7 +140,18 @@ def simulate_runs(
                     rows += seed_rows
                     if ds in SHIFT_TARGET:
                         rows += _extra_shift_rows(seed_rows, extra_shift_targets)
-    return _add_provenance(pd.DataFrame(rows), rng)
+    return _with_groups(_add_provenance(pd.DataFrame(rows), rng))
+
+
+def _with_groups(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with the ``encoder_group`` column :func:`crsbench.store.load_runs` adds: each
+    registered encoder's card group (None for a name the registry lacks)."""
+    from crsbench.encoders import ENCODERS, get_card
+
+    names = set(ENCODERS.names())
+    groups = {n: get_card(n).family_group for n in df["encoder"].unique() if n in names}
+    df[ENCODER_GROUP_COLUMN] = df["encoder"].map(groups)
+    return df
 
 
 def _metrics(auc: float, ece: float, rng: np.random.Generator) -> dict:
@@ -247,7 +259,8 @@ def write_store(df: pd.DataFrame, store_dir: str | Path, config: dict | None = N
     """Write run rows into a new results store through the store's own writer.
 
     ``df`` is appended with :meth:`ResultsStore.append_frame` (validated, ``run_key`` filled)
-    and the ``metrics`` table is rebuilt with :meth:`ResultsStore.aggregate`. ``config`` (a
+    and the ``metrics`` table is rebuilt with :meth:`ResultsStore.aggregate`; an
+    ``encoder_group`` column goes to the store's card facts (:mod:`crsbench.store.cards`). ``config`` (a
     mapping) is stored as the ``meta`` table's config text.
 
     Returns
@@ -271,7 +284,19 @@ def write_store(df: pd.DataFrame, store_dir: str | Path, config: dict | None = N
         raise StoreError(f"simulated rows must share one config_hash. Got {sorted(hashes)}.")
     config_hash = hashes.pop()
     config_json = json.dumps(config if config is not None else {"simulated": True})
+    frame, facts = split_card_facts(df.drop(columns=["run_key"], errors="ignore"))
     with ResultsStore(store_dir, config_hash, config_json=config_json) as store:
-        store.append_frame(df.drop(columns=["run_key"], errors="ignore"))
+        store.append_frame(frame)
         store.aggregate()
+        store.record_cards(facts)
     return path
+
+
+def split_card_facts(df: pd.DataFrame) -> tuple[pd.DataFrame, CardFacts]:
+    """Simulated rows without their ``encoder_group`` column, and that column as the card
+    facts the store records (:meth:`ResultsStore.record_cards`)."""
+    if ENCODER_GROUP_COLUMN not in df:
+        return df, CardFacts()
+    pairs = df[["encoder", ENCODER_GROUP_COLUMN]].dropna().drop_duplicates("encoder")
+    groups = dict(zip(pairs["encoder"], pairs[ENCODER_GROUP_COLUMN], strict=True))
+    return df.drop(columns=[ENCODER_GROUP_COLUMN]), CardFacts(groups)

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from crsbench.config import (
-    SHIFT_ROWS,
     BenchmarkConfig,
     load_packaged_config,
     parse_config,
 )
 from crsbench.core.errors import ConfigError
+from crsbench.protocol import SHIFT_ROWS
 
 BASE = {
     "encoders": ["pixel", "random_cnn", "random_vit"],

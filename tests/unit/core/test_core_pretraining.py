@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from crsbench.core.errors import ConfigError
-from crsbench.core.pretraining import (
+from crsbench.pretraining import (
     LEVELS,
     catalog_from_dict,
     load_pretraining,

@@ -11,13 +11,13 @@ from scipy.spatial.distance import cosine as scipy_cosine_distance
 
 from crsbench.core.errors import ConfigError
 from crsbench.features import FeatureCache
-from crsbench.features import precision_check as pc
 from crsbench.features.precision import (
     MAX_AUROC_DELTA,
     MIN_ROW_COSINE,
     PrecisionCheck,
     decide,
 )
+from crsbench.runs import precision_check as pc
 
 
 def _pool_encoder(doubles):

@@ -15,9 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 from crsbench.cli import app
+from crsbench.report.leaderboard import build_leaderboard
 from crsbench.report.verdict import write_verdict
 from crsbench.report.verdict_data import N_REPLICATES, ONE_SEED_NOTE, compute_verdict
-from crsbench.scoring import axes_from_runs, build_leaderboard, load_anchors
+from crsbench.scoring import axes_from_runs, load_anchors
 from crsbench.stats import paired_seed_bootstrap
 from crsbench.store import load_runs
 from crsbench.testing import simulate_runs, write_store

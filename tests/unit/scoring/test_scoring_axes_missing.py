@@ -14,10 +14,10 @@ import pytest
 
 from crsbench.core.errors import ConfigError, DataError
 from crsbench.protocol import PAPER_CONDITIONS, PAPER_PERTURBATIONS
+from crsbench.report.leaderboard import build_leaderboard
 from crsbench.scoring import (
     aggregate_by_encoder,
     axes_from_runs,
-    build_leaderboard,
     load_anchors,
     score_cells,
     seed_means,

@@ -103,7 +103,8 @@ def test_pairing_holds_across_processes(tmp_path):
 _CELL_CHILD = """
 import sys, numpy as np
 from dataclasses import replace
-from crsbench.stats.patient_bootstrap import EvalSplit, cell_replicate_axes
+from crsbench.stats.cell_predictions import EvalSplit
+from crsbench.stats.patient_bootstrap import cell_replicate_axes
 from crsbench.testing.planted import draw_world, planted_parameters
 rng = np.random.default_rng(7)
 params = planted_parameters(2, ("isic2019",), rng)

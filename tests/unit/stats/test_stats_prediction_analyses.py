@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.flips import flip_share, prediction_flips
 from crsbench.stats.operating_points import (
     operating_point_transfer,
@@ -14,7 +15,6 @@ from crsbench.stats.operating_points import (
     threshold_for_sensitivity,
     threshold_for_specificity,
 )
-from crsbench.stats.patient_bootstrap import CellPredictions, EvalSplit
 from crsbench.stats.subgroups import TOO_SMALL, age_band, subgroup_analysis
 
 

@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from crsbench.core.errors import ConfigError
-from crsbench.scoring import axes_from_runs, build_leaderboard
+from crsbench.report.leaderboard import build_leaderboard
+from crsbench.scoring import axes_from_runs
 from crsbench.stats.bootstrap import paired_seed_bootstrap
 from crsbench.stats.uncertainty import crs_uncertainty, indistinguishable_sentences
 from crsbench.store import load_runs

@@ -25,11 +25,11 @@ from pathlib import Path
 import yaml
 
 from crsbench.core.errors import ConfigError
+from crsbench.protocol import PRETRAINING_VERSION
 from crsbench.resources import resource_file, resource_label
 
 LEVELS: tuple[str, ...] = ("trained_on", "possible", "none_known", "unknown")
 FLAGGED_LEVELS: frozenset[str] = frozenset({"trained_on", "possible"})
-CURRENT_VERSION = "v1"
 #: How a level reads in a table or sentence.
 LEVEL_WORDS = {"trained_on": "trained on", "possible": "possible overlap",
                "none_known": "none known", "unknown": "unknown"}  # fmt: skip
@@ -183,7 +183,7 @@ def load_pretraining(source: str | Path | PretrainingCatalog | None = None) -> P
     """
     if isinstance(source, PretrainingCatalog):
         return source
-    source = CURRENT_VERSION if source is None else source
+    source = PRETRAINING_VERSION if source is None else source
     path = Path(source)
     if not path.suffix and not path.exists():
         res = resource_file("pretraining", f"{source}.yaml")

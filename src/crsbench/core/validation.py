@@ -1,4 +1,5 @@
-"""Validation of probe inputs: finite features, well-formed targets, matching shapes."""
+"""Validation of array inputs (probes, recalibrators): finite features, well-formed targets,
+matching shapes."""
 
 from __future__ import annotations
 
