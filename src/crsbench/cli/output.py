@@ -136,6 +136,16 @@ def print_table(
     console.print(table)
 
 
+#: ``--jobs`` of ``score``, ``analyze`` and ``report``.
+JOBS_OPTION = typer.Option(
+    None,
+    "--jobs",
+    min=1,
+    help="Worker processes of the test-patient bootstrap (default: every available core "
+    "when the bootstrap is large enough to repay starting them; 1: this process only). "
+    "The numbers do not depend on it.",
+)
+
 #: ``--interval`` of ``score``, ``analyze`` and ``report``.
 INTERVAL_OPTION = typer.Option(
     "test-patients",

@@ -19,6 +19,7 @@ import pandas as pd
 from crsbench.core.errors import ConfigError
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.stats.bootstrap import BootstrapResult, paired_seed_bootstrap
+from crsbench.stats.cell_pool import check_jobs
 from crsbench.stats.patient_bootstrap import (
     INTERVAL_METHODS,
     SEED_ONLY,
@@ -99,6 +100,7 @@ def crs_uncertainty(
     rule: str = "fixed",
     n_replicates: int = DEFAULT_REPLICATES,
     seed: int = 0,
+    n_jobs: int | None = None,
 ) -> Uncertainty:
     """Bootstrap the aggregate-CRS ranking with the method ``interval`` names.
 
@@ -115,8 +117,12 @@ def crs_uncertainty(
         when ``store`` has no predictions for a scored cell.
     n_replicates, seed : int
         Replicates and bootstrap seed.
+    n_jobs : int or None
+        Worker processes of the test-set bootstrap (``None``: every available core when the
+        work repays it; :func:`crsbench.stats.cell_pool.pool_size`). Results do not depend on it.
     """
     check_interval(interval)
+    check_jobs(n_jobs)
     anc = load_anchors(anchors)
 
     def seed_only(note: str = "") -> Uncertainty:
@@ -138,9 +144,9 @@ def crs_uncertainty(
     if found.missing:
         named = "; ".join(f"{k}: {v}" for k, v in list(found.missing.items())[:3])
         return seed_only(_fallback(f"{len(found.missing)} scored cells lack predictions ({named})"))
-    res = patient_seed_bootstrap(
-        [found.cells[c] for c in cells], anc, n_replicates=n_replicates, seed=seed, rule=rule
-    )
+    chosen = [found.cells[c] for c in cells]
+    res = patient_seed_bootstrap(chosen, anc, n_replicates=n_replicates, seed=seed, rule=rule,
+                                 n_jobs=n_jobs)  # fmt: skip
     return Uncertainty(TEST_PATIENTS_X_SEEDS, res, n_replicates, "", dict(res.n_patients))
 
 
