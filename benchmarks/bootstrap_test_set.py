@@ -4,27 +4,35 @@
    weightings (one sort per label, replicates as matrix work) against a plain loop of
    ``sklearn.metrics.roc_auc_score`` on the same resampled rows (fewer replicates, linear
    extrapolation, said in the output).
-2. Projection: the measured time of one full cell (clean, 15 conditions, 4 fractions × 5 seeds,
-   a shift target; one chunk of replicates as the bootstrap evaluates them) per (replicate ×
-   image × label × prediction), measured at 3,000 and at 30,000 test images, scaled to the
-   paper grid at paper-size test sets (the 30,000-image figure for CheXpert), at 2,000
-   replicates.
+2. Projection, measured: the time of full cells (clean, 15 conditions, 4 fractions × 5
+   seeds, a shift target; one chunk of replicates as the bootstrap evaluates them, axes and
+   the shrunk-world ECE) per (replicate × image × label × prediction): one cell of 3,000
+   test images, and a batch of 2 × (available cores) cells of 30,000 images computed one
+   after another and then in a process pool of every available core, side by side. The
+   sequential per-element times scale to the paper grid at paper-size test sets at 2,000
+   replicates (the 30,000-image figure for CheXpert); the pool's projection is that times
+   the batch's measured pool / sequential time ratio (its parallel efficiency printed).
 """
 
 from __future__ import annotations
 
+import os
+import resource
 import time
+from functools import partial
 
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from crsbench.protocol import PAPER_CONDITIONS
+from crsbench.stats.cell_pool import available_cores, map_cells
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.patient_bootstrap import (
     DEFAULT_CHUNK,
-    cell_replicate_axes,
+    bootstrap_view,
+    cell_replicates,
 )
-from crsbench.stats.resample import row_weights
+from crsbench.stats.resample import SEED_STREAM, resample_counts_for, row_weights
 from crsbench.stats.weighted_metrics import weighted_macro_auroc
 
 LABELS = 14
@@ -57,42 +65,102 @@ def speed(n: int, n_rep: int, n_loop: int) -> tuple[float, float, float]:
     return t_vec, t_loop, t_loop / t_vec
 
 
-def per_element_time(n: int, n_rep: int) -> float:
-    """Seconds per (replicate × image × label × prediction) of one full cell."""
+def _cell(n: int, dataset: str = "chexpert") -> CellPredictions:
+    """A paper-size cell: clean, 4 fractions × 5 seeds, the 15 conditions, a shift target."""
     rng = np.random.default_rng(1)
     groups, y, p = _data(n, rng)
-    seeds = tuple(range(5))
-    cell = CellPredictions(
-        "enc", "chexpert", "multilabel", EvalSplit("chexpert", groups, y), seeds, p,
-        {f: np.stack([p] * 5) for f in (0.01, 0.05, 0.1, 0.25)},
-        dict.fromkeys(PAPER_CONDITIONS, p), (EvalSplit("mimic_cxr", groups, y), p),
+    fractions = {f: np.stack([p] * 5) for f in (0.01, 0.05, 0.1, 0.25)}
+    return CellPredictions(
+        "enc", dataset, "multilabel", EvalSplit(dataset, groups, y), tuple(range(5)), p,
+        fractions, dict.fromkeys(PAPER_CONDITIONS, p), (EvalSplit("mimic_cxr", groups, y), p),
     )  # fmt: skip
+
+
+def _elements(n: int, n_rep: int) -> int:
+    """(replicate × image × label × prediction) elements of one cell of ``n`` test images."""
+    return n_rep * n * LABELS * (EVALS_PER_CELL + 1)
+
+
+def _work(n_rep: int):
+    ids = np.arange(n_rep)
+    return partial(cell_replicates, replicates=ids, seed_counts=resample_counts_for(
+        SEED_STREAM, 5, ids), seed=0, chunk=n_rep)  # fmt: skip
+
+
+def per_element_time(n: int, n_rep: int) -> float:
+    """Seconds per element of one full cell's share of the bootstrap (:func:`cell_replicates`:
+    axes and the shrunk-world ECE, one chunk of ``n_rep`` replicates), in this process."""
     t0 = time.perf_counter()
-    cell_replicate_axes(cell, range(n_rep))
-    elapsed = time.perf_counter() - t0
-    return elapsed / (n_rep * n * LABELS * (EVALS_PER_CELL + 1))
+    _work(n_rep)(_cell(n))
+    return (time.perf_counter() - t0) / _elements(n, n_rep)
+
+
+def _children_cpu_s() -> float:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def batch_times(n: int, n_rep: int, n_cells: int, jobs: int) -> tuple[float, float, float, float]:
+    """Wall-clock and CPU seconds of ``n_cells`` cells of ``n`` images computed one after
+    another in this process and in a pool of ``jobs`` processes (as
+    :func:`patient_seed_bootstrap` does; pool start and sending the cells included; the pool's
+    CPU is its workers'); checks both give the same numbers."""
+    cells = [bootstrap_view(_cell(n, f"chexpert{i}")) for i in range(n_cells)]
+    work = _work(n_rep)
+    t0, c0 = time.perf_counter(), time.process_time()
+    seq = map_cells(work, cells, 1)
+    t_seq, cpu_seq = time.perf_counter() - t0, time.process_time() - c0
+    t0, c0 = time.perf_counter(), _children_cpu_s()
+    par = map_cells(work, cells, jobs)
+    t_par, cpu_par = time.perf_counter() - t0, _children_cpu_s() - c0
+    for (a, e), (b, f) in zip(seq, par, strict=True):
+        assert np.array_equal(a, b, equal_nan=True) and np.array_equal(e, f, equal_nan=True)
+    return t_seq, t_par, cpu_seq, cpu_par
+
+
+def grid_minutes(per_small: float, per_large: float) -> float:
+    """The paper grid at 2,000 replicates, in minutes, from per-element times."""
+    total = 0.0
+    for ds, e, n_img, k in PAPER_GRID:
+        per = per_large if n_img >= 10_000 else per_small
+        total += per * e * n_img * k * (EVALS_PER_CELL + (ds == "chexpert")) * 2_000
+    return total / 60
 
 
 def main(quick: bool = False) -> None:
     n, n_rep, n_loop = (1_000, 100, 5) if quick else (5_000, 500, 20)
     t_vec, t_loop, ratio = speed(n, n_rep, n_loop)
-    sizes = (1_000, 1_000) if quick else (3_000, 30_000)
+    small, large = (1_000, 2_000) if quick else (3_000, 30_000)
     chunk = 20 if quick else DEFAULT_CHUNK
-    per_small, per_large = (per_element_time(m, chunk) for m in sizes)
-    projected = 0.0
-    for ds, e, n_img, k in PAPER_GRID:
-        per = per_large if n_img >= 10_000 else per_small
-        projected += per * e * n_img * k * (EVALS_PER_CELL + (ds == "chexpert")) * 2_000
+    jobs = available_cores()
+    n_cells = 2 * jobs
+    per_small = per_element_time(small, chunk)
+    t_seq, t_par, cpu_seq, cpu_par = batch_times(large, chunk, n_cells, jobs)
+    per_large = t_seq / (n_cells * _elements(large, chunk))
+    seq_min = grid_minutes(per_small, per_large)
+    pool_min = seq_min * t_par / t_seq
     print(f"test_images={n} labels={LABELS} replicates={n_rep}")
     print(f"vectorised_s={t_vec:.3f}")
     print(f"sklearn_loop_s_extrapolated={t_loop:.1f}  (loop timed on {n_loop} replicates)")
-    for m, per in zip(sizes, (per_small, per_large), strict=True):
-        print(f"cell_s_per_element_{m}={per:.3e}  (replicate x image x label x prediction; "
-              f"{m} test images, one chunk of {chunk} replicates)")  # fmt: skip
+    print(f"cell_s_per_element_{small}={per_small:.3e}  (replicate x image x label x "
+          f"prediction; one cell, one chunk of {chunk} replicates, this process)")  # fmt: skip
+    print(f"batch={n_cells} cells x {large} images x {LABELS} labels, one chunk of {chunk} "
+          f"replicates each")  # fmt: skip
+    print(f"batch_sequential_s={t_seq:.1f}  (s/element {per_large:.3e})")
+    print(f"batch_pool_s={t_par:.1f}  ({jobs} processes, os.sched_getaffinity; pool start and "
+          "sending the cells included; same numbers checked)")  # fmt: skip
+    print(f"batch_cpu_s sequential={cpu_seq:.1f} pool_workers={cpu_par:.1f}  (CPU the pool's "
+          "work took; wall above it is waiting for a core)")  # fmt: skip
+    print(f"load_average={' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"parallel_speedup={t_seq / t_par:.2f} parallel_efficiency={t_seq / t_par / jobs:.2f}")
     grid = "; ".join(f"{d}: {e} enc x {m} img x {k} labels" for d, e, m, k in PAPER_GRID)
     print(f"paper_grid={grid}")
     print(
-        f"paper_grid_projection_min={projected / 60:.1f}  (2,000 replicates, one process; "
-        f"per-element time of {sizes[1]} images for test sets >= 10,000, else {sizes[0]})"
+        f"paper_grid_projection_sequential_min={seq_min:.1f}  (2,000 replicates, one process; "
+        f"s/element of the {large}-image batch for test sets >= 10,000, else of {small})"
+    )
+    print(
+        f"paper_grid_projection_pool_min={pool_min:.1f}  ({jobs} processes: the sequential "
+        "projection x the batch's measured pool/sequential time ratio)"
     )
     print(f"speedup={ratio:.1f}")

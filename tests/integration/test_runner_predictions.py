@@ -159,6 +159,25 @@ def test_store_bootstrap_equals_the_engine_on_the_same_inputs(store):
     assert board.attrs["n_patients"] == unc.n_patients and board.attrs["interval_note"] == ""
 
 
+def test_score_with_a_pool_writes_the_leaderboard_of_one_process(store, tmp_path):
+    from typer.testing import CliRunner
+
+    from crsbench.cli import app
+
+    _, out = store
+    boards = {}
+    for jobs in ("1", "2"):
+        args = ["score", "--store", str(out), "--out", str(tmp_path / jobs), "--replicates",
+                "300", "--seed", "3", "--jobs", jobs]  # fmt: skip
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+        boards[jobs] = pd.read_csv(tmp_path / jobs / "leaderboard.csv")
+    assert boards["1"]["tier"].notna().all()
+    pd.testing.assert_frame_equal(boards["1"], boards["2"], check_exact=True)
+    bad = CliRunner().invoke(app, ["score", "--store", str(out), "--jobs", "0"])
+    assert bad.exit_code == 2 and "--jobs" in bad.output
+
+
 def test_seed_only_by_name_and_wider_test_set_intervals(store):
     _, out = store
     per_seed = axes_from_runs(load_runs(out))

@@ -12,6 +12,7 @@ from crsbench.cli.leaderboard_view import print_leaderboard
 from crsbench.cli.output import (
     EXIT_CODES_HELP,
     INTERVAL_OPTION,
+    JOBS_OPTION,
     QUIET_OPTION,
     VERBOSE_OPTION,
     verbosity,
@@ -67,6 +68,7 @@ def score(
     replicates: int = typer.Option(2_000, "--replicates", help="Bootstrap replicates for tiers."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     interval: str = INTERVAL_OPTION,
+    jobs: int | None = JOBS_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the leaderboard as JSON."),
     dry_run_ok: bool = DRY_RUN_OK_OPTION,
     quiet: bool = QUIET_OPTION,
@@ -82,7 +84,7 @@ def score(
     runs = load_store_runs(store, dry_run_ok)
     try:
         board = build_leaderboard(runs, anchors, rule=rule, n_replicates=replicates, seed=seed,
-                                  store=store, interval=interval)  # fmt: skip
+                                  store=store, interval=interval, n_jobs=jobs)  # fmt: skip
     except CrsbenchError as exc:
         fail(str(exc))
     if board.empty:
@@ -115,6 +117,7 @@ def analyze(
     seed: int = typer.Option(0, "--seed", help="Seed of every resampling."),
     anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
     interval: str = INTERVAL_OPTION,
+    jobs: int | None = JOBS_OPTION,
     dry_run_ok: bool = DRY_RUN_OK_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
@@ -130,7 +133,7 @@ def analyze(
     try:
         target = claim_results_folder(out or store / "analysis", create=False)
         summary = run_analyses(runs, target, n_replicates=replicates, seed=seed, anchors=anchors,
-                               store=store, interval=interval)  # fmt: skip
+                               store=store, interval=interval, n_jobs=jobs)  # fmt: skip
         write_marker(target)
     except CrsbenchError as exc:
         fail(str(exc))

@@ -148,6 +148,16 @@ def print_stage_done(console: Console, name: str, seconds: float, detail: str = 
     console.print(f"[green]✓[/] {escape(name)} ({seconds:.1f} s){tail}", highlight=False)
 
 
+#: ``--jobs`` of ``score``, ``analyze`` and ``report``.
+JOBS_OPTION = typer.Option(
+    None,
+    "--jobs",
+    min=1,
+    help="Worker processes of the test-patient bootstrap (default: every available core "
+    "when the bootstrap is large enough to repay starting them; 1: this process only). "
+    "The numbers do not depend on it.",
+)
+
 #: ``--interval`` of ``score``, ``analyze`` and ``report``.
 INTERVAL_OPTION = typer.Option(
     "test-patients",

@@ -11,6 +11,7 @@ from crsbench.cli.app import app, fail
 from crsbench.cli.output import (
     EXIT_CODES_HELP,
     INTERVAL_OPTION,
+    JOBS_OPTION,
     QUIET_OPTION,
     VERBOSE_OPTION,
     verbosity,
@@ -31,6 +32,7 @@ def report(
         None, "--calibration-cell", help="ENCODER/DATASET cell of the calibration section."
     ),
     interval: str = INTERVAL_OPTION,
+    jobs: int | None = JOBS_OPTION,
     dry_run_ok: bool = DRY_RUN_OK_OPTION,
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
@@ -52,7 +54,7 @@ def report(
     try:
         out = claim_results_folder(out, create=False)
         index = build_report(store, out, n_replicates=replicates, seed=seed, anchors=anchors,
-                             calibration_cell=chosen, interval=interval)  # fmt: skip
+                             calibration_cell=chosen, interval=interval, n_jobs=jobs)  # fmt: skip
     except CrsbenchError as exc:
         fail(str(exc))
     write_marker(out)

@@ -78,6 +78,7 @@ def build_report(
     anchors: Any = None,
     calibration_cell: tuple[str, str] | None = None,
     interval: str = "test-patients",
+    n_jobs: int | None = None,
 ) -> Path:
     """Write the self-contained HTML report of a results store.
 
@@ -99,6 +100,9 @@ def build_report(
     interval : {"test-patients", "seed-only"}
         The bootstrap of intervals and tiers: test patients × seeds on the store's per-sample
         predictions (a store without them falls back to seed-only, with a note), or seed-only.
+    n_jobs : int or None
+        Worker processes of the test-set bootstrap (``None``: every available core when the
+        work repays it; :func:`crsbench.stats.cell_pool.pool_size`). Results do not depend on it.
 
     Returns
     -------
@@ -122,7 +126,7 @@ def build_report(
     with np.errstate(all="ignore"):
         data = compute_report_data(store, n_replicates=int(n_replicates), seed=seed,
                                    anchors=anchors, calibration_cell=calibration_cell,
-                                   interval=interval)  # fmt: skip
+                                   interval=interval, n_jobs=n_jobs)  # fmt: skip
     data.cells_left_out += [f"{enc} × {ds} skipped by the last run (--skip-missing): {why}; "
                             "not imputed" for (enc, ds), why in skipped_cells(store).items()]  # fmt: skip
     writer = sections.Writer(out)

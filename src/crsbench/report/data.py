@@ -68,6 +68,8 @@ class ReportData:
     #: The requested bootstrap (``test-patients`` or ``seed-only``) and the store it reads.
     interval: str = "test-patients"
     store_dir: Path | None = None
+    #: Worker processes of the test-set bootstrap (``None``: every available core).
+    n_jobs: int | None = None
     #: The method the intervals came from, why it fell back (or ""), test patients per
     #: dataset, and one sentence per tier of encoders the test set cannot tell apart.
     interval_method: str = ""
@@ -122,7 +124,8 @@ def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, anchors: Any) -> No
         )
         return
     unc = crs_uncertainty(per_seed, anchors, store=data.store_dir, interval=data.interval,
-                          n_replicates=data.n_replicates, seed=data.seed)  # fmt: skip
+                          n_replicates=data.n_replicates, seed=data.seed,
+                          n_jobs=data.n_jobs)  # fmt: skip
     data.interval_note = unc.note
     if unc.method == SEED_ONLY and per_seed["seed"].nunique() < 2:
         data.missing["uncertainty"] = "the paired-seed bootstrap needs at least two seeds"
@@ -238,6 +241,7 @@ def compute_report_data(
     anchors: Any = None,
     calibration_cell: tuple[str, str] | None = None,
     interval: str = "test-patients",
+    n_jobs: int | None = None,
 ) -> ReportData:
     """Load the store and compute every table the report shows.
 
@@ -255,6 +259,9 @@ def compute_report_data(
         Cell of the calibration section; default the CRS leader's first dataset.
     interval : {"test-patients", "seed-only"}
         The bootstrap of intervals and tiers (:func:`crsbench.stats.uncertainty.crs_uncertainty`).
+    n_jobs : int or None
+        Worker processes of the test-set bootstrap (``None``: every available core when the
+        work repays it; :func:`crsbench.stats.cell_pool.pool_size`). Results do not depend on it.
 
     Raises
     ------
@@ -290,7 +297,7 @@ def compute_report_data(
                       cells_left_out=[str(w.message) for w in caught],
                       cells_excluded=excluded_cells(meta),
                       shift_rows=shift_rows_sentences(runs), anchors=anc, interval=interval,
-                      store_dir=Path(store_dir))  # fmt: skip
+                      store_dir=Path(store_dir), n_jobs=n_jobs)  # fmt: skip
     scored = board[board["CRS"].notna()]
     if len(scored) >= 2:
         auc = dict(zip(scored["encoder"], scored["auroc"], strict=True))

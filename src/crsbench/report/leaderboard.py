@@ -32,6 +32,7 @@ def build_leaderboard(
     *,
     store: str | Path | None = None,
     interval: str = "test-patients",
+    n_jobs: int | None = None,
 ) -> pd.DataFrame:
     """Leaderboard of the main protocol of ``regime`` (one row per encoder, best CRS first).
 
@@ -69,7 +70,7 @@ def build_leaderboard(
     board.attrs.update(interval_note="", n_patients={}, indistinguishable=[])
     if n_replicates > 0 and len(board) > 1:
         unc = crs_uncertainty(per_seed, anchors, store=store, interval=interval, rule=rule,
-                              n_replicates=n_replicates, seed=seed)  # fmt: skip
+                              n_replicates=n_replicates, seed=seed, n_jobs=n_jobs)  # fmt: skip
         info = unc.result.ranks.set_index("encoder")
         for col in ("crs_ci_low", "crs_ci_high", "tier", "p_rank1", "p_top3"):
             board[col] = board["encoder"].map(info[col])

@@ -74,6 +74,7 @@ def run_analyses(
     *,
     store: str | Path | None = None,
     interval: str = "test-patients",
+    n_jobs: int | None = None,
 ) -> dict:
     """Run every analysis, write ``<name>.csv`` per analysis and ``summary.json``.
 
@@ -95,6 +96,9 @@ def run_analyses(
     store, interval
         The bootstrap of tiers and intervals (:func:`crsbench.stats.uncertainty.crs_uncertainty`):
         test patients × seeds on ``store``'s predictions by default, ``"seed-only"`` by name.
+    n_jobs : int or None
+        Worker processes of the test-set bootstrap (``None``: every available core when the
+        work repays it; :func:`crsbench.stats.cell_pool.pool_size`). Results do not depend on it.
 
     Returns
     -------
@@ -156,7 +160,7 @@ def run_analyses(
 
     def bootstrap() -> tuple[pd.DataFrame, dict]:
         unc = crs_uncertainty(per_seed, anc, store=store, interval=interval,
-                              n_replicates=n_replicates, seed=seed)  # fmt: skip
+                              n_replicates=n_replicates, seed=seed, n_jobs=n_jobs)  # fmt: skip
         ranks = unc.ranks()
         unc.result.pairwise.assign(interval=unc.method).to_csv(
             out / "bootstrap_pairwise.csv", index=False

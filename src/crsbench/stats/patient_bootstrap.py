@@ -15,7 +15,8 @@ anchors exactly as the point estimate is, and summarised as the seed-only bootst
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -25,12 +26,12 @@ from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.stats.bootstrap import (
     BootstrapResult,
     _summarise,
-    _tiers,
     axes_cube,
     replicate_scores,
 )
+from crsbench.stats.cell_pool import map_cells, pool_size
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
-from crsbench.stats.intervals import basic_interval, ece_interval
+from crsbench.stats.intervals import basic_interval, basic_rank_intervals, ece_interval
 from crsbench.stats.resample import (
     DEFAULT_REPLICATES,
     SEED_STREAM,
@@ -191,6 +192,44 @@ def _scores(
     return replicate_scores(cube, np.eye(n_b, dtype=int), anchors, rule), cube.encoders
 
 
+def _elements(cell: CellPredictions) -> int:
+    """Test rows × labels × predictions one replicate of the cell evaluates."""
+    arrays = [cell.clean, *cell.fractions.values(), *cell.conditions.values()]
+    return int(sum(p.size for p in arrays + [p for _, p in cell.shifts]))
+
+
+def bootstrap_view(cell: CellPredictions) -> CellPredictions:
+    """The cell with only what the bootstrap reads (what a worker process is sent): no
+    validation or extra shift rows, no image ids or subgroup attributes."""
+
+    def bare(split: EvalSplit) -> EvalSplit:
+        return replace(split, image_ids=None, metadata={})
+
+    return replace(
+        cell, test=bare(cell.test), val=None, extra_shifts=(),
+        shift=None if cell.shift is None else (bare(cell.shift[0]), cell.shift[1]),
+        more_shifts=tuple((bare(s), p) for s, p in cell.more_shifts),
+    )  # fmt: skip
+
+
+def cell_replicates(
+    cell: CellPredictions,
+    replicates: np.ndarray,
+    seed_counts: np.ndarray,
+    seed: int = 0,
+    chunk: int = DEFAULT_CHUNK,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One cell's share of the bootstrap (a worker's task): ``(B, 4)`` seed-mean axes and
+    ``(B,)`` seed-mean shrunk-world ECE of ``replicates``, evaluated ``chunk`` at a time,
+    the seeds resampled by ``seed_counts`` (``(B, S)``, the same for every cell)."""
+    axes, shrunk = [], []
+    for start in range(0, len(replicates), chunk):
+        block, sc = replicates[start : start + chunk], seed_counts[start : start + chunk]
+        axes.append(seed_resampled_axes(cell_replicate_axes(cell, block, seed), sc))
+        shrunk.append(_seed_mean(cell_shrunk_ece(cell, block, seed), sc))
+    return np.concatenate(axes), np.concatenate(shrunk)
+
+
 def _check_cells(cells: Sequence[CellPredictions]) -> None:
     if not cells:
         raise DataError("the test-set bootstrap needs at least one cell of predictions.")
@@ -211,6 +250,7 @@ def patient_seed_bootstrap(
     level: float = 0.95,
     chunk: int = DEFAULT_CHUNK,
     rule: str = "fixed",
+    n_jobs: int | None = None,
 ) -> PatientBootstrapResult:
     """Paired bootstrap over test patients × seeds of the aggregate-CRS ranking.
 
@@ -230,6 +270,10 @@ def patient_seed_bootstrap(
         Replicates evaluated at once (memory ~ chunk × the patients of the largest split).
     rule : {"fixed", "cohort"}
         How each replicate's axes are scored (as the point estimate is).
+    n_jobs : int or None
+        Worker processes computing the cells (:func:`crsbench.stats.cell_pool.pool_size`;
+        ``None``: every available core when the work repays starting them). Results are
+        identical for every ``n_jobs``.
 
     Returns
     -------
@@ -241,20 +285,18 @@ def patient_seed_bootstrap(
     anc = load_anchors(anchors)
     n_s = len(cells[0].seeds)
     ids = replicate_ids(n_replicates)
-    reps, axes, shrunk = [], [], []
-    for start in range(0, n_replicates, chunk):
-        block = ids[start : start + chunk]
-        sc = resample_counts_for(SEED_STREAM, n_s, block, seed)
-        raw = [seed_resampled_axes(cell_replicate_axes(c, block, seed), sc) for c in cells]
-        scores, encoders = _scores(cells, raw, anc, rule)
-        reps.append(scores)
-        axes.append(np.stack(raw, axis=1))
-        shrunk.append(np.stack([_seed_mean(cell_shrunk_ece(c, block, seed), sc) for c in cells],
-                               axis=1))  # fmt: skip
+    seed_counts = resample_counts_for(SEED_STREAM, n_s, ids, seed)
+    work = partial(cell_replicates, replicates=ids, seed_counts=seed_counts, seed=seed,
+                   chunk=chunk)  # fmt: skip
+    jobs = pool_size(n_replicates * sum(map(_elements, cells)), n_jobs)
+    per_cell = map_cells(work, [bootstrap_view(c) for c in cells], jobs)
+    axes = np.stack([a for a, _ in per_cell], axis=1)
+    reps = [_scores(cells, list(axes[start : start + chunk].swapaxes(0, 1)), anc, rule)[0]
+            for start in range(0, n_replicates, chunk)]  # fmt: skip
     point_raw = [_point_axes(c) for c in cells]
     ones = np.ones((1, n_s), dtype=int)
     point, encoders = _scores(cells, point_raw, anc, rule)
-    base = _basic_intervals(
+    base = basic_rank_intervals(
         _summarise(encoders, point[0], np.concatenate(reps), top_k, level), point[0], level
     )
     base.ranks["interval"] = TEST_PATIENTS_X_SEEDS
@@ -263,44 +305,12 @@ def patient_seed_bootstrap(
         base.pairwise,
         base.replicates,
         cell_keys=[(c.encoder, c.dataset) for c in cells],
-        axes=np.concatenate(axes),
+        axes=axes,
         point_axes=np.concatenate(point_raw),
         n_patients=count_test_patients(cells),
-        ece_shrunk=np.concatenate(shrunk),
+        ece_shrunk=np.stack([e for _, e in per_cell], axis=1),
         point_ece_shrunk=np.array([_seed_mean(cell_shrunk_ece(c, None), ones)[0] for c in cells]),
     )
-
-
-def _basic_intervals(res: BootstrapResult, point: np.ndarray, level: float) -> BootstrapResult:
-    """Replace percentile intervals by basic (bias-corrected) ones, ``2·θ̂ − q``, and recompute
-    the tiers from them.
-
-    ECE, the max inside R and the dominance share P are biased in finite test sets, and the
-    bootstrap repeats that bias on top of the estimate; the percentile interval then misses
-    the population value far more often than nominal (shown on planted truth,
-    ``benchmarks/coverage.py``), the basic interval corrects it.
-    """
-    alpha = (1 - level) / 2
-    reps = res.replicates
-    order = list(res.ranks["encoder"])
-    encoders = sorted(order)
-    q_lo, q_hi = np.nanquantile(reps, alpha, axis=0), np.nanquantile(reps, 1 - alpha, axis=0)
-    by_enc = dict(zip(encoders, range(len(encoders)), strict=True))
-    idx = [by_enc[e] for e in order]
-    ranks = res.ranks.copy()
-    ranks["crs_ci_low"] = 2 * point[idx] - q_hi[idx]
-    ranks["crs_ci_high"] = 2 * point[idx] - q_lo[idx]
-    diffs = reps[:, :, None] - reps[:, None, :]
-    d_point = point[:, None] - point[None, :]
-    d_lo = 2 * d_point - np.nanquantile(diffs, 1 - alpha, axis=0)
-    d_hi = 2 * d_point - np.nanquantile(diffs, alpha, axis=0)
-    pw = res.pairwise.copy()
-    ia = [by_enc[e] for e in pw["encoder_a"]]
-    ib = [by_enc[e] for e in pw["encoder_b"]]
-    pw["ci_low"], pw["ci_high"] = d_lo[ia, ib], d_hi[ia, ib]
-    tiers = _tiers(point, d_lo)
-    ranks["tier"] = [tiers[by_enc[e]] for e in order]
-    return BootstrapResult(ranks, pw, reps)
 
 
 def count_test_patients(cells: Sequence[CellPredictions]) -> dict[str, int]:

@@ -22,6 +22,7 @@ import pandas as pd
 from crsbench.core.errors import ConfigError
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.stats.bootstrap import BootstrapResult, paired_seed_bootstrap
+from crsbench.stats.cell_pool import check_jobs
 from crsbench.stats.patient_bootstrap import (
     INTERVAL_METHODS,
     SEED_ONLY,
@@ -103,6 +104,7 @@ def crs_uncertainty(
     rule: str = "fixed",
     n_replicates: int = DEFAULT_REPLICATES,
     seed: int = 0,
+    n_jobs: int | None = None,
 ) -> Uncertainty:
     """Bootstrap the aggregate-CRS ranking with the method ``interval`` names.
 
@@ -119,8 +121,12 @@ def crs_uncertainty(
         when ``store`` has no predictions for a scored cell.
     n_replicates, seed : int
         Replicates and bootstrap seed.
+    n_jobs : int or None
+        Worker processes of the test-set bootstrap (``None``: every available core when the
+        work repays it; :func:`crsbench.stats.cell_pool.pool_size`). Results do not depend on it.
     """
     check_interval(interval)
+    check_jobs(n_jobs)
     anc = load_anchors(anchors)
     key = None
     if _SHARED is not None:  # inside share_uncertainty(): the same inputs give the same result
@@ -128,7 +134,7 @@ def crs_uncertainty(
                int(n_replicates), int(seed))  # fmt: skip
         if key in _SHARED:
             return _SHARED[key]
-    unc = _crs_uncertainty(per_seed, anc, store, interval, rule, n_replicates, seed)
+    unc = _crs_uncertainty(per_seed, anc, store, interval, rule, n_replicates, seed, n_jobs)
     if key is not None:
         _SHARED[key] = unc
     return unc
@@ -142,8 +148,10 @@ def _crs_uncertainty(
     rule: str,
     n_replicates: int,
     seed: int,
+    n_jobs: int | None,
 ) -> Uncertainty:
-    """The bootstrap of :func:`crs_uncertainty` (its arguments checked and loaded)."""
+    """The bootstrap of :func:`crs_uncertainty` (its arguments checked and loaded; ``n_jobs``
+    does not change the result, so it is not part of the sharing key)."""
 
     def seed_only(note: str = "") -> Uncertainty:
         res = paired_seed_bootstrap(per_seed, anc, rule, n_replicates=n_replicates, seed=seed)
@@ -164,9 +172,9 @@ def _crs_uncertainty(
     if found.missing:
         named = "; ".join(f"{k}: {v}" for k, v in list(found.missing.items())[:3])
         return seed_only(_fallback(f"{len(found.missing)} scored cells lack predictions ({named})"))
-    res = patient_seed_bootstrap(
-        [found.cells[c] for c in cells], anc, n_replicates=n_replicates, seed=seed, rule=rule
-    )
+    chosen = [found.cells[c] for c in cells]
+    res = patient_seed_bootstrap(chosen, anc, n_replicates=n_replicates, seed=seed, rule=rule,
+                                 n_jobs=n_jobs)  # fmt: skip
     return Uncertainty(TEST_PATIENTS_X_SEEDS, res, n_replicates, "", dict(res.n_patients))
 
 
