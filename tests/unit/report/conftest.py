@@ -84,6 +84,28 @@ class DevTools:
                 return
         raise TimeoutError(method)
 
+    def requests(self) -> list[str]:
+        """URLs the page requested."""
+        return [e["params"]["request"]["url"] for e in self.events
+                if e.get("method") == "Network.requestWillBeSent"]  # fmt: skip
+
+    def problems(self) -> list[dict]:
+        """Exceptions, console errors/warnings and log errors/warnings among the page's events."""
+        out = [e for e in self.events if e.get("method") == "Runtime.exceptionThrown"]
+        out += [e for e in self.events if e.get("method") == "Runtime.consoleAPICalled"
+                and e["params"]["type"] in ("error", "assert", "warning")]  # fmt: skip
+        out += [e for e in self.events if e.get("method") == "Log.entryAdded"
+                and e["params"]["entry"]["level"] in ("error", "warning")]  # fmt: skip
+        return out
+
+    def assert_offline_without_errors(self, url: str) -> None:
+        """The page requested only itself (and data: URLs) and logged no error or warning."""
+        requests = self.requests()
+        assert url in requests and all(u == url or u.startswith("data:") for u in requests), (
+            requests
+        )
+        assert not self.problems(), self.problems()
+
 
 @pytest.fixture()
 def browser(tmp_path: Path):

@@ -56,15 +56,7 @@ def test_report_loads_offline_without_errors(big_report: Path, browser,
         " return document.querySelector('#board tbody tr').cells[2].textContent; })()"
     ))["result"]["value"]  # fmt: skip
     assert first == "biomedclip"
-    requests = [e["params"]["request"]["url"] for e in browser.events
-                if e.get("method") == "Network.requestWillBeSent"]  # fmt: skip
-    assert requests and all(u == url or u.startswith("data:") for u in requests), requests
-    errors = [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"]
-    errors += [e for e in browser.events if e.get("method") == "Runtime.consoleAPICalled"
-               and e["params"]["type"] in ("error", "assert", "warning")]  # fmt: skip
-    errors += [e for e in browser.events if e.get("method") == "Log.entryAdded"
-               and e["params"]["entry"]["level"] in ("error", "warning")]  # fmt: skip
-    assert not errors, errors
+    browser.assert_offline_without_errors(url)
 
 
 @pytest.mark.parametrize("width", [1280, 1920])

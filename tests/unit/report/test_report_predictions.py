@@ -76,12 +76,4 @@ def test_prediction_sections_load_offline_without_errors(toy_report: Path, brows
         " return document.querySelector('#subgroup-ranking tbody tr').cells[2].textContent; })()"
     ))["result"]["value"]  # fmt: skip
     assert first == "clip"
-    requests = [e["params"]["request"]["url"] for e in browser.events
-                if e.get("method") == "Network.requestWillBeSent"]  # fmt: skip
-    assert requests and all(u == url or u.startswith("data:") for u in requests), requests
-    errors = [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"]
-    errors += [e for e in browser.events if e.get("method") == "Runtime.consoleAPICalled"
-               and e["params"]["type"] in ("error", "assert", "warning")]  # fmt: skip
-    errors += [e for e in browser.events if e.get("method") == "Log.entryAdded"
-               and e["params"]["entry"]["level"] in ("error", "warning")]  # fmt: skip
-    assert not errors, errors
+    browser.assert_offline_without_errors(url)

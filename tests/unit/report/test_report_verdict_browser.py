@@ -28,16 +28,6 @@ def _store(path: Path, encoders, datasets, seeds: int) -> Path:
     return path
 
 
-def _problems(events: list[dict]) -> list[dict]:
-    """Exceptions, console errors/warnings and log errors/warnings among the page's events."""
-    out = [e for e in events if e.get("method") == "Runtime.exceptionThrown"]
-    out += [e for e in events if e.get("method") == "Runtime.consoleAPICalled"
-            and e["params"]["type"] in ("error", "assert", "warning")]  # fmt: skip
-    out += [e for e in events if e.get("method") == "Log.entryAdded"
-            and e["params"]["entry"]["level"] in ("error", "warning")]  # fmt: skip
-    return out
-
-
 def test_verdict_loads_offline_without_errors(browser, tmp_path: Path) -> None:
     cohort = _store(tmp_path / "cohort", ENCODERS, ("chexpert",), 3)
     bench = _store(tmp_path / "bench", ENCODERS[:2], ("isic2019", "chexpert"), 2)
@@ -68,8 +58,4 @@ def test_verdict_loads_offline_without_errors(browser, tmp_path: Path) -> None:
         " return document.querySelector('#ranking tbody tr').cells[1].textContent; })()"
     ))["result"]["value"]  # fmt: skip
     assert first == "biomedclip"  # sorted by name
-    requests = [e["params"]["request"]["url"] for e in browser.events
-                if e.get("method") == "Network.requestWillBeSent"]  # fmt: skip
-    assert requests == [url] or all(u == url or u.startswith("data:") for u in requests)
-    assert url in requests
-    assert not _problems(browser.events), _problems(browser.events)
+    browser.assert_offline_without_errors(url)
