@@ -92,16 +92,21 @@ def check_targets(
         )
     if n_outputs is not None and arr.shape[1] != n_outputs:
         raise DataError(f"{name} must have {n_outputs} label columns. Got {arr.shape[1]} instead.")
-    present = ~np.isnan(arr)
-    bad = present & (arr != 0) & (arr != 1)
+    require_binary_or_nan(arr, name, "map uncertain -1 labels (mask or policy) before fitting.")
+    return arr
+
+
+def require_binary_or_nan(arr: np.ndarray, name: str, advice: str) -> None:
+    """Raise a :class:`DataError` naming the first cell of the N×L matrix ``arr`` that is
+    not 0, 1 or NaN (with its 1-based row and column and the count of such cells)."""
+    bad = ~np.isnan(arr) & (arr != 0) & (arr != 1)
     if bad.any():
         rows, cols = np.nonzero(bad)
         raise DataError(
             f"{name} must hold 0, 1 or NaN for task 'multilabel'. Got {rows.size} other values "
             f"instead (first at row {rows[0] + 1}, column {cols[0] + 1}: {arr[rows[0], cols[0]]!r}); "
-            "map uncertain -1 labels (mask or policy) before fitting."
+            f"{advice}"
         )
-    return arr
 
 
 def check_C(C: object, name: str = "C") -> float:

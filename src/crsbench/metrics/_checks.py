@@ -6,6 +6,7 @@ import numpy as np
 
 from crsbench.core.errors import DataError
 from crsbench.core.types import check_task
+from crsbench.core.validation import require_binary_or_nan
 
 
 class UndefinedMetricWarning(UserWarning):
@@ -75,15 +76,7 @@ def check_multilabel(y_true: object, y_score: object) -> tuple[np.ndarray, np.nd
             f"y_true must have the shape of y_score {scores.shape} for task 'multilabel'. "
             f"Got shape {y.shape} instead."
         )
-    present = ~np.isnan(y)
-    bad = present & (y != 0) & (y != 1)
-    if bad.any():
-        rows, cols = np.nonzero(bad)
-        raise DataError(
-            f"y_true must hold 0, 1 or NaN for task 'multilabel'. Got {int(bad.sum())} other values "
-            f"instead (first at row {rows[0] + 1}, column {cols[0] + 1}: {y[rows[0], cols[0]]!r}); "
-            "map uncertain -1 labels before computing metrics."
-        )
+    require_binary_or_nan(y, "y_true", "map uncertain -1 labels before computing metrics.")
     return y, scores
 
 
