@@ -270,3 +270,20 @@ def test_the_pipeline_records_each_encoders_group_and_each_datasets_labels(store
     for name in runs["dataset"].unique():
         assert facts.label_names[name] == tuple(DATASETS.get(name).card.label_names)
     assert runs["encoder_group"].notna().all()
+
+
+def test_verdict_intervals_come_from_the_test_set_bootstrap(store, tmp_path):
+    from crsbench.stats import run_analyses
+
+    _, out = store
+    run_analyses(load_runs(out), tmp_path / "analysis", n_replicates=200, store=out)
+    verdict = pd.read_csv(tmp_path / "analysis" / "verdict.csv")
+    axes = verdict[verdict["question"].isin(
+        ["pick", "discrimination", "calibration", "label_efficiency", "robustness"])]  # fmt: skip
+    assert not axes.empty and set(axes["interval"]) == {TEST_PATIENTS_X_SEEDS}
+    # at full labels D is the same fit in every seed: only the test-set resampling widens it
+    d = axes[axes["question"] == "discrimination"]
+    assert ((d["ci_high"] - d["ci_low"]) > 1e-3).all(), d
+    # the per-seed questions (JPEG, calibration under shift) keep their own method, named
+    others = verdict[~verdict.index.isin(axes.index)]
+    assert set(others["interval"]) <= {"seed-only"}

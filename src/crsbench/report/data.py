@@ -76,6 +76,7 @@ class ReportData:
     interval_note: str = ""
     n_patients: dict[str, int] = field(default_factory=dict)
     indistinguishable: list[str] = field(default_factory=list)
+    axis_replicates: Any = None  # the test-set bootstrap's per-cell axes, for the verdict
 
 
 def _leader_gap(boot_ranks: pd.DataFrame, pairwise: pd.DataFrame) -> dict[str, Any] | None:
@@ -116,6 +117,7 @@ def _curves(rows: pd.DataFrame, x: str) -> pd.DataFrame:
 def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, anchors: Any) -> None:
     from crsbench.stats.patient_bootstrap import SEED_ONLY
     from crsbench.stats.uncertainty import crs_uncertainty, indistinguishable_sentences
+    from crsbench.stats.verdict import axis_replicates_of
 
     board = data.board
     if data.n_replicates <= 0 or board["CRS"].notna().sum() < 2:
@@ -127,6 +129,7 @@ def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, anchors: Any) -> No
                           n_replicates=data.n_replicates, seed=data.seed,
                           n_jobs=data.n_jobs)  # fmt: skip
     data.interval_note = unc.note
+    data.axis_replicates = axis_replicates_of(unc)
     if unc.method == SEED_ONLY and per_seed["seed"].nunique() < 2:
         data.missing["uncertainty"] = "the paired-seed bootstrap needs at least two seeds"
         return

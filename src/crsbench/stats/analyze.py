@@ -44,6 +44,7 @@ from crsbench.stats.shift import (
 )
 from crsbench.stats.uncertainty import crs_uncertainty, indistinguishable_sentences
 from crsbench.stats.validity import leave_one_dataset_out, leave_one_target_out, shift_validity
+from crsbench.stats.verdict import axis_replicates_of
 
 
 def _jsonable(value: object) -> object:
@@ -158,9 +159,12 @@ def run_analyses(
 
     emit("agreement_auroc_vs_crs", agreement)
 
+    test_set_axes: list = []  # the bootstrap's per-cell axes, reused by the verdict
+
     def bootstrap() -> tuple[pd.DataFrame, dict]:
         unc = crs_uncertainty(per_seed, anc, store=store, interval=interval,
                               n_replicates=n_replicates, seed=seed, n_jobs=n_jobs)  # fmt: skip
+        test_set_axes.append(axis_replicates_of(unc))
         ranks = unc.ranks()
         unc.result.pairwise.assign(interval=unc.method).to_csv(
             out / "bootstrap_pairwise.csv", index=False
@@ -226,7 +230,8 @@ def run_analyses(
         control_probes,
         "no control-probe rows in the store (probe other than logistic)",
     )
-    emit_beyond(emit, runs, cells, board, per_seed, anc, groups, n_replicates, seed)
+    given = test_set_axes[0] if test_set_axes else None
+    emit_beyond(emit, runs, cells, board, per_seed, anc, groups, n_replicates, seed, given)
     emit_prediction_analyses(emit, out, store, cells, per_seed, n_replicates, seed, anc)
     (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2), encoding="utf-8")
     return summary

@@ -14,7 +14,7 @@ from crsbench.stats.contamination import (
     shift_validity_without_flagged,
     shift_welch_without_flagged,
 )
-from crsbench.stats.verdict import seed_axis_replicates, verdict_table
+from crsbench.stats.verdict import AxisReplicates, seed_axis_replicates, verdict_table
 from crsbench.stats.weight_sensitivity import pareto_front, weight_sensitivity
 
 Emit = Callable[..., None]
@@ -49,10 +49,13 @@ def emit_beyond(
     groups: dict[str, str] | None,
     n_replicates: int,
     seed: int,
+    test_set_axes: AxisReplicates | None = None,
 ) -> None:
     """Emit ``contamination_flags``, ``shift_welch_without_flagged``,
     ``external_validity_shift_without_flagged``, ``weight_sensitivity``, ``pareto_front``
-    and ``verdict`` through :func:`crsbench.stats.run_analyses`'s ``emit``."""
+    and ``verdict`` through :func:`crsbench.stats.run_analyses`'s ``emit``. The verdict's
+    intervals come from ``test_set_axes`` (the test-patient × seed bootstrap's per-cell axes)
+    when given, else from the paired-seed bootstrap (named ``seed-only`` on every row)."""
     emit("contamination_flags", lambda: _flags_headline(contamination_flags(cells)))
     emit("shift_welch_without_flagged", lambda: shift_welch_without_flagged(runs, groups),
          "the store has no institutional-shift rows (condition = shift)")  # fmt: skip
@@ -63,7 +66,9 @@ def emit_beyond(
     emit("pareto_front", lambda: pareto_front(board, anchors))
 
     def verdict() -> tuple[pd.DataFrame, dict]:
-        reps = seed_axis_replicates(per_seed, n_replicates=n_replicates, seed=seed)
+        reps = test_set_axes
+        if reps is None:
+            reps = seed_axis_replicates(per_seed, n_replicates=n_replicates, seed=seed)
         return _verdict_headline(verdict_table(runs, reps, anchors, seed=seed))
 
     emit("verdict", verdict)

@@ -111,6 +111,16 @@ def from_patient_bootstrap(result: object) -> AxisReplicates:
                           ece_shrunk=ece)  # fmt: skip
 
 
+def axis_replicates_of(unc: object) -> AxisReplicates | None:
+    """The per-cell axes of a :class:`crsbench.stats.uncertainty.Uncertainty` whose result is
+    a test-patient × seed bootstrap (None for a seed-only result: the caller falls back to
+    :func:`seed_axis_replicates`, named ``seed-only`` beside every interval)."""
+    result = getattr(unc, "result", None)
+    if getattr(result, "cell_keys", None) is None or getattr(result, "axes", None) is None:
+        return None
+    return from_patient_bootstrap(result)
+
+
 def _cell_crs(reps: AxisReplicates, anchors: Anchors) -> tuple[np.ndarray, np.ndarray]:
     """Point ``(n,)`` and replicate ``(B, n)`` CRS of each cell, scored as the point estimate."""
     point = np.full(len(reps.cell_keys), np.nan)
@@ -272,5 +282,5 @@ def verdict_table(
     return out.sort_values(["dataset", "_q"]).drop(columns="_q").reset_index(drop=True)
 
 
-__all__ = ["AXES", "QUESTIONS", "AxisReplicates", "from_patient_bootstrap",
+__all__ = ["AXES", "QUESTIONS", "AxisReplicates", "axis_replicates_of", "from_patient_bootstrap",
            "seed_axis_replicates", "verdict_table"]  # fmt: skip
