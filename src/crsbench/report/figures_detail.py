@@ -12,6 +12,7 @@ from crsbench.report.plotstyle import (
     OKABE_ITO,
     SERIES,
     Figure,
+    annotate_heatmap,
     encoder_styles,
     grid_shape,
     percent,
@@ -149,12 +150,7 @@ def robustness_figure(rob: pd.DataFrame, fig_dir: Path) -> Figure:
         ax.set_xticks(range(grid.shape[1]), [f"severity {s}" for s in grid.columns])
         ax.set_yticks(range(grid.shape[0]), list(grid.index))
         ax.grid(False)
-        finite = vals[np.isfinite(vals)]
-        mid = (finite.min() + finite.max()) / 2 if finite.size else 0.0
-        for (r, c), v in np.ndenumerate(vals):
-            if np.isfinite(v):
-                ax.text(c, r, f"{v:.3f}", ha="center", va="center", fontsize=8.5,
-                        color="black" if v > mid else "white")  # fmt: skip
+        annotate_heatmap(ax, vals)
         ax.set_title(title)
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
     fig.suptitle("Mean over encoders and datasets", fontsize=10)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from crsbench.report.plotstyle import HEATMAP_CMAP, Figure, pyplot, save
+from crsbench.report.plotstyle import HEATMAP_CMAP, Figure, annotate_heatmap, pyplot, save
 
 
 def shift_drop_heatmap(drop: pd.DataFrame, fig_dir: Path) -> Figure:
@@ -23,12 +23,7 @@ def shift_drop_heatmap(drop: pd.DataFrame, fig_dir: Path) -> Figure:
     ax.set_xticks(range(drop.shape[1]), [str(c) for c in drop.columns], rotation=20, ha="right")
     ax.set_yticks(range(drop.shape[0]), [str(i) for i in drop.index])
     ax.grid(False)
-    finite = vals[np.isfinite(vals)]
-    mid = (finite.min() + finite.max()) / 2 if finite.size else 0.0
-    for (r, c), v in np.ndenumerate(vals):
-        if np.isfinite(v):
-            ax.text(c, r, f"{v:.3f}", ha="center", va="center", fontsize=8.5,
-                    color="black" if v > mid else "white")  # fmt: skip
+    annotate_heatmap(ax, vals)
     ax.set_title("Shift drop (source AUROC on the compared labels − target AUROC)")
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
     fig.tight_layout()

@@ -96,3 +96,17 @@ def percent(fraction: float) -> str:
     """0.05 → ``'5%'``, 0.001 → ``'0.1%'``."""
     value = 100 * float(fraction)
     return f"{value:.0f}%" if value >= 1 and abs(value - round(value)) < 1e-9 else f"{value:g}%"
+
+
+def annotate_heatmap(ax: object, vals: object) -> None:
+    """Write each finite cell of the heatmap ``vals`` on ``ax`` (3 decimals), in black on
+    the light half of the colour range and white on the dark half."""
+    import numpy as np
+
+    arr = np.asarray(vals, dtype=float)
+    finite = arr[np.isfinite(arr)]
+    mid = (finite.min() + finite.max()) / 2 if finite.size else 0.0
+    for (r, c), v in np.ndenumerate(arr):
+        if np.isfinite(v):
+            ax.text(c, r, f"{v:.3f}", ha="center", va="center", fontsize=8.5,
+                    color="black" if v > mid else "white")  # fmt: skip

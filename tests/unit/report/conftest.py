@@ -84,6 +84,19 @@ class DevTools:
                 return
         raise TimeoutError(method)
 
+    def load(self, page: Path, width: int | None = None, height: int | None = None) -> str:
+        """Enable the page, console, log and network events, optionally set the viewport,
+        open ``page`` and wait for its load event; the page's URL."""
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            self.call(f"{domain}.enable")
+        if width is not None:
+            self.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
+                      deviceScaleFactor=1, mobile=False)  # fmt: skip
+        url = page.resolve().as_uri()
+        self.call("Page.navigate", url=url)
+        self.wait_for("Page.loadEventFired")
+        return url
+
     def requests(self) -> list[str]:
         """URLs the page requested."""
         return [e["params"]["request"]["url"] for e in self.events

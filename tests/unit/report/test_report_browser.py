@@ -25,13 +25,7 @@ DOCS_SHOT = Path(__file__).resolve().parents[3] / "docs" / "img" / "report_scree
 
 def test_report_loads_offline_without_errors(big_report: Path, browser,
                                              tmp_path: Path) -> None:  # fmt: skip
-    for domain in ("Page", "Runtime", "Log", "Network"):
-        browser.call(f"{domain}.enable")
-    browser.call("Emulation.setDeviceMetricsOverride", width=1400, height=3000,
-                 deviceScaleFactor=1, mobile=False)  # fmt: skip
-    url = big_report.resolve().as_uri()
-    browser.call("Page.navigate", url=url)
-    browser.wait_for("Page.loadEventFired")
+    url = browser.load(big_report, width=1400, height=3000)
     state = browser.call("Runtime.evaluate", returnByValue=True, expression=(
         "JSON.stringify({sections: document.querySelectorAll('main > section').length,"
         " images: Array.from(document.images).filter(i => i.complete && i.naturalWidth > 0)"

@@ -56,11 +56,7 @@ def test_sections_show_planted_values(toy_report: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed")
 def test_prediction_sections_load_offline_without_errors(toy_report: Path, browser) -> None:
-    for domain in ("Page", "Runtime", "Log", "Network"):
-        browser.call(f"{domain}.enable")
-    url = toy_report.resolve().as_uri()
-    browser.call("Page.navigate", url=url)
-    browser.wait_for("Page.loadEventFired")
+    url = browser.load(toy_report)
     info = json.loads(browser.call("Runtime.evaluate", returnByValue=True, expression=(
         "JSON.stringify({ids: Array.from(document.querySelectorAll('main > section'))"
         ".map(s => s.id), ranking: document.querySelectorAll('#subgroup-ranking tbody tr')"

@@ -32,13 +32,7 @@ def test_verdict_loads_offline_without_errors(browser, tmp_path: Path) -> None:
     cohort = _store(tmp_path / "cohort", ENCODERS, ("chexpert",), 3)
     bench = _store(tmp_path / "bench", ENCODERS[:2], ("isic2019", "chexpert"), 2)
     page = write_verdict(cohort, compare=bench)
-    for domain in ("Page", "Runtime", "Log", "Network"):
-        browser.call(f"{domain}.enable")
-    browser.call("Emulation.setDeviceMetricsOverride", width=1280, height=1600,
-                 deviceScaleFactor=1, mobile=False)  # fmt: skip
-    url = page.resolve().as_uri()
-    browser.call("Page.navigate", url=url)
-    browser.wait_for("Page.loadEventFired")
+    url = browser.load(page, width=1280, height=1600)
     info = json.loads(browser.call("Runtime.evaluate", returnByValue=True, expression=(
         "JSON.stringify({sections: Array.from(document.querySelectorAll('main > section'))"
         ".map(s => s.id), rows: document.querySelectorAll('#ranking tbody tr').length,"
