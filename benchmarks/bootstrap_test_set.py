@@ -24,8 +24,9 @@ from functools import partial
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from crsbench.core.workers import available_cores
 from crsbench.protocol import PAPER_CONDITIONS
-from crsbench.stats.cell_pool import available_cores, map_cells
+from crsbench.stats.cell_pool import map_cells
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.patient_bootstrap import (
     DEFAULT_CHUNK,

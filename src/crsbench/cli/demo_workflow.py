@@ -22,8 +22,9 @@ from crsbench.cli.output import print_stage_done, print_stage_times
 from crsbench.core.verbosity import NORMAL, QUIET
 from crsbench.store.files import LAST_RUN_FILE, STORE_FILE
 
-#: Wall-time target of ``crsbench demo`` (seconds, from start to the printed leaderboard) on a
-#: 2-core CPU machine; a slow test checks it (docs/quickstart.md).
+#: Wall-time target of ``crsbench demo`` (seconds, from the process start to the printed
+#: leaderboard, the interpreter and imports included) on a 2-core CPU machine; a slow test
+#: checks it (docs/quickstart.md).
 DEMO_BUDGET_S = 120.0
 
 #: Bootstrap replicates of the demo's leaderboard, analyses and report.
@@ -36,8 +37,13 @@ class _StageClock:
     """Times consecutive stages into ``times`` and prints each one's line on ``console``."""
 
     def __init__(self, console: Console, times: dict[str, float]) -> None:
+        from crsbench.core.process_clock import seconds_since_process_start
+
         self.console, self.times = console, times
-        self.start = self.t0 = time.perf_counter()
+        self.t0 = time.perf_counter()
+        # the demo's wall time counts from the process start: interpreter and imports too
+        self.times["startup"] = seconds_since_process_start()
+        self.start = self.t0 - self.times["startup"]
 
     def done(self, key: str, name: str, detail: str = "") -> None:
         now = time.perf_counter()
@@ -121,13 +127,13 @@ def leaderboard_and_report(
     from crsbench.report import build_report
     from crsbench.report.leaderboard import build_leaderboard, write_tables
     from crsbench.stats import run_analyses
-    from crsbench.stats.uncertainty import share_uncertainty
+    from crsbench.stats.shared import sharing_results
     from crsbench.store import load_runs
 
     clock = clock or _StageClock(console, {})
     result: dict[str, Any] = {}
     runs = load_runs(out)
-    with share_uncertainty():  # one bootstrap for the leaderboard, the analyses and the report
+    with sharing_results():  # one bootstrap, subgroup analysis, ... for the three
         board = build_leaderboard(runs, n_replicates=DEMO_REPLICATES, seed=0, store=out)
         result["scores"] = write_tables(board, out / "scores")
         run_analyses(runs, out / "analysis", n_replicates=DEMO_REPLICATES, seed=0, store=out)

@@ -44,6 +44,13 @@ def run(
     out: Path | None = typer.Option(None, "--out", help="Output directory (overrides config)."),
     executor: str = typer.Option("local", help="local or ray."),
     address: str | None = typer.Option(None, help="Ray cluster address (with --executor ray)."),
+    jobs: int | None = typer.Option(
+        None,
+        "--jobs",
+        min=1,
+        help="Worker processes fitting the probes (local executor; default: every available "
+        "core). The records do not depend on it.",
+    ),
     force_new: bool = typer.Option(
         False, help="Move a store of another config (and its scores, analysis, report) aside."
     ),
@@ -88,7 +95,7 @@ def run(
 
             cfg = dry_run_config(cfg, dry_run_images, out)
         with RunProgress(console, verbosity=level, bars=progress) as bar:
-            opts = RunOptions(executor=executor, address=address, progress=bars,
+            opts = RunOptions(executor=executor, address=address, progress=bars, jobs=jobs,
                               force_new=force_new, force=force, on_event=bar,
                               skip_missing=skip_missing)  # fmt: skip
             summary = run_benchmark(cfg, opts)

@@ -146,6 +146,10 @@ class RunOptions:
     check : bool
         Run the preflight (:func:`crsbench.runs.preflight.preflight`) before any work; the
         ``preflight`` event carries its result.
+    jobs : int, optional
+        Worker processes fitting the frozen probes with the local executor (``None``: every
+        available core; see :class:`crsbench.runs.executors.LocalExecutor`). The records do
+        not depend on it.
     """
 
     executor: str = "local"
@@ -156,6 +160,7 @@ class RunOptions:
     on_event: ProgressFn | None = None
     skip_missing: bool = False
     check: bool = True
+    jobs: int | None = None
 
     def emit(self, event: str, info: dict[str, Any]) -> None:
         """Send ``event`` to :attr:`on_event` (nothing when unset)."""
@@ -232,11 +237,18 @@ def _commit_cell(run: _Run, store: ResultsStore, out_cell: CellOutcome, announce
 
 
 def _frozen_stage(run: _Run, store: ResultsStore, todo: list[CellPlan]) -> None:
-    """Extract and evaluate every cell still to do, committing each as it arrives."""
-    ex = executors.make_executor(run.opts.executor, address=run.opts.address)
+    """Extract and evaluate every cell still to do, committing each as it arrives.
+
+    Stage times are wall times: ``extract`` sums the cells' extractions (one after another in
+    the local executor) and ``probes_and_metrics`` is the rest of the stage (probes, in worker
+    processes or not, and commits); with the Ray executor, where cells overlap, it is the sum
+    of the cells' evaluation times instead.
+    """
+    ex = executors.make_executor(run.opts.executor, address=run.opts.address, jobs=run.opts.jobs)
     t_extract = t_eval = 0.0
     announced: set[tuple[str, str]] = set()
     settings = cell_settings(run.cfg)
+    t0 = time.perf_counter()
     try:
         for out_cell in ex.run_cells(run.cfg, todo, run.prepared, settings,
                                      progress=run.opts.progress):  # fmt: skip
@@ -246,7 +258,8 @@ def _frozen_stage(run: _Run, store: ResultsStore, todo: list[CellPlan]) -> None:
     finally:
         ex.close()
     run.stages["extract"] = t_extract
-    run.stages["probes_and_metrics"] = t_eval
+    wall = time.perf_counter() - t0
+    run.stages["probes_and_metrics"] = wall - t_extract if run.opts.executor == "local" else t_eval
 
 
 def _timed(run: _Run, name: str, fn: Callable[[], object]) -> None:

@@ -32,6 +32,7 @@ from crsbench.scoring.aggregate import score_cells
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.scoring.axes import axes_from_runs, has_clean_row, seed_means
 from crsbench.stats.agreement import rank1_agreement, rank_agreement
+from crsbench.stats.shared import anchors_key, frame_key, shared
 
 #: The probe of the main protocol; every other ``probe`` value in the store is a control probe.
 MAIN_PROBE = "logistic"
@@ -202,8 +203,17 @@ def control_probe_agreement(
     coverage : pandas.DataFrame
         One row per (probe, axis), columns :data:`COVERAGE_COLUMNS`; ``note`` also names the
         (encoder, dataset, seed) keys left out because only one probe has them.
+
+    Computed once per runs table, anchors and regime inside
+    :func:`crsbench.stats.shared.sharing_results`.
     """
     anc = load_anchors(anchors)
+    key = lambda: (frame_key(runs), anchors_key(anc), regime)  # noqa: E731
+    return shared("control_probe_agreement", key, lambda: _agreement(runs, anc, regime))
+
+
+def _agreement(runs: pd.DataFrame, anc: Anchors, regime: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`control_probe_agreement` itself."""
     main_ps = _held(axes_from_runs(runs, regime=regime, probe=MAIN_PROBE))
     agreement: list[dict[str, object]] = []
     coverage: list[pd.DataFrame] = []

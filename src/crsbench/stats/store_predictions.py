@@ -10,7 +10,7 @@ tables: :mod:`crsbench.store.prediction_layout`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +19,7 @@ import pandas as pd
 
 from crsbench.protocol import CLEAN, PAPER_CONDITIONS, PAPER_SHIFTS, RETENTION_FRACTIONS, SHIFT
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
+from crsbench.stats.shared import shared, store_key
 from crsbench.store.cards import CARDS_TABLE, CardFacts
 from crsbench.store.files import STORE_FILE
 from crsbench.store.prediction_layout import (
@@ -192,11 +193,24 @@ def load_store_predictions(
 ) -> StorePredictions:
     """The bootstrap inputs of ``cells`` (``(encoder, dataset)``) over ``seeds`` from a store.
 
+    Inside :func:`crsbench.stats.shared.sharing_results` the same store, cells and seeds are
+    read once (the result is then shared: do not modify it).
+
     Raises
     ------
     StoreError
         The store is missing, locked or damaged.
     """
+    cell_list = tuple(cells)
+    seed_list = tuple(sorted(int(s) for s in seeds))
+    key = lambda: (store_key(store_dir), cell_list, seed_list)  # noqa: E731
+    return shared("store_predictions", key, lambda: _read(store_dir, cell_list, seed_list))
+
+
+def _read(
+    store_dir: str | Path, cells: Sequence[tuple[str, str]], seed_list: Sequence[int]
+) -> StorePredictions:
+    """:func:`load_store_predictions` itself."""
     path = Path(store_dir) / STORE_FILE
     found = read_queries(path, _QUERIES, _NEEDS)
     if "rows" not in found:
@@ -205,7 +219,6 @@ def load_store_predictions(
     blobs = _Blobs(found["blobs"], found["splits"], found.get("meta"))
     index, val_index = _index(rows), _index(rows, VAL_SPLIT)
     targets, extra = _paper_targets(rows), _paper_targets(rows, paper=False)
-    seed_list = sorted(int(s) for s in seeds)
     labels = CardFacts.from_table(found[CARDS_TABLE]).label_names if CARDS_TABLE in found else {}
     out = StorePredictions(available=True)
     for enc, ds in cells:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.resample import replicate_ids, row_weights
+from crsbench.stats.shared import shared_on
 from crsbench.stats.weighted_metrics import weighted_ece, weighted_macro_auroc
 
 #: Age bands in years: (lower bound inclusive, upper bound exclusive, name).
@@ -247,6 +248,20 @@ def subgroup_analysis(
         worst subgroup per attribute (lowest AUROC, highest ECE or R), its value and the gap
         (best − worst, ≥ 0), each with its interval. ``axes``: the worst over all attributes.
     """
+    params = (min_patients, n_replicates, seed, level)
+    compute = lambda: _analysis(cells, *params)  # noqa: E731
+    return shared_on("subgroup_analysis", cells, params, compute)
+
+
+def _analysis(
+    cells: Mapping[tuple[str, str], CellPredictions],
+    min_patients: int,
+    n_replicates: int,
+    seed: int,
+    level: float,
+) -> SubgroupResult:
+    """:func:`subgroup_analysis` itself (computed once per loaded predictions and settings
+    inside :func:`crsbench.stats.shared.sharing_results`)."""
     sub, worst, axes = [], [], {}
     for key, cell in cells.items():
         ctx = _context(cell, n_replicates, seed, min_patients)

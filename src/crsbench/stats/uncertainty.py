@@ -10,9 +10,6 @@ by an older crsbench) falls back to seed-only, and :attr:`Uncertainty.note` says
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import ConfigError
+from crsbench.core.workers import check_jobs
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.stats.bootstrap import BootstrapResult, paired_seed_bootstrap
-from crsbench.stats.cell_pool import check_jobs
 from crsbench.stats.patient_bootstrap import (
     INTERVAL_METHODS,
     SEED_ONLY,
@@ -30,8 +27,8 @@ from crsbench.stats.patient_bootstrap import (
     patient_seed_bootstrap,
 )
 from crsbench.stats.resample import DEFAULT_REPLICATES
+from crsbench.stats.shared import anchors_key, frame_key, shared, store_key
 from crsbench.stats.store_predictions import load_store_predictions
-from crsbench.store.files import STORE_FILE
 
 #: The option values of ``--interval`` (default first).
 INTERVAL_CHOICES: tuple[str, ...] = tuple(INTERVAL_METHODS)
@@ -128,16 +125,11 @@ def crs_uncertainty(
     check_interval(interval)
     check_jobs(n_jobs)
     anc = load_anchors(anchors)
-    key = None
-    if _SHARED is not None:  # inside share_uncertainty(): the same inputs give the same result
-        key = (_frame_key(per_seed), _anchors_key(anc), _store_key(store), interval, rule,
-               int(n_replicates), int(seed))  # fmt: skip
-        if key in _SHARED:
-            return _SHARED[key]
-    unc = _crs_uncertainty(per_seed, anc, store, interval, rule, n_replicates, seed, n_jobs)
-    if key is not None:
-        _SHARED[key] = unc
-    return unc
+    key = lambda: (frame_key(per_seed), anchors_key(anc), store_key(store), interval, rule,  # noqa: E731
+                   int(n_replicates), int(seed))  # fmt: skip
+    compute = lambda: _crs_uncertainty(per_seed, anc, store, interval, rule, n_replicates,  # noqa: E731
+                                       seed, n_jobs)  # fmt: skip
+    return shared("crs_uncertainty", key, compute)
 
 
 def _crs_uncertainty(
@@ -176,51 +168,6 @@ def _crs_uncertainty(
     res = patient_seed_bootstrap(chosen, anc, n_replicates=n_replicates, seed=seed, rule=rule,
                                  n_jobs=n_jobs)  # fmt: skip
     return Uncertainty(TEST_PATIENTS_X_SEEDS, res, n_replicates, "", dict(res.n_patients))
-
-
-#: Results of :func:`crs_uncertainty` by their inputs, inside :func:`share_uncertainty` only.
-_SHARED: dict[tuple, Uncertainty] | None = None
-
-
-@contextmanager
-def share_uncertainty() -> Iterator[None]:
-    """Compute each bootstrap once inside the block: the leaderboard, the analyses and the
-    report of one store (``crsbench demo``) call :func:`crs_uncertainty` with the same inputs
-    (the per-seed axes, anchors, store file, interval, rule, replicates and seed, all in the
-    key), and all get the first call's result."""
-    global _SHARED
-    outer, _SHARED = _SHARED, ({} if _SHARED is None else _SHARED)
-    try:
-        yield
-    finally:
-        _SHARED = outer
-
-
-def _frame_key(frame: pd.DataFrame) -> tuple:
-    """The columns, dtypes and a hash of every value of ``frame``, in row order."""
-    values = pd.util.hash_pandas_object(frame, index=False).to_numpy()
-    digest = hashlib.sha256(values.tobytes()).hexdigest()
-    return tuple(frame.columns), tuple(str(t) for t in frame.dtypes), digest
-
-
-def _anchors_key(anc: Anchors) -> tuple:
-    panels = [("", anc.panel)] + sorted(anc.panel_by_dataset.items())
-    digest = hashlib.sha256()
-    for name, panel in panels:
-        digest.update(name.encode() + np.ascontiguousarray(panel, dtype=np.float64).tobytes())
-    return anc.version, repr(anc.bounds), repr(sorted(anc.weights.items())), digest.hexdigest()
-
-
-def _store_key(store: str | Path | None) -> tuple | None:
-    """The store file and its size and modification time (a rewritten store misses)."""
-    if store is None:
-        return None
-    path = (Path(store) / STORE_FILE).resolve()
-    try:
-        st = path.stat()
-    except OSError:
-        return str(path), None
-    return str(path), st.st_size, st.st_mtime_ns
 
 
 def indistinguishable_sentences(unc: Uncertainty, level: float = 0.95) -> list[str]:

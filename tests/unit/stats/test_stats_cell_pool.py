@@ -10,13 +10,8 @@ import pandas as pd
 import pytest
 
 from crsbench.core.errors import ConfigError
-from crsbench.stats.cell_pool import (
-    MIN_POOL_ELEMENTS,
-    available_cores,
-    check_jobs,
-    map_cells,
-    pool_size,
-)
+from crsbench.core.workers import available_cores, check_jobs
+from crsbench.stats.cell_pool import MIN_POOL_ELEMENTS, map_cells, pool_size
 from crsbench.stats.patient_bootstrap import bootstrap_view, patient_seed_bootstrap
 from crsbench.testing.planted import draw_world, planted_parameters
 

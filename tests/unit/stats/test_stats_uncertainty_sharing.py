@@ -1,4 +1,4 @@
-"""``share_uncertainty``: the leaderboard, the analyses and the report of one store run the
+"""``sharing_results``: the leaderboard, the analyses and the report of one store run the
 bootstrap once, and only calls with the very same inputs share it."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import pytest
 
 from crsbench.scoring import axes_from_runs
 from crsbench.stats import uncertainty as unc_mod
-from crsbench.stats.uncertainty import crs_uncertainty, share_uncertainty
+from crsbench.stats.shared import sharing_results
+from crsbench.stats.uncertainty import crs_uncertainty
 from crsbench.store import load_runs
 from crsbench.testing import simulate_runs, write_store
 
@@ -31,7 +32,7 @@ def counted(monkeypatch):
 def test_same_inputs_share_one_bootstrap_inside_the_block(store, counted):
     per_seed = axes_from_runs(load_runs(store))
     alone = crs_uncertainty(per_seed, store=store, n_replicates=100, seed=3)
-    with share_uncertainty():
+    with sharing_results():
         first = crs_uncertainty(per_seed, store=store, n_replicates=100, seed=3)
         again = crs_uncertainty(per_seed.copy(), "v1", store=store, n_replicates=100, seed=3)
     assert again is first and len(counted) == 2  # `alone` and `first`
@@ -44,7 +45,7 @@ def test_any_changed_input_is_computed_afresh(store, counted):
     per_seed = axes_from_runs(load_runs(store))
     changed = per_seed.copy()
     changed.loc[changed.index[0], "auroc"] += 0.01
-    with share_uncertainty():
+    with sharing_results():
         base = crs_uncertainty(per_seed, store=store, n_replicates=100, seed=3)
         others = [
             crs_uncertainty(per_seed, store=store, n_replicates=100, seed=4),

@@ -22,6 +22,9 @@ from crsbench.datasets.synthetic.sizes import SynthSize, resolve_size
 
 MARKER = ".crsbench-synth.json"
 GENERATOR_VERSION = 1
+#: zlib level of every synthetic PNG: 1 writes a 128-px image about 5x faster than the
+#: default 6 for files about 15 % larger (the pixels are the same at any level).
+PNG_COMPRESS_LEVEL = 1
 
 
 def read_marker(root: Path) -> dict | None:
@@ -205,6 +208,6 @@ def save_jpeg(path: Path, image: np.ndarray, quality: int = 92) -> None:
 
 
 def save_png(path: Path, image: np.ndarray) -> None:
-    """Save a float image in [0, 1] as an 8-bit PNG with a fixed compression level."""
+    """Save a float image in [0, 1] as an 8-bit PNG at :data:`PNG_COMPRESS_LEVEL`."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(to_uint8(image)).save(path, format="PNG", compress_level=6)
+    Image.fromarray(to_uint8(image)).save(path, format="PNG", compress_level=PNG_COMPRESS_LEVEL)

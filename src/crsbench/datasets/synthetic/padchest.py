@@ -12,7 +12,7 @@ from crsbench.core.seeding import stable_rng
 from crsbench.datasets.synthetic import sampling
 from crsbench.datasets.synthetic.cxr_labels import draw_findings
 from crsbench.datasets.synthetic.cxr_render import render_cxr
-from crsbench.datasets.synthetic.io import dataset_writer, write_csv
+from crsbench.datasets.synthetic.io import PNG_COMPRESS_LEVEL, dataset_writer, write_csv
 from crsbench.datasets.synthetic.shift_profiles import (
     PADCHEST_EXTRA,
     PADCHEST_NAMES,
@@ -76,7 +76,7 @@ def save_png16(path: Path, image: np.ndarray, gain: float) -> None:
     """Save a float image in [0, 1] as a 16-bit grey PNG holding 12-bit values x ``gain``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     values = np.rint(np.clip(image, 0.0, 1.0) * MAX_VALUE * gain).astype(np.uint16)
-    Image.fromarray(values).save(path, format="PNG", compress_level=6)
+    Image.fromarray(values).save(path, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
 
 
 def _cells(r: dict, side: int) -> list[object]:

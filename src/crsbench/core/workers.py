@@ -1,0 +1,86 @@
+"""Worker processes for independent pieces of work, each on one BLAS / OpenMP thread.
+
+Two stages fan independent cells out to processes: the probes of the frozen stage
+(:class:`crsbench.runs.executors.LocalExecutor`) and the test-set bootstrap
+(:mod:`crsbench.stats.cell_pool`). A worker is limited to one BLAS / OpenMP thread (through
+``threadpoolctl``, and the usual environment variables for libraries loaded later) so that
+``n`` processes do not each start a thread per core, and the sequential path computes under the
+same limit, because a multi-threaded matrix product may sum in another order: a pool then gives
+bit-identical numbers to one process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
+
+from crsbench.core.errors import ConfigError
+
+#: Environment variables that cap the threads of BLAS / OpenMP libraries loaded after them.
+THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                   "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")  # fmt: skip
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask; the CPU count where there is
+    none)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def check_jobs(n_jobs: int | None) -> int:
+    """The number of worker processes ``n_jobs`` asks for: ``None`` → every available core.
+
+    Raises
+    ------
+    ConfigError
+        When ``n_jobs`` is not ``None`` or a positive integer.
+    """
+    if n_jobs is None:
+        return available_cores()
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
+        raise ConfigError(f"n_jobs (--jobs) must be a positive integer. Got {n_jobs!r} instead.")
+    return n_jobs
+
+
+def limit_worker_threads() -> None:
+    """Cap this process's BLAS / OpenMP thread pools at one thread (a worker's initializer)."""
+    for var in THREAD_ENV_VARS:
+        os.environ[var] = "1"
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return
+    threadpool_limits(limits=1)
+
+
+def one_blas_thread() -> AbstractContextManager:
+    """A context in which this process's BLAS / OpenMP pools run one thread (no-op without
+    ``threadpoolctl``)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return nullcontext()
+    return threadpool_limits(limits=1)
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """``fork`` on Linux (workers start at once and share the parent's imports), ``spawn``
+    elsewhere (forking a process with system frameworks loaded is unsafe on macOS)."""
+    return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+
+
+def worker_pool(n_jobs: int) -> ProcessPoolExecutor:
+    """A pool of ``n_jobs`` processes, each limited to one BLAS / OpenMP thread.
+
+    Workers must not use torch: on Linux they are forked, and a forked child of a process
+    whose OpenMP pool has run may hang in its first parallel region.
+    """
+    return ProcessPoolExecutor(
+        check_jobs(n_jobs), mp_context=_context(), initializer=limit_worker_threads
+    )
