@@ -7,6 +7,14 @@ lazily so ``crsbench --help`` stays fast.
 
 from __future__ import annotations
 
+import os
+import sys
+
+# Help read from a pipe or a log: click's plain layout, which wraps words instead of cutting
+# them off in a box (typer reads this when it is first imported).
+if sys.stdout is None or not sys.stdout.isatty():
+    os.environ.setdefault("TYPER_USE_RICH", "0")
+
 from crsbench.cli import (  # noqa: F401  (importing registers the commands)
     analysis_commands,
     cohort_commands,

@@ -51,6 +51,17 @@ def test_encoders_list_greps_in_a_real_pipe() -> None:
     assert "medsiglip\tMedSigLIP" in proc.stdout and "\r" not in proc.stdout
 
 
+def test_help_in_a_real_pipe_is_plain_and_whole() -> None:
+    env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "80"}
+    env.pop("TYPER_USE_RICH", None)
+    proc = subprocess.run([sys.executable, "-m", "crsbench.cli", "run", "--help"],
+                          capture_output=True, text=True, env=env, timeout=120, check=True)  # fmt: skip
+    out = proc.stdout
+    assert "…" not in out and "│" not in out and "\x1b[" not in out  # no box, no cut text
+    assert "(output: OUTPUT_DIR-dry-run)." in " ".join(out.split())  # every word, in order
+    assert all(len(line) <= 80 for line in out.splitlines())
+
+
 @pytest.mark.parametrize("args", [["datasets", "list", "--json"], ["encoders", "list", "--json"]])
 def test_json_is_valid_and_lists_every_name(args) -> None:
     result = runner.invoke(app, args)
