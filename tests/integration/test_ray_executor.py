@@ -184,7 +184,7 @@ def test_dying_workers_are_retried_nothing_lost_or_doubled(
 
     made: list[RayExecutor] = []
 
-    def make(name: str, *, address: str | None = None) -> RayExecutor:
+    def make(name: str, *, address: str | None = None, jobs: int | None = None) -> RayExecutor:
         ex = RayExecutor(
             address, max_retries=2, extract_fn=extract_dies_once, evaluate_fn=probe_dies_once
         )
@@ -225,7 +225,7 @@ def test_exhausted_retries_fail_the_cell_and_a_resume_completes_the_store(
     monkeypatch.setattr(
         executors,
         "make_executor",
-        lambda name, *, address=None: RayExecutor(
+        lambda name, *, address=None, jobs=None: RayExecutor(
             address, max_retries=0, evaluate_fn=probe_always_dies
         ),
     )

@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 
 from crsbench.cli.output import print_table
+from crsbench.stats.uncertainty import estimate_outside_interval_sentence
 
 #: Board column → header of the printed leaderboard, in order (``ci`` is built from the
 #: interval columns).
@@ -52,3 +53,7 @@ def print_leaderboard(console: Console, board: Any, *, title: str, as_json: bool
     rows = leaderboard_rows(board, with_missing=as_json)
     print_table(console, rows, LEADERBOARD_COLUMNS, title=title, as_json=as_json, right=right,
                 whole=("encoder",))  # fmt: skip
+    note = "" if as_json else estimate_outside_interval_sentence(board)
+    if note:  # under the table on a terminal; on stderr in a pipe, so stdout stays the table
+        where = console if console.is_terminal else Console(stderr=True, soft_wrap=True)
+        where.print(f"note: {note}", highlight=False, markup=False)

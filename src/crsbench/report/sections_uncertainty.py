@@ -12,6 +12,7 @@ import pandas as pd
 from crsbench.report import figures_rank as fr
 from crsbench.report.data import ReportData
 from crsbench.report.html import Section, figure_html, files_html, note_html, stats_html
+from crsbench.stats.uncertainty import estimate_outside_interval_sentence
 
 
 def interval_lines(d: ReportData) -> list[str]:
@@ -29,7 +30,8 @@ def interval_lines(d: ReportData) -> list[str]:
     if d.n_patients:
         counts = ", ".join(f"{ds} {n:,}" for ds, n in sorted(d.n_patients.items()))
         out.append(f"Test patients per dataset: {counts}.")
-    return out + list(d.indistinguishable)
+    outside = estimate_outside_interval_sentence(d.board)
+    return out + ([outside] if outside else []) + list(d.indistinguishable)
 
 
 def interval_notes(d: ReportData) -> list[str]:
