@@ -48,8 +48,32 @@ def check_jobs(n_jobs: int | None) -> int:
     return n_jobs
 
 
+def init_worker(parent_pid: int) -> None:
+    """A pool worker's initializer: one BLAS / OpenMP thread, and (Linux) death with the
+    parent, so a ``kill -9`` of the parent leaves no orphan computing for nobody."""
+    die_with_parent(parent_pid)
+    limit_worker_threads()
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux ``prctl``
+    ``PR_SET_PDEATHSIG``; nothing elsewhere); exit at once if the parent is already gone."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - no prctl in this libc
+        return
+    if os.getppid() != parent_pid:  # the parent died before the request took effect
+        os._exit(1)
+
+
 def limit_worker_threads() -> None:
-    """Cap this process's BLAS / OpenMP thread pools at one thread (a worker's initializer)."""
+    """Cap this process's BLAS / OpenMP thread pools at one thread."""
     for var in THREAD_ENV_VARS:
         os.environ[var] = "1"
     try:
@@ -76,11 +100,13 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 def worker_pool(n_jobs: int) -> ProcessPoolExecutor:
-    """A pool of ``n_jobs`` processes, each limited to one BLAS / OpenMP thread.
+    """A pool of ``n_jobs`` processes, each limited to one BLAS / OpenMP thread and killed
+    with this process (:func:`init_worker`).
 
     Workers must not use torch: on Linux they are forked, and a forked child of a process
     whose OpenMP pool has run may hang in its first parallel region.
     """
     return ProcessPoolExecutor(
-        check_jobs(n_jobs), mp_context=_context(), initializer=limit_worker_threads
-    )
+        check_jobs(n_jobs), mp_context=_context(), initializer=init_worker,
+        initargs=(os.getpid(),),
+    )  # fmt: skip

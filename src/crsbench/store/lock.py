@@ -28,6 +28,27 @@ NETWORK_FS_TYPES: frozenset[str] = frozenset(
 )
 
 
+#: File descriptors of the locks this process holds. A forked child (a worker of a process
+#: pool, a data-loader worker) closes its copies at once: a flock belongs to the open file, so
+#: a child outliving a killed holder would otherwise keep the store locked.
+_HELD_FDS: set[int] = set()
+
+
+def _drop_inherited_locks() -> None:
+    """In a forked child: close the copies of the parent's lock descriptors (closing a copy
+    leaves the parent's flock in place)."""
+    for fd in list(_HELD_FDS):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD_FDS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_inherited_locks)
+
+
 class StoreLockWarning(UserWarning):
     """A stale lock was taken over, or a store sits on a network filesystem by request."""
 
@@ -126,6 +147,7 @@ class StoreLock:
                 os.close(fd)
                 raise
             self._fd = fd
+            _HELD_FDS.add(fd)
             return
         raise StoreError(f"could not acquire {self.path}: it kept changing under us.")
 
@@ -164,6 +186,7 @@ class StoreLock:
         fd, self._fd = self._fd, None
         if fd is None:
             return
+        _HELD_FDS.discard(fd)
         try:
             if os.fstat(fd).st_ino == os.stat(self.path).st_ino:
                 os.unlink(self.path)

@@ -1,0 +1,84 @@
+"""A forked child of a lock holder (a pool worker, a data-loader worker) never keeps the
+store locked: killed with ``kill -9``, the holder's lock is free at once even while its child
+lives on; and pool workers die with their parent."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from crsbench.store.lock import StoreLock, StoreLockWarning
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork, /proc")
+SRC = str(Path(__file__).resolve().parents[3] / "src")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+
+
+def _start(code: str) -> tuple[subprocess.Popen, list[int]]:
+    """Run ``code`` in a fresh interpreter; it prints the pids to watch, then ``ready``."""
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": SRC})  # fmt: skip
+    pids = []
+    for line in proc.stdout:
+        if line.strip() == "ready":
+            return proc, pids
+        pids.append(int(line))
+    raise AssertionError(f"the child process ended early (exit {proc.wait()})")
+
+
+def test_a_forked_child_does_not_keep_a_killed_holders_lock(tmp_path):
+    holder, (child,) = _start(f"""
+        import os, time
+        from crsbench.store.lock import StoreLock
+        lock = StoreLock({str(tmp_path)!r}); lock.acquire()
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60); os._exit(0)
+        print(pid, flush=True); print("ready", flush=True); time.sleep(60)
+    """)  # fmt: skip
+    try:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+        assert _alive(child)  # the plain forked child lives on...
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", StoreLockWarning)
+            lock = StoreLock(tmp_path)
+            lock.acquire()  # ...but does not hold the lock
+        assert lock.held
+        lock.release()
+    finally:
+        os.kill(child, signal.SIGKILL)
+
+
+def test_pool_workers_die_with_their_killed_parent():
+    parent, workers = _start("""
+        import os, time
+        from crsbench.core.workers import worker_pool
+        pool = worker_pool(2)
+        futures = [pool.submit(time.sleep, 60) for _ in range(2)]
+        time.sleep(1.0)
+        for pid in pool._processes: print(pid, flush=True)
+        print("ready", flush=True); time.sleep(60)
+    """)
+    assert len(workers) == 2 and all(_alive(p) for p in workers)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(10)
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in workers)
