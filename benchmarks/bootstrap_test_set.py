@@ -114,8 +114,9 @@ def batch_times(n: int, n_rep: int, n_cells: int, jobs: int) -> tuple[float, flo
     t0, c0 = time.perf_counter(), _children_cpu_s()
     par = map_cells(work, cells, jobs)
     t_par, cpu_par = time.perf_counter() - t0, _children_cpu_s() - c0
-    for (a, e), (b, f) in zip(seq, par, strict=True):
+    for (a, e, x), (b, f, y) in zip(seq, par, strict=True):
         assert np.array_equal(a, b, equal_nan=True) and np.array_equal(e, f, equal_nan=True)
+        assert x.keys() == y.keys() and all(np.array_equal(x[k], y[k], equal_nan=True) for k in x)
     return t_seq, t_par, cpu_seq, cpu_par
 
 

@@ -104,6 +104,8 @@ LORA_SEEDS: tuple[int, ...] = (0, 1, 2)
 
 #: The paper's five acquisition perturbations, in the protocol's order.
 PAPER_PERTURBATIONS: tuple[str, ...] = ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
+#: The JPEG perturbation (the verdict asks which encoder is most robust to it).
+JPEG = "jpeg"
 #: The shipped modality-appropriate extra noises (reported beside R).
 EXTRA_PERTURBATIONS: tuple[str, ...] = ("poisson_gaussian", "sensor_noise")
 #: The protocol's severities.

@@ -284,6 +284,33 @@ def test_verdict_intervals_come_from_the_test_set_bootstrap(store, tmp_path):
     # at full labels D is the same fit in every seed: only the test-set resampling widens it
     d = axes[axes["question"] == "discrimination"]
     assert ((d["ci_high"] - d["ci_low"]) > 1e-3).all(), d
-    # the per-seed questions (JPEG, calibration under shift) keep their own method, named
+    # JPEG and calibration under shift: on the same test-set resamples, not the seeds only
     others = verdict[~verdict.index.isin(axes.index)]
-    assert set(others["interval"]) <= {"seed-only"}
+    assert set(others["question"]) == {"jpeg", "shift_calibration"}
+    assert set(others["interval"]) == {TEST_PATIENTS_X_SEEDS}
+    assert ((others["ci_high"] - others["ci_low"]) > 1e-4).all(), others
+    assert set(others.loc[others["question"] == "shift_calibration", "dataset"]) == {
+        "chexpert→mimic_cxr"
+    }
+
+
+def test_verdict_jpeg_and_shift_values_are_the_stored_runs(store):
+    """The bootstrap's point values of the two questions are the runs' own (clean minus JPEG
+    AUROC, shift minus clean ECE, averaged over severities and seeds)."""
+    from crsbench.scoring import axes_from_runs
+    from crsbench.stats.uncertainty import crs_uncertainty
+    from crsbench.stats.verdict import axis_replicates_of, seed_axis_replicates, verdict_table
+
+    _, out = store
+    runs = load_runs(out)
+    per_seed = axes_from_runs(runs)
+    unc = crs_uncertainty(per_seed, store=out, n_replicates=50)
+    new = verdict_table(runs, axis_replicates_of(unc))
+    old = verdict_table(runs, seed_axis_replicates(per_seed, 50))  # from the runs table
+    keep = ["jpeg", "shift_calibration"]
+    a = new[new["question"].isin(keep)].set_index(["dataset", "question"]).sort_index()
+    b = old[old["question"].isin(keep)].set_index(["dataset", "question"]).sort_index()
+    assert len(a) == len(b) > 0
+    assert (a["leader"] == b["leader"]).all()
+    np.testing.assert_allclose(a["value"], b["value"], rtol=0, atol=1e-7)
+    np.testing.assert_allclose(a["runner_up_value"], b["runner_up_value"], rtol=0, atol=1e-7)

@@ -55,7 +55,8 @@ class CellPredictions:
         The full-label fit's validation rows and probabilities (operating points).
     extra_shifts : tuple of (EvalSplit, array)
         Shift targets outside R (e.g. NIH ChestX-ray14): read by the operating-point
-        transfer only, never by the bootstrap.
+        transfer, and by the bootstrap only for the verdict's shift-calibration question
+        (never inside R).
     label_names : tuple of str
         The dataset's label (or class) names in output order, as the store records them
         (:mod:`crsbench.store.cards`); empty when the store does not.

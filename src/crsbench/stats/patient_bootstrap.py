@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import DataError
+from crsbench.protocol import JPEG
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.stats.bootstrap import (
     BootstrapResult,
@@ -72,6 +73,9 @@ class PatientBootstrapResult(BootstrapResult):
     ece_shrunk, point_ece_shrunk : numpy.ndarray
         ``(B, n_cells)`` and ``(n_cells,)`` seed-mean ECE of the shrunk bootstrap world
         (:func:`crsbench.stats.weighted_metrics.weighted_shrunk_ece`), for the ECE interval.
+    extras, point_extras : dict (encoder, dataset, name) → ``(B,)`` array / float
+        The verdict's other values (:data:`JPEG_DROP`, :data:`SHIFT_ECE_INCREASE` + target)
+        on the same resamples, and as drawn.
     """
 
     cell_keys: list[tuple[str, str]] = field(default_factory=list)
@@ -80,6 +84,8 @@ class PatientBootstrapResult(BootstrapResult):
     n_patients: dict[str, int] = field(default_factory=dict)
     ece_shrunk: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
     point_ece_shrunk: np.ndarray = field(default_factory=lambda: np.empty(0))
+    extras: dict[tuple[str, str, str], np.ndarray] = field(default_factory=dict)
+    point_extras: dict[tuple[str, str, str], float] = field(default_factory=dict)
 
     def axis_intervals(self, level: float = 0.95) -> pd.DataFrame:
         """Basic (bias-corrected) bootstrap interval of each cell's four axes; the ECE's is
@@ -116,15 +122,27 @@ def _weights(
     return ReplicateWeights.of(counts, inverse)
 
 
+#: Key of the mean AUROC drop under JPEG among :func:`cell_replicate_axes`' extras.
+JPEG_DROP = "jpeg_drop"
+#: Prefix of the ECE increase on a shift target (``shift_ece_increase:<target>``).
+SHIFT_ECE_INCREASE = "shift_ece_increase:"
+
+
 def cell_replicate_axes(
-    cell: CellPredictions, replicates: Sequence[int] | np.ndarray | None, seed: int = 0
+    cell: CellPredictions,
+    replicates: Sequence[int] | np.ndarray | None,
+    seed: int = 0,
+    extras: dict[str, np.ndarray] | None = None,
 ) -> np.ndarray:
     """The four axes of one cell in each replicate and seed: shape ``(B, S, 4)``.
 
     Rows of ``replicates`` are bootstrap replicate numbers; the weights of the test rows come
     from :func:`crsbench.stats.resample.row_weights`, so another process computing another
     encoder's cell with the same numbers resamples the same patients. ``None`` weighs every
-    row once (the point estimate, shape ``(1, S, 4)``).
+    row once (the point estimate, shape ``(1, S, 4)``). A given ``extras`` dict receives the
+    verdict's other ``(B, S)`` values on the same resamples: :data:`JPEG_DROP` (the mean AUROC
+    drop over the JPEG severities) and, per shift target, :data:`SHIFT_ECE_INCREASE` + target
+    (its ECE minus the clean ECE; the targets outside R too).
     """
     n_s = len(cell.seeds)
     w = _weights(cell.test, replicates, seed)
@@ -140,16 +158,37 @@ def cell_replicate_axes(
         ret = np.mean(ratios, axis=0)
     else:
         ret = np.full_like(d, np.nan)
-    drops = [d - _per_seed(p, n_s, auc) for _, p in sorted(cell.conditions.items())]
+    conditions = sorted(cell.conditions.items())
+    drops = [d - _per_seed(p, n_s, auc) for _, p in conditions]
     for split, p in cell.shifts:
         wt = _weights(split, replicates, seed)
         drops.append(d - _per_seed(p, n_s, lambda q, s=split, w=wt: auc(q, s.y, w)))
+    if extras is not None:
+        _shift_calibration(cell, replicates, seed, c, extras)
+    jpeg = [drop for (key, _), drop in zip(conditions, drops, strict=False) if key[0] == JPEG]
+    if extras is not None and jpeg:
+        extras[JPEG_DROP] = np.mean(jpeg, axis=0)
     if drops:
         stack = np.stack(drops, axis=-1)
         r = 0.5 * stack.mean(axis=-1) + 0.5 * stack.max(axis=-1)
     else:
         r = np.full_like(d, np.nan)
     return np.stack([d, c, ret, r], axis=-1)
+
+
+def _shift_calibration(
+    cell: CellPredictions,
+    replicates: Sequence[int] | np.ndarray | None,
+    seed: int,
+    clean_ece: np.ndarray,
+    extras: dict[str, np.ndarray],
+) -> None:
+    """``(B, S)`` ECE increase on every shift target (inside R or not) into ``extras``."""
+    n_s, task = len(cell.seeds), cell.task
+    for split, p in (*cell.shifts, *cell.extra_shifts):
+        wt = _weights(split, replicates, seed)
+        ece = _per_seed(p, n_s, lambda q, s=split, w=wt: weighted_ece(s.y, q, task, w))
+        extras[SHIFT_ECE_INCREASE + split.dataset] = ece - clean_ece
 
 
 def seed_resampled_axes(per_seed: np.ndarray, seed_counts: np.ndarray) -> np.ndarray:
@@ -200,15 +239,16 @@ def _elements(cell: CellPredictions) -> int:
 
 def bootstrap_view(cell: CellPredictions) -> CellPredictions:
     """The cell with only what the bootstrap reads (what a worker process is sent): no
-    validation or extra shift rows, no image ids or subgroup attributes."""
+    validation rows, no image ids or subgroup attributes."""
 
     def bare(split: EvalSplit) -> EvalSplit:
         return replace(split, image_ids=None, metadata={})
 
     return replace(
-        cell, test=bare(cell.test), val=None, extra_shifts=(),
+        cell, test=bare(cell.test), val=None,
         shift=None if cell.shift is None else (bare(cell.shift[0]), cell.shift[1]),
         more_shifts=tuple((bare(s), p) for s, p in cell.more_shifts),
+        extra_shifts=tuple((bare(s), p) for s, p in cell.extra_shifts),
     )  # fmt: skip
 
 
@@ -218,16 +258,28 @@ def cell_replicates(
     seed_counts: np.ndarray,
     seed: int = 0,
     chunk: int = DEFAULT_CHUNK,
-) -> tuple[np.ndarray, np.ndarray]:
-    """One cell's share of the bootstrap (a worker's task): ``(B, 4)`` seed-mean axes and
-    ``(B,)`` seed-mean shrunk-world ECE of ``replicates``, evaluated ``chunk`` at a time,
-    the seeds resampled by ``seed_counts`` (``(B, S)``, the same for every cell)."""
-    axes, shrunk = [], []
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """One cell's share of the bootstrap (a worker's task): ``(B, 4)`` seed-mean axes,
+    ``(B,)`` seed-mean shrunk-world ECE and the ``(B,)`` seed-mean extras of
+    :func:`cell_replicate_axes` of ``replicates``, evaluated ``chunk`` at a time, the seeds
+    resampled by ``seed_counts`` (``(B, S)``, the same for every cell)."""
+    axes, shrunk, extras = [], [], []
     for start in range(0, len(replicates), chunk):
         block, sc = replicates[start : start + chunk], seed_counts[start : start + chunk]
-        axes.append(seed_resampled_axes(cell_replicate_axes(cell, block, seed), sc))
+        more: dict[str, np.ndarray] = {}
+        axes.append(seed_resampled_axes(cell_replicate_axes(cell, block, seed, more), sc))
         shrunk.append(_seed_mean(cell_shrunk_ece(cell, block, seed), sc))
-    return np.concatenate(axes), np.concatenate(shrunk)
+        extras.append({k: _seed_mean(v, sc) for k, v in more.items()})
+    joined = {k: np.concatenate([e[k] for e in extras]) for k in extras[0]} if extras else {}
+    return np.concatenate(axes), np.concatenate(shrunk), joined
+
+
+def point_extras(cell: CellPredictions) -> dict[str, float]:
+    """The seed-mean extras of :func:`cell_replicate_axes` on the test sets as drawn."""
+    more: dict[str, np.ndarray] = {}
+    cell_replicate_axes(cell, None, extras=more)
+    ones = np.ones((1, len(cell.seeds)), dtype=int)
+    return {k: float(_seed_mean(v, ones)[0]) for k, v in more.items()}
 
 
 def _check_cells(cells: Sequence[CellPredictions]) -> None:
@@ -290,7 +342,7 @@ def patient_seed_bootstrap(
                    chunk=chunk)  # fmt: skip
     jobs = pool_size(n_replicates * sum(map(_elements, cells)), n_jobs)
     per_cell = map_cells(work, [bootstrap_view(c) for c in cells], jobs)
-    axes = np.stack([a for a, _ in per_cell], axis=1)
+    axes = np.stack([a for a, _, _ in per_cell], axis=1)
     reps = [_scores(cells, list(axes[start : start + chunk].swapaxes(0, 1)), anc, rule)[0]
             for start in range(0, n_replicates, chunk)]  # fmt: skip
     point_raw = [_point_axes(c) for c in cells]
@@ -308,7 +360,15 @@ def patient_seed_bootstrap(
         axes=axes,
         point_axes=np.concatenate(point_raw),
         n_patients=count_test_patients(cells),
-        ece_shrunk=np.stack([e for _, e in per_cell], axis=1),
+        ece_shrunk=np.stack([e for _, e, _ in per_cell], axis=1),
+        extras={
+            (c.encoder, c.dataset, k): v
+            for c, (_, _, x) in zip(cells, per_cell, strict=True)
+            for k, v in x.items()
+        },
+        point_extras={
+            (c.encoder, c.dataset, k): v for c in cells for k, v in point_extras(c).items()
+        },
         point_ece_shrunk=np.array([_seed_mean(cell_shrunk_ece(c, None), ones)[0] for c in cells]),
     )
 

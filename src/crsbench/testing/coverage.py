@@ -15,19 +15,32 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from crsbench.protocol import PAPER_SHIFTS
 from crsbench.scoring.anchors import AXES
 from crsbench.stats.bootstrap import paired_seed_bootstrap
 from crsbench.stats.debiased_ece import debiased_ece_intervals
+from crsbench.stats.intervals import basic_interval
 from crsbench.stats.patient_bootstrap import (
+    JPEG_DROP,
     SEED_ONLY,
     TEST_PATIENTS_X_SEEDS,
     patient_seed_bootstrap,
     per_seed_axes,
 )
-from crsbench.testing.planted import draw_world, planted_parameters, population_table
+from crsbench.testing.planted import (
+    draw_world,
+    planted_parameters,
+    population_extras,
+    population_table,
+)
 
 #: Target name of the ECE interval centred on the debiased estimate (not the protocol's).
 DEBIASED_ECE = "ece (debiased interval)"
+#: Target names of the verdict's JPEG and shift-calibration values.
+JPEG_TARGET = "jpeg drop"
+SHIFT_ECE_TARGET = "shift ece increase"
+#: The protocol's targets: CRS, the axes and the verdict's two other values.
+PROTOCOL_TARGETS = ("CRS", *AXES, JPEG_TARGET, SHIFT_ECE_TARGET)
 
 
 @dataclass(frozen=True)
@@ -43,8 +56,10 @@ class CoverageReport:
         return self.hits.groupby(["method", "target"])["covered"].mean().unstack("method")
 
     def protocol_min(self, method: str) -> float:
-        """Lowest coverage of ``method`` over CRS and the four axes (the protocol's intervals)."""
-        return float(self.coverage().loc[["CRS", *AXES], method].min())
+        """Lowest coverage of ``method`` over :data:`PROTOCOL_TARGETS` it has (CRS, the four
+        axes, and for the test-patient bootstrap the JPEG drop and the shift ECE increase)."""
+        cov = self.coverage()[method].reindex(PROTOCOL_TARGETS).dropna()
+        return float(cov.min())
 
     def calibration(self, bins: tuple[float, ...] = (0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0001)):
         """Among (world, encoder) pairs with P(rank 1) in a bin, how often it is the leader."""
@@ -62,6 +77,25 @@ def _axis_hits(world, res, method: str, lo: np.ndarray, hi: np.ndarray, w: int) 
             truth = pop.loc[key, axis]
             out.append({"world": w, "method": method, "target": axis,
                         "covered": bool(lo[i, k] <= truth <= hi[i, k])})  # fmt: skip
+    return out
+
+
+def _extra_hits(truths: dict, res, w: int, level: float) -> list[dict]:
+    """The verdict's intervals of the JPEG drop (basic) and of the shift ECE increase
+    (percentile) against the population's (``truths``: (encoder, dataset) →
+    :func:`population_extras`)."""
+    out = []
+    alpha = (1 - level) / 2
+    for (enc, ds, name), reps in res.extras.items():
+        point = res.point_extras[(enc, ds, name)]
+        if name == JPEG_DROP:
+            lo, hi = (float(v[0]) for v in basic_interval(np.array([point]), reps[:, None], level))
+        else:
+            lo, hi = np.nanquantile(reps, alpha), np.nanquantile(reps, 1 - alpha)
+        truth = truths[(enc, ds)][name]
+        target = JPEG_TARGET if name == JPEG_DROP else SHIFT_ECE_TARGET
+        out.append({"world": w, "method": TEST_PATIENTS_X_SEEDS, "target": target,
+                    "covered": bool(lo <= truth <= hi)})  # fmt: skip
     return out
 
 
@@ -100,6 +134,8 @@ def run_coverage(
     rng = np.random.default_rng(seed)
     params = planted_parameters(n_encoders, datasets, rng)
     population = population_table(params)
+    targets = dict(PAPER_SHIFTS)
+    truths = {key: population_extras(p, targets.get(key[1])) for key, p in params.items()}
     hits: list[dict] = []
     in_tier1, rank1 = [], []
     for w in range(n_worlds):
@@ -120,6 +156,7 @@ def run_coverage(
         so_lo, so_hi = _seed_only_axes(per_seed_axes(world.cells), res.cell_keys, n_replicates,
                                        np.random.default_rng(w), level)  # fmt: skip
         hits += _axis_hits(world, res, SEED_ONLY, so_lo, so_hi, w)
+        hits += _extra_hits(truths, res, w, level)
         hits += _debiased_ece_hits(world, n_replicates, w, level)
         leader = world.population_crs.idxmax()
         t = res.ranks.set_index("encoder")

@@ -19,9 +19,10 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from crsbench.metrics import expected_calibration_error
-from crsbench.protocol import PAPER_CONDITIONS, PAPER_SHIFTS, RETENTION_FRACTIONS
+from crsbench.protocol import JPEG, PAPER_CONDITIONS, PAPER_SHIFTS, RETENTION_FRACTIONS
 from crsbench.scoring.anchors import AXES, load_anchors
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
+from crsbench.stats.patient_bootstrap import JPEG_DROP, SHIFT_ECE_INCREASE
 
 PREVALENCE = 0.3
 RHO = 0.3  # share of score variance shared by a patient's images
@@ -74,6 +75,21 @@ def population_axes(p: PlantedEncoder, n_quad: int = 4001) -> dict[str, float]:
     r = 0.5 * np.mean(drops) + 0.5 * np.max(drops)
     return {"auroc": d, "ece": population_ece(p.delta, p), "retention": float(ret),
             "robustness_drop": float(r)}  # fmt: skip
+
+
+def population_extras(p: PlantedEncoder, target: str | None = None) -> dict[str, float]:
+    """The verdict's other population values of one planted cell, keyed as the test-patient
+    bootstrap keys them: the mean AUROC drop over the JPEG severities and, with a shift
+    ``target``, the ECE increase on it."""
+    d = auroc_of(p.delta)
+    jpeg = [d - auroc_of(c) for (name, _), c in zip(PAPER_CONDITIONS, p.condition_delta,
+                                                       strict=True) if name == JPEG]  # fmt: skip
+    out = {JPEG_DROP: float(np.mean(jpeg))}
+    if target is not None and p.shift_delta is not None:
+        out[SHIFT_ECE_INCREASE + target] = population_ece(p.shift_delta, p) - population_ece(
+            p.delta, p
+        )
+    return out
 
 
 def _split(rng, dataset: str, n_patients: int) -> tuple[EvalSplit, np.ndarray]:

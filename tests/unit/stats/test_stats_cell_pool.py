@@ -76,7 +76,8 @@ def test_worker_sees_only_what_the_bootstrap_reads(world):
                                       metadata={"sex": np.array(["F"] * len(cell.test.y))}),
                    val=cell.shift, extra_shifts=(cell.shift,))  # fmt: skip
     view = bootstrap_view(full)
-    assert view.val is None and view.extra_shifts == ()
+    assert view.val is None and len(view.extra_shifts) == 1  # its ECE increase (verdict)
+    assert view.extra_shifts[0][0].image_ids is None
     assert view.test.image_ids is None and dict(view.test.metadata) == {}
     np.testing.assert_array_equal(view.test.groups, cell.test.groups)
     assert view.clean is cell.clean and view.conditions is cell.conditions

@@ -23,7 +23,12 @@ from crsbench.stats.patient_bootstrap import (
 )
 from crsbench.stats.resample import SEED_STREAM, resample_counts_for, row_weights
 from crsbench.stats.weighted_metrics import weighted_ece, weighted_macro_auroc
-from crsbench.testing.coverage import DEBIASED_ECE, run_coverage
+from crsbench.testing.coverage import (
+    DEBIASED_ECE,
+    JPEG_TARGET,
+    SHIFT_ECE_TARGET,
+    run_coverage,
+)
 from crsbench.testing.planted import (
     PlantedEncoder,
     draw_world,
@@ -205,7 +210,10 @@ def test_reduced_coverage_on_planted_truth():
     assert rep.leader_in_tier1.all()
     # the debiased-ECE interval is scored beside the protocol's, outside coverage=
     assert 0.5 <= main[DEBIASED_ECE] <= 1.0 and np.isnan(seed_only[DEBIASED_ECE])
-    protocol = ["CRS", "auroc", "ece", "retention", "robustness_drop"]
+    # the verdict's JPEG drop and shift ECE increase, on the same resamples
+    assert main[JPEG_TARGET] >= 0.7 and main[SHIFT_ECE_TARGET] >= 0.7
+    protocol = ["CRS", "auroc", "ece", "retention", "robustness_drop", JPEG_TARGET,
+                SHIFT_ECE_TARGET]  # fmt: skip
     assert rep.protocol_min(TEST_PATIENTS_X_SEEDS) == min(main[protocol])
 
 
@@ -220,3 +228,26 @@ def test_delong_reference_itself_matches_the_binormal_variance():
     q1, q2 = a / (2 - a), 2 * a * a / (1 + a)
     hm = np.sqrt((a * (1 - a) + (n1 - 1) * (q1 - a * a) + (n0 - 1) * (q2 - a * a)) / (n1 * n0))
     assert _delong_se(y, s) == pytest.approx(hm, rel=0.1)
+
+
+def test_verdict_extras_as_drawn_are_the_jpeg_drop_and_shift_ece_increase():
+    """By hand from sklearn's AUROC and the protocol's ECE on one planted CheXpert cell."""
+    from sklearn.metrics import roc_auc_score
+
+    from crsbench.stats.patient_bootstrap import JPEG_DROP, SHIFT_ECE_INCREASE, point_extras
+
+    params = planted_parameters(2, ("chexpert",), np.random.default_rng(3))
+    world = draw_world(params, 200, 2, np.random.default_rng(4))
+    cell = world.cells[0]
+    y = cell.test.y[:, 0]
+    clean = roc_auc_score(y, cell.clean[:, 0])
+    jpeg = [clean - roc_auc_score(y, p[:, 0]) for (n, _), p in cell.conditions.items()
+            if n == "jpeg"]  # fmt: skip
+    split, shift_p = cell.shift
+    increase = expected_calibration_error(split.y, shift_p, "multilabel") - (
+        expected_calibration_error(cell.test.y, cell.clean, "multilabel")
+    )
+    got = point_extras(cell)
+    assert len(jpeg) == 3 and got[JPEG_DROP] == pytest.approx(np.mean(jpeg), abs=1e-12)
+    assert got[SHIFT_ECE_INCREASE + "mimic_cxr"] == pytest.approx(increase, abs=1e-12)
+    assert set(got) == {JPEG_DROP, SHIFT_ECE_INCREASE + "mimic_cxr"}
