@@ -7,7 +7,8 @@ CRS and axes, for the test-patient × seed bootstrap (basic intervals) and the s
 whether the planted leader is in tier 1; the P(rank 1) calibration table; beside them, the
 coverage of the ECE interval centred on the debiased ECE (Kumar et al. 2019), not the protocol's.
 
-Last line: ``coverage=<min over axes and CRS> seed_only_coverage=<…> rank1_in_tier1=<…>``.
+Last line: ``coverage=<min over CRS, the axes and the verdict's JPEG drop and shift ECE increase>
+seed_only_coverage=<…> rank1_in_tier1=<…>``.
 Usage: ``python benchmarks/coverage.py [--worlds 200] [--patients 500] [--replicates 500]``
 """
 
