@@ -95,3 +95,20 @@ def test_jobs_must_be_a_positive_integer():
 
     with pytest.raises(ConfigError, match="--jobs"):
         LocalExecutor(jobs=0)
+
+
+def test_cells_extracted_before_a_failure_are_still_evaluated():
+    def cell(n_bytes: int) -> ExtractedCell:
+        data = type("D", (), {"features": {1.0: np.zeros(n_bytes // 8)}, "perturbed": {},
+                              "shifts": ()})()  # fmt: skip
+        return ExtractedCell(None, data, "rev", {}, 0.0)
+
+    def extracted():
+        yield cell(800)
+        yield cell(800)
+        raise OSError("disk full while extracting the third cell")
+
+    got = _groups(extracted(), limit=10_000)
+    assert [features_nbytes(c.data) for c in next(got)] == [800, 800]  # evaluated, committed
+    with pytest.raises(OSError, match="third cell"):
+        next(got)

@@ -110,3 +110,36 @@ def test_axes_variant_and_leave_one_target_out_from_the_store(finished) -> None:
     pd.testing.assert_series_equal(
         loto["source"], pd.Series(["chexpert"] * 3, name="source"), check_index=False
     )
+
+
+def test_shift_ece_increase_compares_the_same_labels(finished) -> None:
+    """NIH provides 11 of the 14 labels: its ECE increase is measured from the source's clean
+    ECE on those 11 (recorded in the row's details), in the runs-based verdict and in the
+    test-set bootstrap's alike."""
+    import numpy as np
+
+    from crsbench.scoring import axes_from_runs
+    from crsbench.stats.uncertainty import crs_uncertainty
+    from crsbench.stats.verdict import axis_replicates_of, seed_axis_replicates, verdict_table
+    from crsbench.store import load_runs
+
+    cfg, _, _ = finished
+    runs = load_runs(cfg.output_dir)
+    main = runs[(runs["probe"] == "logistic") & (runs["recalibrator"] == "none")
+                & (runs["layer"] == 1.0) & (runs["fraction"] == 1.0)]  # fmt: skip
+    nih = main[main["eval_dataset"] == "nih_cxr14"].sort_values("seed")
+    clean = main[main["condition"] == "clean"].sort_values("seed")
+    ref = nih["details"].map(lambda t: json.loads(t)["shift_labels"]["source_clean_ece"])
+    assert ref.notna().all()
+    assert not np.allclose(ref.to_numpy(float), clean["ece"].to_numpy(float))  # not all 14
+    expected = float(np.mean(nih["ece"].to_numpy(float) - ref.to_numpy(float)))
+    per_seed = axes_from_runs(runs)
+    unc = crs_uncertainty(per_seed, store=cfg.output_dir, n_replicates=50)
+    verdicts = {
+        "test-set": verdict_table(runs, axis_replicates_of(unc)),
+        "seed-only": verdict_table(runs, seed_axis_replicates(per_seed, 50)),
+    }
+    for name, table in verdicts.items():
+        row = table[(table["question"] == "shift_calibration")
+                    & (table["dataset"] == "chexpert→nih_cxr14")]  # fmt: skip
+        assert row["value"].iloc[0] == pytest.approx(expected, abs=1e-7), name

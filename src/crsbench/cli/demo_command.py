@@ -31,7 +31,8 @@ def demo(
 
     level = verbosity(quiet, verbose)
     try:
-        run_demo(out, console=console, progress=progress, verbosity=level)
+        run_demo(out, console=console, progress=progress, verbosity=level,
+                 from_process_start=True)  # fmt: skip
     except CrsbenchError as exc:
         fail(str(exc))
     except KeyboardInterrupt:

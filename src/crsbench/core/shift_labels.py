@@ -77,9 +77,11 @@ def shift_label_details(
     mask: np.ndarray,
     source_clean_auroc: float,
     why_undefined: str = NO_BOTH_CLASSES,
+    source_clean_ece: float = float("nan"),
 ) -> dict[str, Any]:
     """``details["shift_labels"]`` of a shift record whose comparison is restricted
-    (``why_undefined`` is recorded when the reference is NaN)."""
+    (``why_undefined`` is recorded when the reference is NaN); ``source_clean_ece`` is the
+    source's clean ECE on the compared labels (the reference of an ECE change under shift)."""
     names = list(label_names)
     out: dict[str, Any] = {
         "compared": [n for n, m in zip(names, mask, strict=True) if m],
@@ -87,6 +89,7 @@ def shift_label_details(
         "source_clean_auroc": float(source_clean_auroc)
         if np.isfinite(source_clean_auroc)
         else None,
+        "source_clean_ece": float(source_clean_ece) if np.isfinite(source_clean_ece) else None,
     }
     if out["source_clean_auroc"] is None:
         out["undefined"] = why_undefined
@@ -115,6 +118,17 @@ def source_reference(details: object) -> float | None:
     if entry is None:
         return None
     value = entry.get("source_clean_auroc")
+    return float("nan") if value is None else float(value)
+
+
+def source_reference_ece(details: object) -> float | None:
+    """The source's clean ECE on the compared labels of a restricted shift row (the reference
+    of its ECE change), read from its details: ``None`` when the row records no restriction
+    (or was written before the value was recorded), NaN when it is undefined."""
+    entry = _entry(details)
+    if entry is None or "source_clean_ece" not in entry:
+        return None
+    value = entry["source_clean_ece"]
     return float("nan") if value is None else float(value)
 
 

@@ -104,7 +104,9 @@ def worker_pool(n_jobs: int) -> ProcessPoolExecutor:
     with this process (:func:`init_worker`).
 
     Workers must not use torch: on Linux they are forked, and a forked child of a process
-    whose OpenMP pool has run may hang in its first parallel region.
+    whose OpenMP pool has run may hang in its first parallel region. The kernel kills the
+    workers when the *thread* that started them ends (``PR_SET_PDEATHSIG``): submit from a
+    thread that outlives the pool (the main thread, as every caller here does).
     """
     return ProcessPoolExecutor(
         check_jobs(n_jobs), mp_context=_context(), initializer=init_worker,

@@ -157,8 +157,8 @@ def shift_reference(
     shift: ComparedShift, y_test: np.ndarray, clean_prob: Callable[[], np.ndarray] | None
 ) -> dict[str, Any]:
     """``{"shift_labels": ...}`` for a shift whose compared labels leave out a source label:
-    the model's clean macro-AUROC on the source's test rows over the compared labels only
-    (:mod:`crsbench.core.shift_labels`); ``{}`` when every source label is compared.
+    the model's clean macro-AUROC and ECE on the source's test rows over the compared labels
+    only (:mod:`crsbench.core.shift_labels`); ``{}`` when every source label is compared.
 
     ``shift`` is a :class:`~crsbench.runs.cell.ShiftData`-like object (``compared``, and
     ``label_names`` in its details' order); ``clean_prob`` gives the test probabilities.
@@ -171,7 +171,10 @@ def shift_reference(
         why = "the row's metrics are undefined"
         return {SHIFT_LABELS: shift_label_details(shift.label_names, mask, float("nan"), why)}
     prob = np.asarray(clean_prob())
+    y = np.asarray(y_test)[:, mask]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        value = float(macro_auroc(np.asarray(y_test)[:, mask], prob[:, mask], "multilabel"))
-    return {SHIFT_LABELS: shift_label_details(shift.label_names, mask, value)}
+        value = float(macro_auroc(y, prob[:, mask], "multilabel"))
+        ece = float(expected_calibration_error(y, prob[:, mask], "multilabel"))
+    return {SHIFT_LABELS: shift_label_details(shift.label_names, mask, value,
+                                              source_clean_ece=ece)}  # fmt: skip

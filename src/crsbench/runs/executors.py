@@ -87,8 +87,10 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
-#: The frozen stage holds at most this many bytes of extracted features (one cell at least)
-#: before its probes are fitted in the worker processes of :class:`LocalExecutor`.
+#: Extracted features a group of cells gathers (one cell at least) before its probes are
+#: fitted in the worker processes of :class:`LocalExecutor`. Peak memory is about twice this
+#: plus one cell: each worker is sent a copy of its cells, and the cell that closes a group
+#: is extracted before the group is evaluated.
 PROBE_GROUP_BYTES = 2 * 1024**3
 
 
@@ -135,16 +137,23 @@ class LocalExecutor:
 
 
 def _groups(cells: Iterator[ExtractedCell], limit: int) -> Iterator[list[ExtractedCell]]:
-    """Consecutive extracted cells, as many per group as :func:`features_nbytes` allows."""
+    """Consecutive extracted cells, as many per group as :func:`features_nbytes` allows. When
+    extracting a cell fails, the cells already extracted are yielded (to be evaluated and
+    committed, as one cell after another would have been) before the error propagates."""
     group: list[ExtractedCell] = []
     held = 0
-    for cell in cells:
-        size = features_nbytes(cell.data)
-        if group and held + size > limit:
+    try:
+        for cell in cells:
+            size = features_nbytes(cell.data)
+            if group and held + size > limit:
+                yield group
+                group, held = [], 0
+            group.append(cell)
+            held += size
+    except Exception:
+        if group:
             yield group
-            group, held = [], 0
-        group.append(cell)
-        held += size
+        raise
     if group:
         yield group
 

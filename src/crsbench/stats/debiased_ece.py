@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.stats.cell_predictions import CellPredictions
-from crsbench.stats.patient_bootstrap import _per_seed, _weights
+from crsbench.stats.replicate_values import per_seed_values, replicate_weights
 from crsbench.stats.resample import (
     DEFAULT_REPLICATES,
     SEED_STREAM,
@@ -44,8 +44,8 @@ def debiased_ece_intervals(
         n_s = len(c.seeds)
 
         def ece(reps, fn, cell=c, n_s=n_s):
-            w = _weights(cell.test, reps, seed)
-            vals = _per_seed(cell.clean, n_s, lambda p: fn(cell.test.y, p, cell.task, w))
+            w = replicate_weights(cell.test, reps, seed)
+            vals = per_seed_values(cell.clean, n_s, lambda p: fn(cell.test.y, p, cell.task, w))
             counts = (np.ones((1, n_s)) if reps is None
                       else resample_counts_for(SEED_STREAM, n_s, reps, seed))  # fmt: skip
             return (vals * counts).sum(axis=1) / counts.sum(axis=1)

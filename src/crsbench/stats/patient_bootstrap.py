@@ -33,15 +33,19 @@ from crsbench.stats.bootstrap import (
 from crsbench.stats.cell_pool import map_cells, pool_size
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.intervals import basic_interval, basic_rank_intervals, ece_interval
+from crsbench.stats.replicate_values import (
+    JPEG_DROP,
+    add_shift_calibration,
+    per_seed_values,
+    replicate_weights,
+)
 from crsbench.stats.resample import (
     DEFAULT_REPLICATES,
     SEED_STREAM,
-    patient_index,
     replicate_ids,
     resample_counts_for,
 )
 from crsbench.stats.weighted_metrics import (
-    ReplicateWeights,
     weighted_ece,
     weighted_macro_auroc,
     weighted_shrunk_ece,
@@ -103,31 +107,6 @@ class PatientBootstrapResult(BootstrapResult):
         return pd.DataFrame(rows, columns=cols)
 
 
-def _per_seed(prob: np.ndarray, n_seeds: int, fn) -> np.ndarray:
-    """``(B, S)`` values of ``fn(prob_s)``; a seed-independent ``(n, K)`` array is evaluated once."""
-    if prob.ndim == 2:
-        return np.repeat(fn(prob)[:, None], n_seeds, axis=1)
-    if prob.shape[0] != n_seeds:
-        raise DataError(f"per-seed probabilities must have {n_seeds} seeds. Got {prob.shape[0]}.")
-    return np.stack([fn(p) for p in prob], axis=1)
-
-
-def _weights(
-    split: EvalSplit, replicates: Sequence[int] | np.ndarray | None, seed: int
-) -> ReplicateWeights:
-    if replicates is None:
-        return ReplicateWeights.of(np.ones((1, len(split.groups)), dtype=np.int32))
-    patients, inverse = patient_index(split.groups)
-    counts = resample_counts_for(split.dataset, len(patients), replicates, seed)
-    return ReplicateWeights.of(counts, inverse)
-
-
-#: Key of the mean AUROC drop under JPEG among :func:`cell_replicate_axes`' extras.
-JPEG_DROP = "jpeg_drop"
-#: Prefix of the ECE increase on a shift target (``shift_ece_increase:<target>``).
-SHIFT_ECE_INCREASE = "shift_ece_increase:"
-
-
 def cell_replicate_axes(
     cell: CellPredictions,
     replicates: Sequence[int] | np.ndarray | None,
@@ -145,26 +124,28 @@ def cell_replicate_axes(
     (its ECE minus the clean ECE; the targets outside R too).
     """
     n_s = len(cell.seeds)
-    w = _weights(cell.test, replicates, seed)
+    w = replicate_weights(cell.test, replicates, seed)
     y, task = cell.test.y, cell.task
 
     def auc(p: np.ndarray, split_y=y, weights=w) -> np.ndarray:
         return weighted_macro_auroc(split_y, p, task, weights)
 
-    d = _per_seed(cell.clean, n_s, auc)
-    c = _per_seed(cell.clean, n_s, lambda p: weighted_ece(y, p, task, w))
+    d = per_seed_values(cell.clean, n_s, auc)
+    c = per_seed_values(cell.clean, n_s, lambda p: weighted_ece(y, p, task, w))
     if cell.fractions:
-        ratios = [_per_seed(p, n_s, auc) / d for f, p in sorted(cell.fractions.items()) if f < 1]
+        ratios = [
+            per_seed_values(p, n_s, auc) / d for f, p in sorted(cell.fractions.items()) if f < 1
+        ]
         ret = np.mean(ratios, axis=0)
     else:
         ret = np.full_like(d, np.nan)
     conditions = sorted(cell.conditions.items())
-    drops = [d - _per_seed(p, n_s, auc) for _, p in conditions]
+    drops = [d - per_seed_values(p, n_s, auc) for _, p in conditions]
     for split, p in cell.shifts:
-        wt = _weights(split, replicates, seed)
-        drops.append(d - _per_seed(p, n_s, lambda q, s=split, w=wt: auc(q, s.y, w)))
+        wt = replicate_weights(split, replicates, seed)
+        drops.append(d - per_seed_values(p, n_s, lambda q, s=split, w=wt: auc(q, s.y, w)))
     if extras is not None:
-        _shift_calibration(cell, replicates, seed, c, extras)
+        add_shift_calibration(cell, replicates, seed, c, extras)
     jpeg = [drop for (key, _), drop in zip(conditions, drops, strict=False) if key[0] == JPEG]
     if extras is not None and jpeg:
         extras[JPEG_DROP] = np.mean(jpeg, axis=0)
@@ -174,21 +155,6 @@ def cell_replicate_axes(
     else:
         r = np.full_like(d, np.nan)
     return np.stack([d, c, ret, r], axis=-1)
-
-
-def _shift_calibration(
-    cell: CellPredictions,
-    replicates: Sequence[int] | np.ndarray | None,
-    seed: int,
-    clean_ece: np.ndarray,
-    extras: dict[str, np.ndarray],
-) -> None:
-    """``(B, S)`` ECE increase on every shift target (inside R or not) into ``extras``."""
-    n_s, task = len(cell.seeds), cell.task
-    for split, p in (*cell.shifts, *cell.extra_shifts):
-        wt = _weights(split, replicates, seed)
-        ece = _per_seed(p, n_s, lambda q, s=split, w=wt: weighted_ece(s.y, q, task, w))
-        extras[SHIFT_ECE_INCREASE + split.dataset] = ece - clean_ece
 
 
 def seed_resampled_axes(per_seed: np.ndarray, seed_counts: np.ndarray) -> np.ndarray:
@@ -203,9 +169,11 @@ def cell_shrunk_ece(
     """``(B, S)`` ECE of the cell's clean predictions in the shrunk bootstrap world
     (:func:`crsbench.stats.weighted_metrics.weighted_shrunk_ece`), same replicates as
     :func:`cell_replicate_axes`."""
-    w = _weights(cell.test, replicates, seed)
+    w = replicate_weights(cell.test, replicates, seed)
     y, task = cell.test.y, cell.task
-    return _per_seed(cell.clean, len(cell.seeds), lambda p: weighted_shrunk_ece(y, p, task, w))
+    return per_seed_values(
+        cell.clean, len(cell.seeds), lambda p: weighted_shrunk_ece(y, p, task, w)
+    )
 
 
 def _seed_mean(per_seed: np.ndarray, seed_counts: np.ndarray) -> np.ndarray:
@@ -234,7 +202,8 @@ def _scores(
 def _elements(cell: CellPredictions) -> int:
     """Test rows × labels × predictions one replicate of the cell evaluates."""
     arrays = [cell.clean, *cell.fractions.values(), *cell.conditions.values()]
-    return int(sum(p.size for p in arrays + [p for _, p in cell.shifts]))
+    shifts = [p for _, p in (*cell.shifts, *cell.extra_shifts)]
+    return int(sum(p.size for p in arrays + shifts))
 
 
 def bootstrap_view(cell: CellPredictions) -> CellPredictions:
@@ -377,7 +346,7 @@ def count_test_patients(cells: Sequence[CellPredictions]) -> dict[str, int]:
     out: dict[str, int] = {}
     for c in cells:
         out[c.dataset] = c.test.n_patients
-        for split, _ in c.shifts:
+        for split, _ in (*c.shifts, *c.extra_shifts):
             out[split.dataset] = split.n_patients
     return out
 

@@ -200,11 +200,14 @@ def estimate_outside_interval_sentence(board: pd.DataFrame) -> str:
     Parameters
     ----------
     board : pandas.DataFrame
-        A leaderboard with ``encoder``, ``CRS``, ``crs_ci_low`` and ``crs_ci_high``.
+        A leaderboard with ``encoder``, ``CRS``, ``crs_ci_low`` and ``crs_ci_high``; with an
+        ``interval`` column, only its test-patient rows (basic intervals) are considered.
     """
     need = {"encoder", "CRS", "crs_ci_low", "crs_ci_high"}
     if not need <= set(board.columns):
         return ""
+    if "interval" in board:  # only the basic intervals are moved by a bias correction
+        board = board[board["interval"] == TEST_PATIENTS_X_SEEDS]
     crs, lo, hi = (board[c].astype(float) for c in ("CRS", "crs_ci_low", "crs_ci_high"))
     below = board.loc[crs < lo, "encoder"].tolist()
     above = board.loc[crs > hi, "encoder"].tolist()

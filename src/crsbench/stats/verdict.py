@@ -25,18 +25,15 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import DataError
+from crsbench.core.shift_labels import source_reference_ece
 from crsbench.protocol import JPEG
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.scoring.crs import crs_components, fixed_utilities
 from crsbench.scoring.dominance import DominanceCounter
 from crsbench.stats.bootstrap import axes_cube, resample_counts
 from crsbench.stats.intervals import ece_interval
-from crsbench.stats.patient_bootstrap import (
-    JPEG_DROP,
-    SEED_ONLY,
-    SHIFT_ECE_INCREASE,
-    TEST_PATIENTS_X_SEEDS,
-)
+from crsbench.stats.patient_bootstrap import SEED_ONLY, TEST_PATIENTS_X_SEEDS
+from crsbench.stats.replicate_values import JPEG_DROP, SHIFT_ECE_INCREASE
 from crsbench.store.reader import select_runs
 
 #: (key, question as the report asks it, value, True when higher is better).
@@ -178,11 +175,16 @@ def _jpeg_drops(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _shift_ece_increase(runs: pd.DataFrame) -> pd.DataFrame:
+    """Shift ECE minus the source's clean ECE on the same labels: the clean ECE over the
+    compared labels recorded in a restricted shift row's details, else the clean row's."""
     clean = select_runs(runs).set_index(["encoder", "dataset", "seed"])["ece"]
     sh = select_runs(runs, condition="shift", own_eval=False)
     if sh.empty:
         return pd.DataFrame(columns=["encoder", "group", "seed", "value"])
     ref = clean.reindex(pd.MultiIndex.from_frame(sh[["encoder", "dataset", "seed"]])).to_numpy()
+    if "details" in sh:
+        own = [source_reference_ece(d) for d in sh["details"]]
+        ref = np.array([r if o is None else o for r, o in zip(ref, own, strict=True)], float)
     return pd.DataFrame({"encoder": sh["encoder"].to_numpy(),
                          "group": (sh["dataset"] + "→" + sh["eval_dataset"]).to_numpy(),
                          "seed": sh["seed"].to_numpy(),

@@ -101,6 +101,7 @@ class StoreLock:
     def __init__(self, out_dir: Path | str) -> None:
         self.path = Path(out_dir) / LOCK_FILE
         self._fd: int | None = None
+        self._owner = os.getpid()  # the process that took the lock (a forked child does not)
 
     @property
     def held(self) -> bool:
@@ -146,7 +147,7 @@ class StoreLock:
             except BaseException:
                 os.close(fd)
                 raise
-            self._fd = fd
+            self._fd, self._owner = fd, os.getpid()
             _HELD_FDS.add(fd)
             return
         raise StoreError(f"could not acquire {self.path}: it kept changing under us.")
@@ -184,7 +185,7 @@ class StoreLock:
     def release(self) -> None:
         """Remove the lock file and drop the flock (no-op when not held)."""
         fd, self._fd = self._fd, None
-        if fd is None:
+        if fd is None or os.getpid() != self._owner:  # a forked child: its copy is closed
             return
         _HELD_FDS.discard(fd)
         try:

@@ -21,12 +21,12 @@ from crsbench.stats.bootstrap import paired_seed_bootstrap
 from crsbench.stats.debiased_ece import debiased_ece_intervals
 from crsbench.stats.intervals import basic_interval
 from crsbench.stats.patient_bootstrap import (
-    JPEG_DROP,
     SEED_ONLY,
     TEST_PATIENTS_X_SEEDS,
     patient_seed_bootstrap,
     per_seed_axes,
 )
+from crsbench.stats.replicate_values import JPEG_DROP
 from crsbench.testing.planted import (
     draw_world,
     planted_parameters,

@@ -22,7 +22,7 @@ from crsbench.metrics import expected_calibration_error
 from crsbench.protocol import JPEG, PAPER_CONDITIONS, PAPER_SHIFTS, RETENTION_FRACTIONS
 from crsbench.scoring.anchors import AXES, load_anchors
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
-from crsbench.stats.patient_bootstrap import JPEG_DROP, SHIFT_ECE_INCREASE
+from crsbench.stats.replicate_values import JPEG_DROP, SHIFT_ECE_INCREASE
 
 PREVALENCE = 0.3
 RHO = 0.3  # share of score variance shared by a patient's images

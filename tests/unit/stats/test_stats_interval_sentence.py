@@ -40,3 +40,12 @@ def test_a_pipe_gets_the_table_on_stdout_and_the_sentence_on_stderr(capsys):
     got = capsys.readouterr()
     assert got.out.startswith("rank_crs\tencoder") and "lies below" not in got.out  # table only
     assert "note: The CRS estimate of enc0 lies below" in got.err
+
+
+def test_seed_only_percentile_rows_are_not_explained_as_a_bias_correction():
+    board = _board([0.20, 0.20], [0.21, 0.21], [0.30, 0.30])
+    board["interval"] = ["seed-only", "test patients × seeds"]
+    text = estimate_outside_interval_sentence(board)
+    assert "enc1" in text and "enc0" not in text
+    board["interval"] = "seed-only"
+    assert estimate_outside_interval_sentence(board) == ""

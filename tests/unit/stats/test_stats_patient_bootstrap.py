@@ -234,7 +234,8 @@ def test_verdict_extras_as_drawn_are_the_jpeg_drop_and_shift_ece_increase():
     """By hand from sklearn's AUROC and the protocol's ECE on one planted CheXpert cell."""
     from sklearn.metrics import roc_auc_score
 
-    from crsbench.stats.patient_bootstrap import JPEG_DROP, SHIFT_ECE_INCREASE, point_extras
+    from crsbench.stats.patient_bootstrap import point_extras
+    from crsbench.stats.replicate_values import JPEG_DROP, SHIFT_ECE_INCREASE
 
     params = planted_parameters(2, ("chexpert",), np.random.default_rng(3))
     world = draw_world(params, 200, 2, np.random.default_rng(4))

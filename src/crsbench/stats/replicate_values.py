@@ -1,0 +1,67 @@
+"""Per-seed values of one cell under bootstrap row weights, and the verdict's extra values.
+
+:func:`per_seed_values` evaluates a metric on each seed's predictions (once when they do not
+vary over seeds) and :func:`replicate_weights` gives a split's rows their weight in each
+replicate (:mod:`crsbench.stats.resample`); the test-patient bootstrap
+(:mod:`crsbench.stats.patient_bootstrap`) and the debiased-ECE diagnostic build on them.
+:func:`add_shift_calibration` adds the verdict's ECE increase on every shift target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from crsbench.core.errors import DataError
+from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
+from crsbench.stats.resample import patient_index, resample_counts_for
+from crsbench.stats.weighted_metrics import ReplicateWeights, weighted_ece
+
+#: Key of the mean AUROC drop under JPEG among :func:`cell_replicate_axes`' extras.
+JPEG_DROP = "jpeg_drop"
+#: Prefix of the ECE increase on a shift target (``shift_ece_increase:<target>``).
+SHIFT_ECE_INCREASE = "shift_ece_increase:"
+
+
+def per_seed_values(prob: np.ndarray, n_seeds: int, fn) -> np.ndarray:
+    """``(B, S)`` values of ``fn(prob_s)``; a seed-independent ``(n, K)`` array is evaluated once."""
+    if prob.ndim == 2:
+        return np.repeat(fn(prob)[:, None], n_seeds, axis=1)
+    if prob.shape[0] != n_seeds:
+        raise DataError(f"per-seed probabilities must have {n_seeds} seeds. Got {prob.shape[0]}.")
+    return np.stack([fn(p) for p in prob], axis=1)
+
+
+def replicate_weights(
+    split: EvalSplit, replicates: Sequence[int] | np.ndarray | None, seed: int
+) -> ReplicateWeights:
+    if replicates is None:
+        return ReplicateWeights.of(np.ones((1, len(split.groups)), dtype=np.int32))
+    patients, inverse = patient_index(split.groups)
+    counts = resample_counts_for(split.dataset, len(patients), replicates, seed)
+    return ReplicateWeights.of(counts, inverse)
+
+
+def add_shift_calibration(
+    cell: CellPredictions,
+    replicates: Sequence[int] | np.ndarray | None,
+    seed: int,
+    clean_ece: np.ndarray,
+    extras: dict[str, np.ndarray],
+) -> None:
+    """``(B, S)`` ECE increase on every shift target (inside R or not) into ``extras``: its
+    ECE minus the clean ECE over the same labels (a target's labels with no value, those it
+    does not provide, are left out of the clean side too)."""
+    n_s, task = len(cell.seeds), cell.task
+    w = replicate_weights(cell.test, replicates, seed)
+    for split, p in (*cell.shifts, *cell.extra_shifts):
+        wt = replicate_weights(split, replicates, seed)
+        ece = per_seed_values(p, n_s, lambda q, s=split, w=wt: weighted_ece(s.y, q, task, w))
+        absent = ~np.isfinite(split.y).any(axis=0) if task == "multilabel" else np.zeros(1, bool)
+        if absent.any():
+            y = np.where(absent[None, :], np.nan, cell.test.y)
+            ref = per_seed_values(cell.clean, n_s, lambda q, y=y: weighted_ece(y, q, task, w))
+        else:
+            ref = clean_ece
+        extras[SHIFT_ECE_INCREASE + split.dataset] = ece - ref
