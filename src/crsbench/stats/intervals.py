@@ -19,6 +19,15 @@ import numpy as np
 from crsbench.stats.bootstrap import BootstrapResult, _tiers
 
 
+def percentile_interval(rep: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """The percentile interval of the finite values of ``rep`` (NaN, NaN when there are none)."""
+    rep = rep[np.isfinite(rep)]
+    if rep.size == 0:
+        return float("nan"), float("nan")
+    a = (1 - level) / 2
+    return float(np.quantile(rep, a)), float(np.quantile(rep, 1 - a))
+
+
 def basic_interval(
     point: np.ndarray, reps: np.ndarray, level: float = 0.95
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -141,11 +141,12 @@ def cell_replicate_axes(
         ret = np.full_like(d, np.nan)
     conditions = sorted(cell.conditions.items())
     drops = [d - per_seed_values(p, n_s, auc) for _, p in conditions]
-    for split, p in cell.shifts:
-        wt = replicate_weights(split, replicates, seed)
+    shifts = [(split, p, replicate_weights(split, replicates, seed)) for split, p in cell.shifts]
+    for split, p, wt in shifts:
         drops.append(d - per_seed_values(p, n_s, lambda q, s=split, w=wt: auc(q, s.y, w)))
-    if extras is not None:
-        add_shift_calibration(cell, replicates, seed, c, extras)
+    if extras is not None:  # the targets outside R too, for their ECE increase only
+        more = [(s, p, replicate_weights(s, replicates, seed)) for s, p in cell.extra_shifts]
+        add_shift_calibration(cell, [*shifts, *more], w, c, extras)
     jpeg = [drop for (key, _), drop in zip(conditions, drops, strict=False) if key[0] == JPEG]
     if extras is not None and jpeg:
         extras[JPEG_DROP] = np.mean(jpeg, axis=0)
@@ -245,9 +246,7 @@ def cell_replicates(
 
 def point_extras(cell: CellPredictions) -> dict[str, float]:
     """The seed-mean extras of :func:`cell_replicate_axes` on the test sets as drawn."""
-    more: dict[str, np.ndarray] = {}
-    cell_replicate_axes(cell, None, extras=more)
-    return {k: float(v[0].mean()) for k, v in more.items()}  # one replicate, every seed once
+    return _point_values(cell)[1]
 
 
 def _check_cells(cells: Sequence[CellPredictions]) -> None:
@@ -313,7 +312,8 @@ def patient_seed_bootstrap(
     axes = np.stack([a for a, _, _ in per_cell], axis=1)
     reps = [_scores(cells, list(axes[start : start + chunk].swapaxes(0, 1)), anc, rule)[0]
             for start in range(0, n_replicates, chunk)]  # fmt: skip
-    point_raw = [_point_axes(c) for c in cells]
+    points = [_point_values(c) for c in cells]
+    point_raw = [axes for axes, _ in points]
     ones = np.ones((1, n_s), dtype=int)
     point, encoders = _scores(cells, point_raw, anc, rule)
     base = basic_rank_intervals(
@@ -335,7 +335,9 @@ def patient_seed_bootstrap(
             for k, v in x.items()
         },
         point_extras={
-            (c.encoder, c.dataset, k): v for c in cells for k, v in point_extras(c).items()
+            (c.encoder, c.dataset, k): v
+            for c, (_, x) in zip(cells, points, strict=True)
+            for k, v in x.items()
         },
         point_ece_shrunk=np.array([_seed_mean(cell_shrunk_ece(c, None), ones)[0] for c in cells]),
     )
@@ -363,7 +365,10 @@ def per_seed_axes(cells: Sequence[CellPredictions]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _point_axes(cell: CellPredictions) -> np.ndarray:
-    """The cell's seed-mean axes on the test set as drawn (all weights 1): ``(1, 4)``."""
-    axes = cell_replicate_axes(cell, None)
-    return seed_resampled_axes(axes, np.ones((1, len(cell.seeds)), dtype=int))
+def _point_values(cell: CellPredictions) -> tuple[np.ndarray, dict[str, float]]:
+    """The cell's seed-mean axes ``(1, 4)`` and extras on the test set as drawn (all weights
+    1), from one evaluation."""
+    more: dict[str, np.ndarray] = {}
+    axes = cell_replicate_axes(cell, None, extras=more)
+    ones = np.ones((1, len(cell.seeds)), dtype=int)
+    return seed_resampled_axes(axes, ones), {k: float(v[0].mean()) for k, v in more.items()}

@@ -45,23 +45,24 @@ def replicate_weights(
 
 def add_shift_calibration(
     cell: CellPredictions,
-    replicates: Sequence[int] | np.ndarray | None,
-    seed: int,
+    targets: Sequence[tuple[EvalSplit, np.ndarray, ReplicateWeights]],
+    test_weights: ReplicateWeights,
     clean_ece: np.ndarray,
     extras: dict[str, np.ndarray],
 ) -> None:
-    """``(B, S)`` ECE increase on every shift target (inside R or not) into ``extras``: its
-    ECE minus the clean ECE over the same labels (a target's labels with no value, those it
-    does not provide, are left out of the clean side too)."""
+    """``(B, S)`` ECE increase on each shift target (split, probabilities, row weights) into
+    ``extras``: its ECE minus the clean ECE (``clean_ece``, on ``test_weights``) over the same
+    labels (a target's labels with no value, those it does not provide, are left out of the
+    clean side too)."""
     n_s, task = len(cell.seeds), cell.task
-    w = replicate_weights(cell.test, replicates, seed)
-    for split, p in (*cell.shifts, *cell.extra_shifts):
-        wt = replicate_weights(split, replicates, seed)
+    for split, p, wt in targets:
         ece = per_seed_values(p, n_s, lambda q, s=split, w=wt: weighted_ece(s.y, q, task, w))
         absent = ~np.isfinite(split.y).any(axis=0) if task == "multilabel" else np.zeros(1, bool)
         if absent.any():
             y = np.where(absent[None, :], np.nan, cell.test.y)
-            ref = per_seed_values(cell.clean, n_s, lambda q, y=y: weighted_ece(y, q, task, w))
+            ref = per_seed_values(
+                cell.clean, n_s, lambda q, y=y: weighted_ece(y, q, task, test_weights)
+            )
         else:
             ref = clean_ece
         extras[SHIFT_ECE_INCREASE + split.dataset] = ece - ref

@@ -18,18 +18,11 @@ import pandas as pd
 
 from crsbench.scoring.anchors import AXES, Anchors
 from crsbench.scoring.crs import score_array
+from crsbench.stats.intervals import percentile_interval
 from crsbench.stats.subgroups import SubgroupResult
 
 #: The subgroup analysis's name of each raw CRS axis (retention has none).
 _SUBGROUP_AXIS = {"auroc": "auroc", "ece": "ece", "robustness_drop": "robustness_drop"}
-
-
-def _interval(rep: np.ndarray, level: float) -> tuple[float, float]:
-    rep = rep[np.isfinite(rep)]
-    if rep.size == 0:
-        return float("nan"), float("nan")
-    a = (1 - level) / 2
-    return float(np.quantile(rep, a)), float(np.quantile(rep, 1 - a))
 
 
 def _crs(raw: np.ndarray, anchors: Anchors, dataset: str) -> np.ndarray:
@@ -74,7 +67,7 @@ def worst_subgroup_crs(
                                else np.full(n, float(cell["retention"])) for a in AXES])  # fmt: skip
         crs = _crs(raw, anchors, ds)
         reps[(enc, ds)] = crs
-        lo, hi = _interval(crs[1:], level)
+        lo, hi = percentile_interval(crs[1:], level)
         row = {"encoder": enc, "dataset": ds}
         for a, (vals, where) in axes.items():
             row.update({f"{a}_worst": float(vals[0]), f"{a}_worst_subgroup": where})
@@ -115,7 +108,7 @@ def worst_subgroup_ranking(
     rows = []
     for enc, grp in per_cell.groupby("encoder", sort=True):
         rep = np.mean([reps[(enc, d)] for d in grp["dataset"]], axis=0)
-        lo, hi = _interval(rep[1:], level)
+        lo, hi = percentile_interval(rep[1:], level)
         rows.append({"encoder": enc, "datasets": ";".join(grp["dataset"]),
                      "crs_worst_subgroup": float(rep[0]), "crs_worst_subgroup_lo": lo,
                      "crs_worst_subgroup_hi": hi, "crs": float(grp["CRS"].mean())})  # fmt: skip

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
+from crsbench.stats.intervals import percentile_interval
 from crsbench.stats.resample import replicate_ids, row_weights
 from crsbench.stats.shared import shared_on
 from crsbench.stats.weighted_metrics import weighted_ece, weighted_macro_auroc
@@ -126,14 +127,6 @@ def _values(ctx: _Ctx, attr: str, value: str, rows: np.ndarray) -> dict[str, np.
     return {"auroc": auc, "ece": ece, "robustness_drop": r, "shift_own": own}
 
 
-def _interval(rep: np.ndarray, level: float) -> tuple[float, float]:
-    rep = rep[np.isfinite(rep)]
-    if rep.size == 0:
-        return float("nan"), float("nan")
-    a = (1 - level) / 2
-    return float(np.quantile(rep, a)), float(np.quantile(rep, 1 - a))
-
-
 def _cell_subgroups(ctx: _Ctx, level: float) -> tuple[list[dict], dict]:
     cell, rows, reps = ctx.cell, [], {}
     for attr, lab in subgroup_labels(cell.test).items():
@@ -150,7 +143,7 @@ def _cell_subgroups(ctx: _Ctx, level: float) -> tuple[list[dict], dict]:
                        shift_targets=len(ctx.targets))  # fmt: skip
             reps[(attr, value)] = vals
             for name, v in vals.items():
-                lo, hi = _interval(v[1:], level)
+                lo, hi = percentile_interval(v[1:], level)
                 row.update({name: float(v[0]), f"{name}_lo": lo, f"{name}_hi": hi})
             rows.append(row)
     return rows, reps
@@ -176,8 +169,8 @@ def _worst(cell, reps, level) -> list[dict]:
         for metric, worst_is_max in WORST_IS_MAX.items():
             m = np.stack([reps[(attr, v)][metric] for v in names])  # (G, 1 + B)
             worst, gap, at = _extreme(m, worst_is_max)
-            wlo, whi = _interval(worst[1:], level)
-            glo, ghi = _interval(gap[1:], level)
+            wlo, whi = percentile_interval(worst[1:], level)
+            glo, ghi = percentile_interval(gap[1:], level)
             out.append({"encoder": cell.encoder, "dataset": cell.dataset, "attribute": attr,
                         "metric": metric, "n_subgroups": len(names),
                         "worst_subgroup": names[at], "worst": float(worst[0]),

@@ -31,7 +31,7 @@ from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.scoring.crs import crs_components, fixed_utilities
 from crsbench.scoring.dominance import DominanceCounter
 from crsbench.stats.bootstrap import axes_cube, resample_counts
-from crsbench.stats.intervals import ece_interval
+from crsbench.stats.intervals import ece_interval, percentile_interval
 from crsbench.stats.patient_bootstrap import SEED_ONLY, TEST_PATIENTS_X_SEEDS
 from crsbench.stats.replicate_values import JPEG_DROP, SHIFT_ECE_INCREASE
 from crsbench.store.reader import select_runs
@@ -207,8 +207,8 @@ def _extra_values(reps: AxisReplicates, question: str) -> tuple | None:
 
 
 def _interval(point: float, rep: np.ndarray, level: float, basic: bool) -> tuple[float, float]:
-    alpha = (1 - level) / 2
-    lo, hi = np.nanquantile(rep, alpha), np.nanquantile(rep, 1 - alpha)
+    """The percentile interval of ``rep``, or the basic one around ``point``."""
+    lo, hi = percentile_interval(rep, level)
     return (2 * point - hi, 2 * point - lo) if basic else (lo, hi)
 
 

@@ -49,6 +49,17 @@ def _wait_for(proc: subprocess.Popen[str], prefix: str, timeout: float = 60) -> 
     raise AssertionError(f"worker did not print {prefix!r} in {timeout} s")
 
 
+def _sigkill_and_reap(proc: subprocess.Popen[str]) -> None:
+    """``kill -9`` the worker (if it still runs) and collect its exit and pipes."""
+    try:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
 def test_second_writer_refused_then_stale_lock_taken_over(tmp_path: Path) -> None:
     holder = _spawn("hold", str(tmp_path))
     try:
@@ -59,12 +70,8 @@ def test_second_writer_refused_then_stale_lock_taken_over(tmp_path: Path) -> Non
         assert f"pid {holder.pid}" in msg and "in use by another process" in msg
         info_json = json.loads((tmp_path / ".lock").read_text())
         assert info_json["pid"] == holder.pid and info_json["hostname"] == socket.gethostname()
-        holder.send_signal(signal.SIGKILL)
-        holder.wait(timeout=30)
     finally:
-        if holder.poll() is None:
-            holder.kill()
-        holder.communicate()
+        _sigkill_and_reap(holder)
     assert (tmp_path / ".lock").exists()  # a killed holder leaves its lock file behind
     with pytest.warns(StoreLockWarning, match=f"stale lock .* pid {holder.pid}"):
         store = ResultsStore(tmp_path, HASH)
@@ -129,12 +136,8 @@ def test_sigkill_during_appends_keeps_whole_batches(tmp_path: Path) -> None:
         try:
             _wait_for(proc, "committed")
             time.sleep(rng.uniform(0.0, 0.6))
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=30)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-            proc.communicate()
+            _sigkill_and_reap(proc)
         with pytest.warns(StoreLockWarning):
             store = ResultsStore(tmp_path, HASH)
         with store:
