@@ -1,5 +1,8 @@
 """Compare the ``runs`` rows of two results stores: identity columns exact, metrics to 1e-12.
 
+Stores written on different CPUs are compared with ``--rtol`` (identity columns still exact):
+``benchmarks/golden_kernels.py`` measures how far the metrics move between numeric kernels.
+
 Usage::
 
     python benchmarks/compare_stores.py STORE_A STORE_B
@@ -27,6 +30,8 @@ from crsbench.store.files import STORE_FILE
 #: The metric columns compared (spelled here, not imported, so that the comparison does not
 #: move when the package's own list does).
 METRICS: tuple[str, ...] = ("auroc", "ece", "brier", "nll", "sens_at_spec90", "sens_at_spec95")
+#: Two runs on the same machine and numeric kernels (a resume, a refactor that should not move
+#: numbers) agree to this relative tolerance.
 RTOL = 1e-12
 _DTYPES = {"seed": "int64", "severity": "int64", "layer": "float64", "fraction": "float64"}
 
@@ -62,8 +67,12 @@ def write_csv(frame: pd.DataFrame, out: Path) -> None:
     frame.to_csv(out, index=False, float_format="%.17g")
 
 
-def differences(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
-    """Human-readable lines, one per row that differs between ``a`` and ``b`` (empty: equal)."""
+def differences(a: pd.DataFrame, b: pd.DataFrame, rtol: float = RTOL) -> list[str]:
+    """Human-readable lines, one per row that differs between ``a`` and ``b`` (empty: equal).
+
+    Identity columns must match exactly; metrics to the relative tolerance ``rtol`` (NaN
+    equal to NaN).
+    """
     keys = list(IDENTITY_COLUMNS)
     dup = [
         f"duplicate identity in {n}: {r}"
@@ -80,14 +89,34 @@ def differences(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     bad = np.zeros(len(matched), dtype=bool)
     for m in METRICS:
         x, y = matched[f"{m}_a"].to_numpy(), matched[f"{m}_b"].to_numpy()
-        bad |= ~np.isclose(x, y, rtol=RTOL, atol=0.0, equal_nan=True)
+        bad |= ~np.isclose(x, y, rtol=rtol, atol=0.0, equal_nan=True)
     for _, row in matched[bad].iterrows():
         diff = {
             m: (row[f"{m}_a"], row[f"{m}_b"])
             for m in METRICS
-            if not np.isclose(row[f"{m}_a"], row[f"{m}_b"], rtol=RTOL, atol=0.0, equal_nan=True)
+            if not np.isclose(row[f"{m}_a"], row[f"{m}_b"], rtol=rtol, atol=0.0, equal_nan=True)
         }
         out.append(f"metrics differ: {dict(row[keys])} (A, B) = {diff}")
+    return out
+
+
+def max_relative_differences(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, float]:
+    """The largest relative difference of each metric over the rows matched on identity.
+
+    A NaN on both sides counts as equal; a NaN on one side only counts as infinite.
+    """
+    both = a.merge(b, on=list(IDENTITY_COLUMNS), how="inner", suffixes=("_a", "_b"))
+    out: dict[str, float] = {}
+    for m in METRICS:
+        x, y = both[f"{m}_a"].to_numpy(float), both[f"{m}_b"].to_numpy(float)
+        nan_a, nan_b = np.isnan(x), np.isnan(y)
+        if (nan_a != nan_b).any():
+            out[m] = float("inf")
+            continue
+        x, y = x[~nan_a], y[~nan_a]
+        scale = np.maximum(np.abs(x), np.abs(y))
+        rel = np.divide(np.abs(x - y), scale, out=np.zeros_like(x), where=scale > 0)
+        out[m] = float(rel.max()) if rel.size else 0.0
     return out
 
 
@@ -97,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("store_a", type=Path)
     parser.add_argument("store_b", type=Path, nargs="?")
     parser.add_argument("--write-csv", type=Path, help="write STORE_A's rows to this CSV")
+    parser.add_argument(
+        "--rtol", type=float, default=RTOL, help=f"metrics' relative tolerance (default {RTOL:g})"
+    )
     args = parser.parse_args(argv)
     a = load_runs(args.store_a)
     if args.write_csv is not None:
@@ -105,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.store_b is None:
         parser.error("give STORE_B to compare with, or --write-csv")
-    lines = differences(a, load_runs(args.store_b))
+    lines = differences(a, load_runs(args.store_b), rtol=args.rtol)
     for line in lines:
         print(line)
     print(f"{len(a)} rows in A; {len(lines)} differences")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -50,12 +49,9 @@ def _three_encoder_config(data: Path, out: Path, folder: Path) -> Path:
 def test_paper_config_lists_every_family_at_once_offline(data, no_weights, monkeypatch, tmp_path):
     monkeypatch.setenv("CRSBENCH_DATA", str(data))
     cfg = load_config(PAPER, output_dir=tmp_path / "out")
-    t0 = time.perf_counter()
     report = preflight(cfg)
-    elapsed = time.perf_counter() - t0
     assert report.missing("encoder") == set(PAPER_FAMILIES) and len(PAPER_FAMILIES) == 15
     assert report.missing("dataset") == set()
-    assert elapsed < 5.0, f"preflight took {elapsed:.1f} s"
     assert any("HF_HUB_OFFLINE" in note for note in report.notes)
     chexzero = next(lack for lack in report.lacks if lack.name == "chexzero")
     assert any("CRSBENCH_WEIGHTS_DIR" in place and "chexzero" in place for place in chexzero.places)
@@ -81,9 +77,7 @@ def test_missing_dataset_root_is_listed_with_the_config_key(no_weights, monkeypa
 
 def test_run_refuses_before_any_work_and_names_where_to_put_weights(data, no_weights, tmp_path):
     config = _three_encoder_config(data, tmp_path / "out", tmp_path)
-    t0 = time.perf_counter()
     refused = runner.invoke(app, ["run", str(config)])
-    assert time.perf_counter() - t0 < 5.0
     assert refused.exit_code == 2
     assert "missing encoder chexzero" in refused.stderr and "chexzero/" in refused.stderr
     assert "pixel" not in refused.stderr and "random_cnn" not in refused.stderr

@@ -430,7 +430,6 @@ def test_a_failing_ray_init_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -
 
 def test_an_address_where_nothing_listens_fails_fast(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
-    import time
 
     from crsbench.runs import ray_executor
 
@@ -443,14 +442,38 @@ def test_an_address_where_nothing_listens_fails_fast(monkeypatch: pytest.MonkeyP
     fake = FakeRay()
     monkeypatch.setattr(ray_executor, "import_ray", lambda: fake)
     ex = ray_executor.RayExecutor(f"127.0.0.1:{port}", connect_timeout_s=2)
-    t0 = time.perf_counter()
     with pytest.raises(ConfigError, match=rf"Got '127\.0\.0\.1:{port}' instead, where nothing"):
         ex.start()
-    assert time.perf_counter() - t0 < 5 and fake.init_calls == []
+    assert fake.init_calls == []  # refused by the socket check, before Ray's long init wait
     ray_executor.check_reachable("auto")  # left to Ray
     ray_executor.check_reachable(None)
 
 
+class _StallClockAfterFirstCell:
+    """Ray, except that the executor's stall clock starts once the first cell is delivered.
+
+    The executor waits ``stall_timeout_s`` for *some* cell to finish. On a loaded machine the
+    healthy cell may itself need longer than that; the test orders the events instead: the first
+    wait blocks until a cell is ready (the healthy one: the other hangs), later waits keep the
+    executor's own timeout.
+    """
+
+    def __init__(self, ray_module: Any) -> None:
+        self._ray = ray_module
+        self.delivered_first = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ray, name)
+
+    def wait(self, refs: list[Any], *, num_returns: int, timeout: float | None) -> Any:
+        if self.delivered_first:
+            return self._ray.wait(refs, num_returns=num_returns, timeout=timeout)
+        ready, rest = self._ray.wait(refs, num_returns=num_returns, timeout=None)
+        self.delivered_first = True
+        return ready, rest
+
+
+@pytest.mark.timeout(900)  # a guard against a hang, not a duration under test
 def test_a_hung_worker_ends_the_run_after_the_stall_timeout(
     ray_session: Any, data_root: Path, ray_cache: Path, tmp_path: Path
 ) -> None:
@@ -470,14 +493,15 @@ def test_a_hung_worker_ends_the_run_after_the_stall_timeout(
     cfg = reduced_config(data_root, tmp_path / "out", ray_cache)
     prepared = prepare_datasets(cfg)
     cells = plan_cells(cfg, {n: p.dataset.card.modality for n, p in prepared.items()})
+    assert sorted(c.dataset for c in cells) == ["chexpert", "isic2019"]
     ex = RayExecutor(stall_timeout_s=4, evaluate_fn=probe_hangs_on_chexpert)
+    ex._ray = gated = _StallClockAfterFirstCell(ex._ray)
     done = []
-    t0 = time.perf_counter()
     with pytest.raises(
         CrsbenchError, match=r"stall_timeout_s=4 s.*1 pending cell\(s\): pixel × chexpert"
     ):
         for outcome in ex.run_cells(cfg, cells, prepared, cell_settings(cfg), progress=False):
             done.append(outcome.plan.dataset)
+    assert gated.delivered_first
     assert done == ["isic2019"]  # the healthy cell was delivered before the run ended
-    assert time.perf_counter() - t0 < 60
     ex.close()

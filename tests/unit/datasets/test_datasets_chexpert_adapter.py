@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -194,12 +193,12 @@ def _write_big_chexpert(root: Path, n: int) -> None:
     )
 
 
-def test_full_size_label_file_parses_in_seconds(tmp_path: Path) -> None:
+def test_full_size_label_file_parses(tmp_path: Path) -> None:
+    """Every frontal row of a full-size label file (223,414 rows) is read; how long it takes is
+    measured by ``benchmarks/timings.py``."""
     n = 223_414
     _write_big_chexpert(tmp_path, n)
-    start, cpu = time.perf_counter(), time.process_time()
     data = load("chexpert", tmp_path, check_files=False)
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     expected = (
         sum(
             1
@@ -209,5 +208,3 @@ def test_full_size_label_file_parses_in_seconds(tmp_path: Path) -> None:
         + 1
     )
     assert len(data) == expected
-    # ~1.6 s wall on an idle 2-core box; CPU time is robust to other jobs sharing the cores
-    assert cpu < 12.0, f"parsing {n} rows took {cpu:.1f} s CPU ({elapsed:.1f} s wall)"

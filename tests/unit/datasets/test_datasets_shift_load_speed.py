@@ -1,13 +1,10 @@
-"""The real shift-target label files load in seconds (full-size generated files, no images).
+"""The real shift-target label files load at full size (generated files, no images).
 
-Measured on the 2-core dev machine: NIH 112,120 rows ~3.5 s, PadChest 160,861 rows ~4 s,
-VinDr Kaggle 67,914 rows ~0.4 s (``check_files=False``; 1-2 s of it is the shared
-path-containment check).
+How long they take is measured by ``benchmarks/timings.py``, which reuses these writers.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -72,11 +69,10 @@ def _vindr(root: Path, rng) -> None:
     ("name", "writer", "expected"),
     [("nih_cxr14", _nih, N_NIH), ("padchest", _padchest, None), ("vindr_cxr", _vindr, 15_000)],
 )
-def test_full_size_label_file_loads_in_seconds(tmp_path, name, writer, expected):
+def test_full_size_label_file_loads(tmp_path, name, writer, expected):
+    """Full-size label files load with the expected rows (their time: benchmarks/timings.py)."""
     writer(tmp_path, np.random.default_rng(0))
-    start = time.perf_counter()
     data = load(name, tmp_path, check_files=False)
-    seconds = time.perf_counter() - start
     if expected is not None:
         assert len(data) == expected
-    assert seconds < 10.0, f"{name}: {seconds:.1f} s"
+    assert len(data) > 0

@@ -46,9 +46,11 @@ def test_a_forked_child_does_not_keep_a_killed_holders_lock(tmp_path):
         import os, time
         from crsbench.store.lock import StoreLock
         lock = StoreLock({str(tmp_path)!r}); lock.acquire()
+        r, w = os.pipe()
         pid = os.fork()
-        if pid == 0:
-            time.sleep(60); os._exit(0)
+        if pid == 0:  # os.fork has run the after-fork hooks when it returns here
+            os.write(w, b"x"); time.sleep(60); os._exit(0)
+        os.read(r, 1)  # the event, not a clock: the child is past its hooks
         print(pid, flush=True); print("ready", flush=True); time.sleep(60)
     """)  # fmt: skip
     try:
@@ -65,20 +67,24 @@ def test_a_forked_child_does_not_keep_a_killed_holders_lock(tmp_path):
         os.kill(child, signal.SIGKILL)
 
 
-def test_pool_workers_die_with_their_killed_parent():
-    parent, workers = _start("""
-        import os, time
+def test_pool_workers_die_with_their_killed_parent(tmp_path):
+    parent, workers = _start(f"""
+        import os, pathlib, time
         from crsbench.core.workers import worker_pool
+        marks = pathlib.Path({str(tmp_path)!r})
+        def busy():  # runs after the worker's initializer; keeps that worker busy
+            (marks / str(os.getpid())).touch(); time.sleep(60)
         pool = worker_pool(2)
-        futures = [pool.submit(time.sleep, 60) for _ in range(2)]
-        time.sleep(1.0)
+        futures = [pool.submit(busy) for _ in range(2)]
+        while len(list(marks.iterdir())) < 2:  # wait for the event: both workers started
+            time.sleep(0.01)
         for pid in pool._processes: print(pid, flush=True)
         print("ready", flush=True); time.sleep(60)
     """)
     assert len(workers) == 2 and all(_alive(p) for p in workers)
     parent.send_signal(signal.SIGKILL)
-    parent.wait(10)
-    deadline = time.monotonic() + 10
+    parent.wait(60)
+    deadline = time.monotonic() + 60  # a guard against a hang: the workers exit at once
     while any(_alive(p) for p in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(p) for p in workers)

@@ -230,21 +230,13 @@ def test_append_frame_validation_names_rows(store: ResultsStore) -> None:
 
 
 def test_has_keys_and_quick_scale(store: ResultsStore) -> None:
-    import time
-
     frame = make_frame(50_000, seed=1)
-    t0 = time.perf_counter()
     assert store.append_frame(frame) == 50_000
-    t_insert = time.perf_counter() - t0
     keys = sorted(store.done_keys())
     assert len(keys) == 50_000
     probe = keys[::5] + ["f" * 64]
-    t0 = time.perf_counter()
     assert store.has_keys(probe) == set(keys[::5])
-    t_lookup = time.perf_counter() - t0
-    t0 = time.perf_counter()
     assert store.aggregate() == frame.groupby(list(GROUP_COLUMNS)).ngroups
-    t_group = time.perf_counter() - t0
     assert store.append_frame(frame.iloc[:1000]) == 0  # re-append: no-op
     assert store.audit() == {
         "rows": 50_000,
@@ -252,8 +244,6 @@ def test_has_keys_and_quick_scale(store: ResultsStore) -> None:
         "other_config": 0,
         "missing_provenance": 0,
     }
-    # generous budgets for a shared 2-core box
-    assert t_insert < 20 and t_lookup < 2 and t_group < 5, (t_insert, t_lookup, t_group)
 
 
 def test_network_filesystem_refused(tmp_path: Path) -> None:
