@@ -18,6 +18,14 @@ OCLIP = "crsbench.encoders.backends.openclip_backend"
 HF = "crsbench.encoders.backends.hf_backend"
 VIT_TAPS = "CLS token after the final norm of blocks [2, 5, 8, 11] (12 blocks)"
 TIMM_VIT_LORA = ("blocks.*.attn.qkv", "blocks.*.attn.proj")
+#: Query and value projections of transformers' Dinov2 layers: 5.x names (``attention.q_proj``),
+#: then the 4.x names (``attention.attention.query``) that older releases use.
+DINOV2_LORA = (
+    "*.attention.q_proj",
+    "*.attention.v_proj",
+    "*.attention.attention.query",
+    "*.attention.attention.value",
+)
 #: Text tower of an OpenAI / open_clip CLIP checkpoint (``visual.*`` is read); the last three are
 #: the hyper-parameters OpenAI's JIT archives store as tensors.
 OPENAI_TEXT = (
@@ -182,7 +190,7 @@ register(
         pooling="cls",
         layer_taps="CLS after layernorm of layers [2, 5, 8, 11]",
         weight_files=("model.safetensors",),
-        lora_targets=("*.attention.attention.query", "*.attention.attention.value"),
+        lora_targets=DINOV2_LORA,
     ),
     lazy(HF, "build_dinov2"),
     HubWeights(

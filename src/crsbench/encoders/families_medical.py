@@ -11,6 +11,7 @@ from crsbench.encoders.card import (
     EncoderCard,
 )
 from crsbench.encoders.families_general import (
+    DINOV2_LORA,
     HF,
     HF_ATTN_LORA,
     HF_SIGLIP_TEXT,
@@ -276,7 +277,7 @@ register(
         pooling="cls",
         layer_taps="CLS after layernorm of layers [2, 5, 8, 11]",
         weight_files=("model.safetensors",),
-        lora_targets=("*.attention.attention.query", "*.attention.attention.value"),
+        lora_targets=DINOV2_LORA,
         notes="mean/std from the MAIRA-2 processor copy; check preprocessor_config.json.",
     ),
     lazy(HF, "build_rad_dino"),
