@@ -51,11 +51,14 @@ def module_of(key: str) -> str:
     return f"{parts[0]}.*" if len(parts) > 1 else key
 
 
-def group_by_module(keys: Sequence[str]) -> str:
-    """``module.* (n keys): key, key, … (+m)`` for each module, ``;``-separated, truncated."""
+def group_by_module(keys: Sequence[str], shown: Mapping[str, str] | None = None) -> str:
+    """``module.* (n keys): key, key, … (+m)`` for each module, ``;``-separated, truncated.
+
+    ``shown`` replaces a key by a longer description (a shape mismatch) in the listing.
+    """
     groups: dict[str, list[str]] = {}
     for key in keys:
-        groups.setdefault(module_of(key), []).append(key)
+        groups.setdefault(module_of(key), []).append((shown or {}).get(key, key))
     parts = []
     for module, members in list(groups.items())[:SHOW_GROUPS]:
         more = f", … (+{len(members) - SHOW_KEYS})" if len(members) > SHOW_KEYS else ""
@@ -75,6 +78,7 @@ def refuse_bad_keys(
     mismatched: Iterable[Mismatch] = (),
     allow_missing: Iterable[str] = (),
     ignore_unexpected: Iterable[str] = (),
+    prefix: str = "",
 ) -> None:
     """Raise :class:`EncoderError` unless every key is accounted for.
 
@@ -91,22 +95,31 @@ def refuse_bad_keys(
         Keys present on both sides with different shapes; never allowed.
     allow_missing, ignore_unexpected : iterable of str
         The card's allow-lists (fnmatch patterns): documented missing keys and ignorable extras.
+    prefix : str
+        The prefix filter the checkpoint was read through, if any (named in the message).
     """
     allow, ignore = tuple(allow_missing), tuple(ignore_unexpected)
     bad_missing = sorted(k for k in missing if not matches(k, allow))
     bad_unexpected = sorted(k for k in unexpected if not matches(k, ignore))
-    shapes = sorted(mismatched)
-    if not (bad_missing or bad_unexpected or shapes):
+    shapes = {k: f"{k} must be {tuple(want)}, got {tuple(got)}" for k, want, got in mismatched}
+    found = [
+        f"{label} [{group_by_module(keys, shapes)}]"
+        for label, keys in (
+            ("missing keys", bad_missing),
+            ("unexpected keys", bad_unexpected),
+            ("shape mismatches", sorted(shapes)),
+        )
+        if keys
+    ]
+    if not found:
         return
-    shape_keys = [f"{k} must be {tuple(want)}, got {tuple(got)}" for k, want, got in shapes]
+    where = f" (read from under the prefix {prefix!r}; missing keys are named without it)"
     raise EncoderError(
         f"weights of encoder {name!r} from {source} do not fit the architecture "
-        f"(crsbench loads strictly): missing keys [{group_by_module(bad_missing)}]; "
-        f"unexpected keys [{group_by_module(bad_unexpected)}]; "
-        f"shape mismatches [{group_by_module(shape_keys)}]. "
-        "A missing key would stay at random init and an unexpected one would be dropped: "
-        "check that this is the right file. Keys the card documents as exceptions "
-        f"(allow_missing={list(allow)}, ignore_unexpected={list(ignore)}) are accepted."
+        f"(crsbench loads strictly): {'; '.join(found)}"
+        f"{where if prefix else ''}. A missing key would stay at random init and an unexpected "
+        "one would be dropped: check that this is the right file. The card's documented "
+        f"exceptions are allow_missing={list(allow)}, ignore_unexpected={list(ignore)}."
     )
 
 
@@ -156,6 +169,7 @@ def load_checked(
         mismatched=mismatched,
         allow_missing=allow_missing,
         ignore_unexpected=ignore_unexpected,
+        prefix=prefix,
     )
     module.load_state_dict(used, strict=False)
 

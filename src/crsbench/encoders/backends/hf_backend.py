@@ -107,15 +107,16 @@ def _from_pretrained(cls: Any, path: Path, ctx: BuildContext) -> Any:
         output_loading_info=True,
         ignore_mismatched_sizes=True,
     )
-    card = ctx.card
+    card, files = ctx.card, _weight_files(path)
+    source = f"{path} ({', '.join(f.name for f in files)})" if files else str(path)
     if info.get("error_msgs"):
         raise EncoderError(
-            f"weights of encoder {card.name!r} from {path} failed to load: "
+            f"weights of encoder {card.name!r} from {source} failed to load: "
             + "; ".join(map(str, info["error_msgs"]))
         )
     refuse_bad_keys(
         name=card.name,
-        source=str(path),
+        source=source,
         missing=info.get("missing_keys", ()),
         unexpected=info.get("unexpected_keys", ()),
         mismatched=[
