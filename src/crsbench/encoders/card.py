@@ -44,6 +44,11 @@ class EncoderCard:
 
     ``embed_dim`` and ``input_size`` describe the real (full-size) model; a ``tiny=True`` build
     exposes its own sizes as ``Encoder.embed_dim`` and ``Encoder.input_size``.
+
+    Weights load strictly: every architecture key must come from the checkpoint, every
+    checkpoint key must be used (keys outside a prefix filter included) and shapes must agree.
+    ``allow_missing`` (fnmatch patterns over the architecture's keys) and ``ignore_unexpected``
+    (patterns over the checkpoint's own keys) are the documented exceptions of this card.
     """
 
     name: str
@@ -70,6 +75,8 @@ class EncoderCard:
     weights_sha256: str | None = None
     weight_files: tuple[str, ...] = ()
     lora_targets: tuple[str, ...] = ()
+    allow_missing: tuple[str, ...] = ()
+    ignore_unexpected: tuple[str, ...] = ()
     notes: str = ""
     #: False for an encoder with no learnable weights (the pixel baseline): no adaptation.
     trainable: bool = True

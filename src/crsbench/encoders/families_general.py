@@ -18,6 +18,29 @@ OCLIP = "crsbench.encoders.backends.openclip_backend"
 HF = "crsbench.encoders.backends.hf_backend"
 VIT_TAPS = "CLS token after the final norm of blocks [2, 5, 8, 11] (12 blocks)"
 TIMM_VIT_LORA = ("blocks.*.attn.qkv", "blocks.*.attn.proj")
+#: Query and value projections of transformers' Dinov2 layers: 5.x names (``attention.q_proj``),
+#: then the 4.x names (``attention.attention.query``) that older releases use.
+DINOV2_LORA = (
+    "*.attention.q_proj",
+    "*.attention.v_proj",
+    "*.attention.attention.query",
+    "*.attention.attention.value",
+)
+#: Text tower of an OpenAI / open_clip CLIP checkpoint (``visual.*`` is read); the last three are
+#: the hyper-parameters OpenAI's JIT archives store as tensors.
+OPENAI_TEXT = (
+    "transformer.*",
+    "token_embedding.*",
+    "positional_embedding",
+    "ln_final.*",
+    "text_projection",
+    "logit_scale",
+    "input_resolution",
+    "context_length",
+    "vocab_size",
+)
+#: Text tower and contrastive scalars of a transformers ``SiglipModel`` checkpoint.
+HF_SIGLIP_TEXT = ("text_model.*", "logit_scale", "logit_bias")
 HF_ATTN_LORA = (
     "*.self_attn.q_proj",
     "*.self_attn.k_proj",
@@ -47,6 +70,7 @@ register(
         layer_taps="global average of stages layer1..layer4 (256/512/1024/2048 channels)",
         weight_files=("model.safetensors",),
         lora_targets=("layer*.*.conv2",),
+        ignore_unexpected=("fc.*",),
     ),
     lazy(TIMM, "build_resnet50"),
     HubWeights("resnet50", "timm/resnet50.tv_in1k", ("model.safetensors",)),
@@ -74,6 +98,7 @@ register(
         layer_taps=VIT_TAPS,
         weight_files=("model.safetensors",),
         lora_targets=TIMM_VIT_LORA,
+        ignore_unexpected=("head.*",),
     ),
     lazy(TIMM, "build_vit_b16"),
     HubWeights(
@@ -103,6 +128,7 @@ register(
         layer_taps="CLS after ln_post of resblocks [2, 5, 8, 11] (768); 100 % = projected 512",
         weight_files=("open_clip_model.safetensors",),
         lora_targets=("transformer.resblocks.*.attn.out_proj", "transformer.resblocks.*.mlp.c_fc"),
+        ignore_unexpected=OPENAI_TEXT,
         notes="QuickGELU tower (plain ViT-B-16 config would build GELU).",
     ),
     lazy(OCLIP, "build_clip"),
@@ -132,6 +158,7 @@ register(
         "100 % = MAP-head pooler_output",
         weight_files=("model.safetensors",),
         lora_targets=HF_ATTN_LORA,
+        ignore_unexpected=HF_SIGLIP_TEXT,
         notes="Same vision architecture as MedSigLIP and the MedGemma tower.",
     ),
     lazy(HF, "build_siglip"),
@@ -163,7 +190,7 @@ register(
         pooling="cls",
         layer_taps="CLS after layernorm of layers [2, 5, 8, 11]",
         weight_files=("model.safetensors",),
-        lora_targets=("*.attention.attention.query", "*.attention.attention.value"),
+        lora_targets=DINOV2_LORA,
     ),
     lazy(HF, "build_dinov2"),
     HubWeights(
@@ -195,6 +222,7 @@ register(
         layer_taps=VIT_TAPS,
         weight_files=("model.safetensors",),
         lora_targets=TIMM_VIT_LORA,
+        ignore_unexpected=("head.*",),
         notes="MAE features are badly scaled for linear probes: standardise them (the probe does).",
     ),
     lazy(TIMM, "build_mae"),

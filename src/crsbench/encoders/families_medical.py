@@ -10,13 +10,45 @@ from crsbench.encoders.card import (
     IMAGENET_STD,
     EncoderCard,
 )
-from crsbench.encoders.families_general import HF, HF_ATTN_LORA, OCLIP, TIMM, TIMM_VIT_LORA
+from crsbench.encoders.families_general import (
+    DINOV2_LORA,
+    HF,
+    HF_ATTN_LORA,
+    HF_SIGLIP_TEXT,
+    OCLIP,
+    OPENAI_TEXT,
+    TIMM,
+    TIMM_VIT_LORA,
+)
 from crsbench.encoders.registry import lazy, register
 from crsbench.encoders.sources import AllWeights, HubWeights, LocalWeights
 
 L24 = "[5, 11, 17, 23] (24 blocks)"
 CHEXZERO_FILE = "best_64_5e-05_original_22000_0.864.pt"
 PANDERM_FILE = "panderm_ll_data6_checkpoint-499.pth"
+#: Text tower and projections of a transformers ``CLIPModel`` checkpoint (the LLaVA-Med tower).
+HF_CLIP_TEXT = ("text_model.*", "text_projection.*", "visual_projection.*", "logit_scale")
+#: The Mistral LM of the LLaVA-Med checkpoint (only ``model.mm_projector.*`` is read).
+LLAVA_LM = ("model.layers.*", "model.embed_tokens.*", "model.norm.*", "lm_head.*")
+#: The Gemma LM and multimodal projector of MedGemma (only the vision tower is read), in the
+#: key layouts of transformers 4.5x (``language_model.*``) and 5.x (``model.language_model.*``).
+GEMMA_LM = (
+    "language_model.*",
+    "multi_modal_projector.*",
+    "model.language_model.*",
+    "model.multi_modal_projector.*",
+    "lm_head.*",
+)
+#: Parts of PanDerm's CAE-v2 pretraining model besides its ``encoder.``: latent regressor,
+#: decoder, mask token (no second encoder copy: one would be refused).
+CAE_EXTRAS = (
+    "regresser.*",
+    "decoder.*",
+    "mask_token",
+    "encoder_to_regresser*",
+    "rd_pos_embed",
+    "head.*",
+)
 HAI_DEF = (
     "gated: accept the Health AI Developer Foundations terms on the hub page, then "
     "`huggingface-cli login` on a machine with network"
@@ -44,6 +76,7 @@ register(
         layer_taps="CLS after the trunk norm of blocks [2, 5, 8, 11] (768); 100 % = projected 512",
         weight_files=("open_clip_pytorch_model.bin",),
         lora_targets=tuple(f"trunk.{p}" for p in TIMM_VIT_LORA),
+        ignore_unexpected=("text.*", "logit_scale", "logit_bias"),
         notes="Vision tower only (open_clip TimmModel); the PubMedBERT text tower is never built.",
     ),
     lazy(OCLIP, "build_biomedclip"),
@@ -78,6 +111,7 @@ register(
         layer_taps=f"CLS after post_layernorm of layers {L24} (1024); 100 % = mean of "
         "mm_projector(patch tokens of layer -2) (4096)",
         lora_targets=HF_ATTN_LORA,
+        ignore_unexpected=(*HF_CLIP_TEXT, *LLAVA_LM),
         notes="Pad to square with the CLIP mean colour (deterministic, no ±1 px jitter).",
     ),
     lazy(HF, "build_llava_med"),
@@ -116,6 +150,7 @@ register(
         layer_taps="mean of post_layernorm tokens of layers [6, 13, 19, 26]; 100 % = pooler_output",
         weight_files=("model.safetensors",),
         lora_targets=HF_ATTN_LORA,
+        ignore_unexpected=HF_SIGLIP_TEXT,
         notes="Zero-pad to square before resizing, as Google's serving code.",
     ),
     lazy(HF, "build_medsiglip"),
@@ -149,6 +184,8 @@ register(
         "last_hidden_state",
         weight_files=("model.safetensors.index.json",),
         lora_targets=HF_ATTN_LORA,
+        allow_missing=("head.*",),
+        ignore_unexpected=GEMMA_LM,
         notes="Only vision_tower.* tensors are read from the shards; the Gemma LM is never built.",
     ),
     lazy(HF, "build_medgemma"),
@@ -182,6 +219,7 @@ register(
         layer_taps=f"CLS after the final norm of blocks {L24}",
         weight_files=(PANDERM_FILE,),
         lora_targets=TIMM_VIT_LORA,
+        ignore_unexpected=CAE_EXTRAS,
         notes="timm Beit with absolute pos-emb, no rel-pos bias, LayerScale 0.1; std 0.228 is "
         "PanDerm's own constant.",
     ),
@@ -211,6 +249,8 @@ register(
         layer_taps=f"mean patch token → fc_norm of blocks {L24} (official global_pool=True)",
         weight_files=("RETFound_mae_natureCFP.pth",),
         lora_targets=TIMM_VIT_LORA,
+        allow_missing=("fc_norm.*",),
+        ignore_unexpected=("norm.*", "mask_token", "decoder*", "head.*"),
     ),
     lazy(TIMM, "build_retfound"),
     HubWeights("retfound", "YukunZhou/RETFound_mae_natureCFP", ("RETFound_mae_natureCFP.pth",)),
@@ -237,7 +277,7 @@ register(
         pooling="cls",
         layer_taps="CLS after layernorm of layers [2, 5, 8, 11]",
         weight_files=("model.safetensors",),
-        lora_targets=("*.attention.attention.query", "*.attention.attention.value"),
+        lora_targets=DINOV2_LORA,
         notes="mean/std from the MAIRA-2 processor copy; check preprocessor_config.json.",
     ),
     lazy(HF, "build_rad_dino"),
@@ -270,6 +310,7 @@ register(
         layer_taps="global average of stages layer1..layer4 (256/512/1024/2048 channels)",
         weight_files=("biovil_image_resnet50_proj_size_128.pt",),
         lora_targets=("layer*.*.conv2",),
+        ignore_unexpected=("encoder.encoder.fc.*", "projector.*"),
         notes="Resize 512 → crop 480, [0, 1] range, no mean/std (hi-ml-multimodal transforms).",
     ),
     lazy(TIMM, "build_biovil"),
@@ -305,6 +346,7 @@ register(
         layer_taps="CLS after ln_post of resblocks [2, 5, 8, 11] (768); 100 % = projected 512",
         weight_files=(CHEXZERO_FILE,),
         lora_targets=("transformer.resblocks.*.attn.out_proj", "transformer.resblocks.*.mlp.c_fc"),
+        ignore_unexpected=OPENAI_TEXT,
         notes="Letterbox on black, normalise with CheXzero's 0-255 constants; single checkpoint "
         "(the paper's ensemble is not reproduced).",
     ),

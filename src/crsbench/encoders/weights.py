@@ -12,8 +12,9 @@ Loading: safetensors when the file is one, otherwise ``torch.load(..., weights_o
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -168,6 +169,48 @@ def load_state_dict(path: str | Path) -> dict[str, Any]:
             f"checkpoint {path} must hold a dict of tensors. Got {type(obj).__name__} instead."
         )
     return obj
+
+
+class ShardedTensors(Mapping[str, Any]):
+    """Every tensor key of a safetensors checkpoint folder, read lazily.
+
+    The keys come from ``model.safetensors.index.json`` when the folder has one (no shard is
+    opened to list them), else from the headers of its ``*.safetensors`` files; a tensor is
+    read from its shard only when asked for, so shards whose keys are never used (a language
+    model) are never opened. A key stored in two files is refused.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        index = folder / "model.safetensors.index.json"
+        if index.is_file():
+            weight_map = json.loads(index.read_text())["weight_map"]
+            self._where = {k: folder / f for k, f in weight_map.items()}
+            return
+        from safetensors import safe_open
+
+        self._where = {}
+        for file in sorted(folder.glob("*.safetensors")):
+            with safe_open(str(file), framework="pt", device="cpu") as fh:
+                for key in fh.keys():
+                    if key in self._where:
+                        raise EncoderError(
+                            f"key {key!r} is stored twice in {folder}: in "
+                            f"{self._where[key].name} and {file.name} (two copies of a model?)"
+                        )
+                    self._where[key] = file
+
+    def __getitem__(self, key: str) -> Any:
+        from safetensors import safe_open
+
+        with safe_open(str(self._where[key]), framework="pt", device="cpu") as fh:
+            return fh.get_tensor(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
 
 
 def state_dict_sha256(module: torch.nn.Module) -> str:

@@ -4,6 +4,10 @@ LLaVA-Med (CLIP-L/14-336 tower + mm_projector).
 Language models are never instantiated: SigLIP/MedSigLIP load through ``SiglipVisionModel``
 (text weights in the file are skipped), MedGemma reads only ``vision_tower.*`` tensors from its
 shards, and LLaVA-Med reads only ``model.mm_projector.*`` from the shard that holds them.
+
+Every load is strict: ``from_pretrained``'s loading info (missing, unexpected and mismatched
+keys, after transformers' own key renames) goes through the same check as every other backend,
+with the card's allow-lists (text towers, language-model keys) as the only exceptions.
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ import torch
 from torch import nn
 
 from crsbench.core.errors import EncoderError
-from crsbench.encoders.backends.common import load_checked, seeded, tiny_seed
+from crsbench.encoders.backends.common import load_checked, refuse_bad_keys, seeded, tiny_seed
 from crsbench.encoders.base import Backbone, BuildContext
 from crsbench.encoders.weights import (
     WEIGHTS_ENV,
+    ShardedTensors,
     hub_offline,
     missing_weights_error,
     weights_dir,
@@ -91,7 +96,36 @@ def resolve_dir(
 
 
 def _from_pretrained(cls: Any, path: Path, ctx: BuildContext) -> Any:
-    return cls.from_pretrained(str(path), trust_remote_code=ctx.allow_remote_code)
+    """``cls.from_pretrained`` that refuses missing, unexpected or mismatched keys.
+
+    Mismatched shapes are reported by transformers (``ignore_mismatched_sizes=True`` makes them
+    part of the loading info instead of a bare RuntimeError) and are always refused here.
+    """
+    model, info = cls.from_pretrained(
+        str(path),
+        trust_remote_code=ctx.allow_remote_code,
+        output_loading_info=True,
+        ignore_mismatched_sizes=True,
+    )
+    card, files = ctx.card, _weight_files(path)
+    source = f"{path} ({', '.join(f.name for f in files)})" if files else str(path)
+    if info.get("error_msgs"):
+        raise EncoderError(
+            f"weights of encoder {card.name!r} from {source} failed to load: "
+            + "; ".join(map(str, info["error_msgs"]))
+        )
+    refuse_bad_keys(
+        name=card.name,
+        source=source,
+        missing=info.get("missing_keys", ()),
+        unexpected=info.get("unexpected_keys", ()),
+        mismatched=[
+            (key, tuple(want), tuple(got)) for key, got, want in info.get("mismatched_keys", ())
+        ],
+        allow_missing=card.allow_missing,
+        ignore_unexpected=card.ignore_unexpected,
+    )
+    return model
 
 
 def _weight_files(path: Path) -> tuple[Path, ...]:
@@ -184,25 +218,19 @@ def build_rad_dino(ctx: BuildContext) -> Backbone:
     return _dinov2(ctx, "microsoft/rad-dino", VIT_B14)
 
 
-def _read_tensors(path: Path, keep: str) -> dict[str, torch.Tensor]:
-    """Tensors of a safetensors file (or of the shards its index names) whose key contains ``keep``."""
-    from safetensors import safe_open
+#: Where MedGemma's vision tower sits in its checkpoint (transformers 5.x, then 4.5x layout).
+GEMMA_TOWER = ("model.vision_tower.vision_model.", "vision_tower.vision_model.")
 
-    index = path / "model.safetensors.index.json"
-    if index.is_file():
-        weight_map = json.loads(index.read_text())["weight_map"]
-        shards = sorted({f for k, f in weight_map.items() if keep in k})
-    else:
-        shards = [p.name for p in sorted(path.glob("*.safetensors"))]
-    out: dict[str, torch.Tensor] = {}
-    for shard in shards:
-        with safe_open(str(path / shard), framework="pt", device="cpu") as fh:
-            for key in fh.keys():
-                if keep in key:
-                    out[key] = fh.get_tensor(key)
-    if not out:
-        raise EncoderError(f"no tensor whose key contains {keep!r} in {path}")
-    return out
+
+def _find_prefix(sd: ShardedTensors, candidates: tuple[str, ...], name: str) -> str:
+    """The first of ``candidates`` some key of ``sd`` starts with (other copies are refused)."""
+    for prefix in candidates:
+        if any(k.startswith(prefix) for k in sd):
+            return prefix
+    raise EncoderError(
+        f"weights of encoder {name!r}: no key in {sd.folder} starts with any of "
+        f"{list(candidates)}; is this the right checkpoint?"
+    )
 
 
 def build_medgemma(ctx: BuildContext) -> Backbone:
@@ -215,11 +243,8 @@ def build_medgemma(ctx: BuildContext) -> Backbone:
         vcfg = json.loads((path / "config.json").read_text())["vision_config"]
         vcfg = {k: v for k, v in vcfg.items() if k not in ("model_type", "architectures")}
         model = SiglipVisionModel(SiglipVisionConfig(**vcfg))
-        sd = {}
-        for key, t in _read_tensors(path, "vision_tower.").items():
-            sub = key.split("vision_tower.", 1)[1]
-            sd[sub.removeprefix("vision_model.")] = t
-        load_checked(model, sd, name=ctx.card.name, source=str(path), allow_missing=("head.*",))
+        sd = ShardedTensors(path)
+        _load_card_checked(model, sd, ctx, path, _find_prefix(sd, GEMMA_TOWER, ctx.card.name))
         files = _weight_files(path)
     else:
         real = {**SO400M, "image_size": 896}
@@ -241,6 +266,23 @@ CLIP_L336 = {
 }
 
 
+LLAVA_PROJECTOR = "model.mm_projector."
+
+
+def _load_card_checked(
+    module: nn.Module, sd: ShardedTensors, ctx: BuildContext, path: Path, prefix: str
+) -> None:
+    load_checked(
+        module,
+        sd,
+        name=ctx.card.name,
+        source=str(path),
+        prefix=prefix,
+        allow_missing=ctx.card.allow_missing,
+        ignore_unexpected=ctx.card.ignore_unexpected,
+    )
+
+
 def build_llava_med(ctx: BuildContext) -> Backbone:
     """LLaVA-Med v1.5: CLIP-L/14-336 tower, layer -2 patch tokens → mm_projector → mean (4096)."""
     from transformers import CLIPVisionConfig, CLIPVisionModel
@@ -259,15 +301,13 @@ def build_llava_med(ctx: BuildContext) -> Backbone:
             "microsoft/llava-med-v1.5-mistral-7b",
             patterns=["config.json", "*.index.json", "mm_projector.safetensors"],
         )
-        sd = {
-            k.split("mm_projector.", 1)[1]: v
-            for k, v in _read_tensors(proj_dir, "mm_projector.").items()
-        }
-        hidden, out_dim = sd["0.weight"].shape[1], sd["0.weight"].shape[0]
+        sd = ShardedTensors(proj_dir)
+        prefix = _find_prefix(sd, (LLAVA_PROJECTOR,), ctx.card.name)
+        out_dim, hidden = sd[f"{prefix}0.weight"].shape
         projector = nn.Sequential(
             nn.Linear(hidden, out_dim), nn.GELU(), nn.Linear(out_dim, out_dim)
         )
-        load_checked(projector, sd, name=ctx.card.name, source=str(proj_dir))
+        _load_card_checked(projector, sd, ctx, proj_dir, prefix)
         files = _weight_files(tower_dir) + tuple(proj_dir.glob("mm_projector.safetensors"))
     else:
         cfg = TINY if ctx.tiny else CLIP_L336

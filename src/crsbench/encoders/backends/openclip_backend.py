@@ -2,20 +2,15 @@
 
 The text tower is never built: the vision tower class open_clip would use is created directly
 (``open_clip.model._build_vision_tower`` / ``open_clip.timm_model.TimmModel``) and only the
-``visual.*`` tensors of the checkpoint are loaded into it, strictly.
+``visual.*`` tensors of the checkpoint are loaded into it, strictly: every other key must be
+one the card names as ignorable (its text tower).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from crsbench.encoders.backends.common import (
-    load_checked,
-    seeded,
-    strip_prefix,
-    tiny_seed,
-    unwrap,
-)
+from crsbench.encoders.backends.common import load_checked, seeded, tiny_seed, unwrap
 from crsbench.encoders.base import Backbone, BuildContext
 from crsbench.encoders.weights import find_file, load_state_dict, verify_sha256
 
@@ -57,8 +52,17 @@ def _load_visual(
     if not ctx.tiny:
         verify_sha256(path, card.weights_sha256)
     sd = unwrap(load_state_dict(path))
-    sd = {k.removeprefix("module."): v for k, v in sd.items()}
-    load_checked(visual, strip_prefix(sd, "visual."), name=card.name, source=str(path))
+    if sd and all(k.startswith("module.") for k in sd):  # saved from DataParallel
+        sd = {k.removeprefix("module."): v for k, v in sd.items()}
+    load_checked(
+        visual,
+        sd,
+        name=card.name,
+        source=str(path),
+        prefix="visual.",
+        allow_missing=card.allow_missing,
+        ignore_unexpected=card.ignore_unexpected,
+    )
     return (path,)
 
 

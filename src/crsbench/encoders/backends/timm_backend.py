@@ -64,10 +64,14 @@ def load_into(
     path: Path | None,
     *,
     key_map: KeyMap | None = None,
-    allow_missing: tuple[str, ...] = (),
-    ignore_unexpected: tuple[str, ...] = (),
+    prefix: str | Callable[[Mapping[str, Any]], str] = "",
 ) -> tuple:
-    """Verify, load and key-check one weight file (from :func:`locate`); ``(path,)`` or ``()``."""
+    """Verify, load and key-check one weight file (from :func:`locate`); ``(path,)`` or ``()``.
+
+    ``key_map`` unwraps the checkpoint (e.g. its ``model`` entry); ``prefix`` (or a function of
+    the unwrapped checkpoint giving it) selects the keys the model reads; the card's
+    allow-lists decide which other keys may be missing or ignored.
+    """
     if path is None:
         return ()
     if not ctx.tiny:
@@ -80,25 +84,18 @@ def load_into(
         sd,
         name=ctx.card.name,
         source=str(path),
-        allow_missing=allow_missing,
-        ignore_unexpected=ignore_unexpected,
+        prefix=prefix(sd) if callable(prefix) else prefix,
+        allow_missing=ctx.card.allow_missing,
+        ignore_unexpected=ctx.card.ignore_unexpected,
     )
     return (path,)
-
-
-HEADS = ("fc.*", "head.*", "classifier.*")
 
 
 def build_resnet50(ctx: BuildContext) -> Backbone:
     """ResNet-50 (torchvision V1 weights via timm ``resnet50.tv_in1k``)."""
     path = locate(ctx, "model.safetensors", "timm/resnet50.tv_in1k")
     model = create("resnet50.tv_in1k", ctx, {}, {"layers": [1, 1, 1, 1]})
-    files = load_into(
-        model,
-        ctx,
-        path,
-        ignore_unexpected=HEADS,
-    )
+    files = load_into(model, ctx, path)
     return resnet_backbone(model, 32 if ctx.tiny else ctx.card.input_size, files)
 
 
@@ -106,7 +103,7 @@ def _timm_vit(ctx: BuildContext, timm_name: str, hub: str) -> Backbone:
     path = locate(ctx, "model.safetensors", hub)
     size = 32 if ctx.tiny else ctx.card.input_size
     model = create(timm_name, ctx, {}, {**TINY_VIT, "img_size": size})
-    files = load_into(model, ctx, path, ignore_unexpected=HEADS)
+    files = load_into(model, ctx, path)
     return vit_backbone(model, size, files)
 
 
@@ -125,7 +122,8 @@ def build_retfound(ctx: BuildContext) -> Backbone:
     """RETFound-MAE (ViT-L/16): mean patch token → fc_norm, as the official ``global_pool=True``.
 
     The MAE checkpoint (``ckpt["model"]``) has no ``fc_norm`` (it stays at its identity init,
-    exactly as in RETFound's code) and carries the MAE decoder, which is ignored.
+    exactly as in RETFound's code) and carries the MAE decoder, which is ignored (card
+    allow-lists).
     """
     path = locate(
         ctx,
@@ -142,25 +140,17 @@ def build_retfound(ctx: BuildContext) -> Backbone:
         {"global_pool": "avg"},
         {**TINY_VIT, "img_size": size, "global_pool": "avg"},
     )
-    files = load_into(
-        model,
-        ctx,
-        path,
-        key_map=unwrap,
-        allow_missing=("fc_norm.*",),
-        ignore_unexpected=("norm.*", "decoder*", "mask_token", *HEADS),
-    )
+    files = load_into(model, ctx, path, key_map=unwrap)
     return vit_backbone(model, size, files)
 
 
-def panderm_keys(sd: Mapping[str, Any]) -> dict[str, Any]:
-    """PanDerm checkpoint → timm Beit keys: unwrap ``model``, strip ``encoder.``, drop the rest."""
-    from crsbench.encoders.backends.common import strip_prefix, unwrap
+def panderm_prefix(sd: Mapping[str, Any]) -> str:
+    """``"encoder."`` when the PanDerm checkpoint holds the CAE layout, else ``""`` (timm keys).
 
-    inner = unwrap(sd)
-    if any(k.startswith("encoder.") for k in inner):
-        inner = strip_prefix(inner, "encoder.")
-    return inner
+    The authors load ``ckpt["model"]`` with ``encoder.`` removed (``LP_Eval/models/builder.py``);
+    every other key must be one the card names as ignorable.
+    """
+    return "encoder." if any(k.startswith("encoder.") for k in sd) else ""
 
 
 def build_panderm(ctx: BuildContext) -> Backbone:
@@ -197,30 +187,10 @@ def build_panderm(ctx: BuildContext) -> Backbone:
             init_values=0.1,
             **dims,
         )
-    files = load_into(
-        model,
-        ctx,
-        path,
-        key_map=panderm_keys,
-        allow_missing=("fc_norm.*",),
-        ignore_unexpected=(
-            "decoder*",
-            "teacher*",
-            "mask_token",
-            "regressor*",
-            "fc_norm.*",
-            "lm_head*",
-            *HEADS,
-        ),
-    )
+    from crsbench.encoders.backends.common import unwrap
+
+    files = load_into(model, ctx, path, key_map=unwrap, prefix=panderm_prefix)
     return vit_backbone(model, size, files)
-
-
-def biovil_keys(sd: Mapping[str, Any]) -> dict[str, Any]:
-    """BioViL ``ImageModel`` checkpoint → timm ResNet-50 keys (strip ``encoder.encoder.``)."""
-    from crsbench.encoders.backends.common import strip_prefix, unwrap
-
-    return strip_prefix(unwrap(sd), "encoder.encoder.")
 
 
 def build_biovil(ctx: BuildContext) -> Backbone:
@@ -229,11 +199,7 @@ def build_biovil(ctx: BuildContext) -> Backbone:
         ctx, "biovil_image_resnet50_proj_size_128.pt", "microsoft/BiomedVLP-CXR-BERT-specialized"
     )
     model = create("resnet50", ctx, {}, {"layers": [1, 1, 1, 1]})
-    files = load_into(
-        model,
-        ctx,
-        path,
-        key_map=biovil_keys,
-        ignore_unexpected=HEADS,
-    )
+    from crsbench.encoders.backends.common import unwrap
+
+    files = load_into(model, ctx, path, key_map=unwrap, prefix="encoder.encoder.")
     return resnet_backbone(model, 32 if ctx.tiny else ctx.card.input_size, files)
