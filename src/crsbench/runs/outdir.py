@@ -17,7 +17,7 @@ from pathlib import Path
 
 from crsbench.core.errors import StoreError
 from crsbench.store.files import LAST_RUN_FILE, LOCK_FILE, STORE_FILE
-from crsbench.store.outputs import MARKER_NAME, refuse_protected, write_marker
+from crsbench.store.outputs import MARKER_NAME, folder_claimed, refuse_protected, write_marker
 
 #: Everything crsbench writes directly under an output directory.
 OWN_NAMES: tuple[str, ...] = (
@@ -52,7 +52,7 @@ def _has_store(out: Path) -> bool:
 
 def is_crsbench_output(out: Path) -> bool:
     """Whether ``out`` carries crsbench's marker or a crsbench results store."""
-    return (out / MARKER_NAME).is_file() or _has_store(out)
+    return folder_claimed(out) or _has_store(out)
 
 
 def _refuse_protected(out: Path, dataset_roots: Iterable[Path]) -> None:

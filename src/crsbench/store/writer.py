@@ -60,6 +60,8 @@ class ResultsStore:
         ``superseded/config-<hash12>-<utc>/`` and start a new one instead of refusing.
     allow_network_fs : bool
         Warn instead of refusing when ``out_dir`` is on NFS/SMB.
+    lock : StoreLock, optional
+        The store's lock, already held by the caller (``store repair``); released on close.
 
     Raises
     ------
@@ -77,6 +79,7 @@ class ResultsStore:
         config_json: str = "{}",
         force_new: bool = False,
         allow_network_fs: bool = False,
+        lock: StoreLock | None = None,
     ) -> None:
         if mode not in ("rw", "r"):
             raise StoreError(f"mode must be 'rw' or 'r'. Got {mode!r} instead.")
@@ -99,7 +102,7 @@ class ResultsStore:
             raise StoreError("a config hash is required to open a store for writing.")
         self.out_dir.mkdir(parents=True, exist_ok=True)
         check_local_filesystem(self.out_dir, allow_network=allow_network_fs)
-        self._lock = StoreLock(self.out_dir)
+        self._lock = lock or StoreLock(self.out_dir)
         self._lock.acquire()
         with self._closing_on_error():
             self._con = self._connect(read_only=False)
