@@ -20,6 +20,7 @@ from crsbench.cli.output import (
 from crsbench.core.errors import CrsbenchError
 from crsbench.core.verbosity import NORMAL, QUIET
 from crsbench.store.files import STORE_FILE
+from crsbench.store.outputs import claimed_folder, folder_claimed
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -139,10 +140,13 @@ def export(
     from crsbench.cohort.refit import refit_cell
 
     try:
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
-            raise CrsbenchError(f"--out {out} must be a new or empty folder. It is not.")
+        if out.exists() and (not out.is_dir() or any(out.iterdir())) and not folder_claimed(out):
+            raise CrsbenchError(
+                f"--out {out} must be a new or empty folder (or an earlier export). It is not."
+            )
         refit = refit_cell(store, encoder, recalibrator, seed)
-        path = save_model(refit.model, out)
+        with claimed_folder(out) as folder:  # removed again if this call created it and fails
+            path = save_model(refit.model, folder)
     except CrsbenchError as exc:
         fail(str(exc))
         return

@@ -16,8 +16,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from crsbench.core.errors import StoreError
+from crsbench.features.cache import CACHE_LAYOUT
 from crsbench.store.files import LAST_RUN_FILE, LOCK_FILE, STORE_FILE
-from crsbench.store.outputs import MARKER_NAME, folder_claimed, refuse_protected, write_marker
+from crsbench.store.outputs import (
+    MARKER_NAME,
+    claim_results_folder,
+    folder_claimed,
+    refuse_protected,
+    write_marker,
+)
 
 #: Everything crsbench writes directly under an output directory.
 OWN_NAMES: tuple[str, ...] = (
@@ -138,3 +145,16 @@ def claim_output_dir(
     path = check_output_dir(out, dataset_roots=dataset_roots, force=force)
     write_marker(path)
     return path
+
+
+def claim_cache_dir(cache_dir: Path | str | None, *, create: bool) -> None:
+    """A configured ``cache_dir`` is written only when it is crsbench's: new, empty, marked,
+    or holding only a feature cache's layout; ``create`` claims it (marker), else only checks.
+
+    Raises
+    ------
+    StoreError
+        ``cache_dir`` is a file, a protected folder, or a folder crsbench did not write.
+    """
+    if cache_dir is not None:
+        claim_results_folder(cache_dir, create=create, what="cache_dir", layout=CACHE_LAYOUT)

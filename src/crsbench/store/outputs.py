@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -98,11 +98,19 @@ def write_marker(folder: Path) -> None:
         )
 
 
-def claim_results_folder(folder: Path | str, *, create: bool = True) -> Path:
+def claim_results_folder(
+    folder: Path | str,
+    *,
+    create: bool = True,
+    what: str = "output folder",
+    layout: Collection[str] = (),
+) -> Path:
     """Make sure crsbench may write its tables, analyses or report into ``folder``.
 
     With ``create=False`` only the checks run (nothing is written): call :func:`write_marker`
-    once the work succeeded, or use :func:`claimed_folder`.
+    once the work succeeded, or use :func:`claimed_folder`. ``what`` names the folder in the
+    messages (e.g. ``"cache_dir"``); a non-empty folder holding only ``layout`` names (what
+    crsbench wrote there before the marker existed) is crsbench's too.
 
     Returns
     -------
@@ -118,14 +126,14 @@ def claim_results_folder(folder: Path | str, *, create: bool = True) -> Path:
     path = Path(os.path.realpath(Path(folder).expanduser()))
     refuse_protected(path)
     if path.exists() and not path.is_dir():
-        raise StoreError(
-            f"output folder {path} is a file; give a folder (new, empty or crsbench's)."
-        )
-    foreign = path.is_dir() and any(path.iterdir()) and not is_marked(path)
+        raise StoreError(f"{what} {path} is a file; give a folder (new, empty or crsbench's).")
+    names = {p.name for p in path.iterdir()} if path.is_dir() else set()
+    foreign = bool(names) and not is_marked(path) and not (layout and names <= set(layout))
     if foreign and not is_marked(path.parent):
         raise StoreError(
-            f"output folder {path} is not empty and was not written by crsbench; crsbench never "
-            "overwrites files it did not write. Choose a new or empty folder."
+            f"{what} {path} is not empty and was not written by crsbench (no {MARKER_NAME} "
+            "marker); crsbench never writes into a folder it did not claim. Choose a new or "
+            "empty folder."
         )
     if create:
         write_marker(path)
@@ -184,6 +192,15 @@ def _is_store_file(path: Path) -> bool:
         return False
 
 
+def _written_by_crsbench(target: Path) -> bool:
+    """Whether the marker of ``target``'s folder lists it, or claims the folder whole
+    without a list (an older marker: everything in that folder was crsbench's)."""
+    claim = read_claim(target.parent) or {}
+    if "files" not in claim:
+        return bool(claim) and claim.get("scope", "folder") == "folder"
+    return target.name in claim["files"]
+
+
 def claim_output_file(path: Path | str) -> Path:
     """Check that crsbench may write the file ``path``; write nothing.
 
@@ -208,7 +225,7 @@ def claim_output_file(path: Path | str) -> Path:
         )
     if target.parent.exists() and not target.parent.is_dir():
         raise StoreError(f"{target.parent} is a file; {target} cannot be written inside it.")
-    if target.exists() and target.name not in (read_claim(target.parent) or {}).get("files", []):
+    if target.exists() and not _written_by_crsbench(target):
         raise StoreError(
             f"{target} exists and was not written by crsbench; crsbench never overwrites "
             "files it did not write. Choose a new file name, or move that file away."
