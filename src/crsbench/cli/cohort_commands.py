@@ -20,7 +20,7 @@ from crsbench.cli.output import (
 from crsbench.core.errors import CrsbenchError
 from crsbench.core.verbosity import NORMAL, QUIET
 from crsbench.store.files import STORE_FILE
-from crsbench.store.outputs import claimed_folder, folder_claimed
+from crsbench.store.outputs import claim_output_file, claimed_folder, folder_claimed
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -176,6 +176,7 @@ def predict(
 
     level = verbosity(quiet, verbose)
     try:
+        claim_output_file(out)  # refused before any work: never a store or a foreign file
         artefact = load_model(model)
         pred = predict_images(artefact, images, device=device, weights_path=weights,
                               path_column=path_column)  # fmt: skip
@@ -203,6 +204,8 @@ def verdict(
     from crsbench.report.verdict_data import compute_verdict
 
     try:
+        if out is not None:
+            claim_output_file(out)  # refused before any work: never a store or a foreign file
         data = compute_verdict(store, compare, interval)
         path = save_verdict(data, store, out)
     except CrsbenchError as exc:
