@@ -31,7 +31,7 @@ from crsbench.store.columns import (
 )
 from crsbench.store.conflicts import batch_repeats_keys, conflict_message, first_row
 from crsbench.store.export import export_store
-from crsbench.store.files import STORE_FILE, damaged_store, locked_store
+from crsbench.store.files import STORE_FILE, damaged_store, locked_store, refuse_newer_schema
 from crsbench.store.lock import StoreLock, check_local_filesystem
 from crsbench.store.outputs import move_run_aside
 from crsbench.store.predictions import PredictionBatch
@@ -176,11 +176,7 @@ class ResultsStore:
             if self._has_table(table):
                 self.con.execute(f"SELECT * FROM {table}").fetchnumpy()
         meta = self.meta
-        if meta["schema_version"] > SCHEMA_VERSION:
-            raise StoreError(
-                f"results store {self.path} has schema version {meta['schema_version']}, newer "
-                f"than this crsbench reads ({SCHEMA_VERSION}). Upgrade crsbench."
-            )
+        refuse_newer_schema(self.path, meta["schema_version"])
         if self.config_hash is not None and meta["config_hash"] != self.config_hash:
             if force_new:
                 return True
