@@ -137,8 +137,11 @@ def test_a_folder_claimed_by_an_older_crsbench_stays_crsbench_s(tmp_path: Path) 
     folder.mkdir()
     (folder / MARKER_NAME).write_text('{"crsbench": "0.1.0", "claimed": "2024-01-01"}\n')
     (folder / "verdict.html").write_text("old page\n")
+    (folder / "cohort.json").write_text("{}\n")
     write_output_file(folder / "verdict.html", lambda tmp: tmp.write_text("new page\n"))
     assert (folder / "verdict.html").read_text() == "new page\n"
+    write_output_file(folder / "cohort.json", lambda tmp: tmp.write_text('{"n": 1}\n'))
+    assert (folder / "cohort.json").read_text() == '{"n": 1}\n'  # still every file's claim
     with pytest.raises(StoreError, match="results store's file"):
         write_output_file(folder / "results.duckdb", lambda tmp: tmp.write_text("x"))
 

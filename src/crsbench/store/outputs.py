@@ -192,13 +192,16 @@ def _is_store_file(path: Path) -> bool:
         return False
 
 
+def _every_file_claimed(claim: dict[str, Any]) -> bool:
+    """A folder marker of an older crsbench (no file list): every file in it is crsbench's."""
+    folder = bool(claim) and claim.get("scope", "folder") == "folder"
+    return folder and bool(claim.get("every_file", "files" not in claim))
+
+
 def _written_by_crsbench(target: Path) -> bool:
-    """Whether the marker of ``target``'s folder lists it, or claims the folder whole
-    without a list (an older marker: everything in that folder was crsbench's)."""
+    """Whether the marker of ``target``'s folder lists it, or claims every file in it."""
     claim = read_claim(target.parent) or {}
-    if "files" not in claim:
-        return bool(claim) and claim.get("scope", "folder") == "folder"
-    return target.name in claim["files"]
+    return _every_file_claimed(claim) or target.name in claim.get("files", [])
 
 
 def claim_output_file(path: Path | str) -> Path:
@@ -237,6 +240,8 @@ def _claim_file(target: Path) -> None:
     """List ``target`` in its folder's marker (a ``files`` claim when the folder has none)."""
     info = read_claim(target.parent)
     info = {"scope": "files"} if info is None else dict(info)
+    if _every_file_claimed(info):
+        info["every_file"] = True  # an older marker keeps its meaning once it lists files
     files = list(info.get("files", []))
     if target.name not in files:
         _save_claim(target.parent, {**info, "files": [*files, target.name]})
