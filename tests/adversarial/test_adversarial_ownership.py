@@ -229,3 +229,15 @@ def test_a_feature_cache_from_before_the_marker_is_still_used(tmp_path: Path) ->
     (tmp_path / "other" / "notes.txt").write_text("mine\n")
     with pytest.raises(StoreError, match="cache_dir .* was not written by crsbench"):
         claim_cache_dir(tmp_path / "other", create=False)
+
+
+def test_force_never_writes_a_profile_over_the_users_verdict(tmp_path: Path) -> None:
+    from crsbench.runs.outdir import claim_output_dir
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "verdict.html").write_text("<p>my own verdict</p>\n")
+    before = _snapshot(theirs)
+    with pytest.raises(StoreError, match="already holds verdict.html, not written by crsbench"):
+        claim_output_dir(theirs, force=True)
+    assert _snapshot(theirs) == before and [p.name for p in theirs.iterdir()] == ["verdict.html"]

@@ -26,10 +26,12 @@ from crsbench.store.outputs import (
     write_marker,
 )
 
-#: Everything crsbench writes directly under an output directory.
+#: Everything crsbench writes directly under an output directory (``cohort.json`` and
+#: ``verdict.html``: a cohort profile's).
 OWN_NAMES: tuple[str, ...] = (
     STORE_FILE, STORE_FILE + ".wal", LOCK_FILE, MARKER_NAME, "cache", "export", "scores",
     "analysis", "report", LAST_RUN_FILE, "data", "superseded", "lora", "damaged",
+    "cohort.json", "verdict.html",
 )  # fmt: skip
 _DIRECTORIES = frozenset(
     {"cache", "export", "scores", "analysis", "report", "data", "superseded", "lora", "damaged"}
