@@ -153,3 +153,13 @@ def test_repair_of_a_file_or_an_empty_folder(tmp_path: Path, kind: str) -> None:
         assert target.read_text() == "mine\n"
     else:
         assert list(target.iterdir()) == []
+
+
+def test_repair_when_damaged_is_a_file_names_it(tmp_path: Path) -> None:
+    store = _store(tmp_path / "out")
+    _truncate(store / "results.duckdb")
+    (store / "damaged").write_text("my notes\n")
+    before = _snapshot(store)
+    result, text = _repair(store)
+    assert result.exit_code == 2 and f"cannot move {store / 'results.duckdb'}" in text
+    assert "Traceback" not in result.output and _snapshot(store) == before

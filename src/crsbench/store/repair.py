@@ -109,9 +109,15 @@ def _move_damaged(store: Path) -> list[tuple[Path, Path]]:
     for name in (store.name, store.name + ".wal"):
         source = store.parent / name
         if source.exists():
-            target.mkdir(exist_ok=True)
             dest = target / f"{stamp}.{name}"
-            os.replace(source, dest)
+            try:
+                target.mkdir(exist_ok=True)
+                os.replace(source, dest)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot move {source} to {dest}: {exc.strerror or exc}; nothing was "
+                    "rebuilt. Move it away yourself and rerun `crsbench store repair`."
+                ) from None
             moved.append((source, dest))
     return moved
 
