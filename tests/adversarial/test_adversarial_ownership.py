@@ -241,3 +241,11 @@ def test_force_never_writes_a_profile_over_the_users_verdict(tmp_path: Path) -> 
     with pytest.raises(StoreError, match="already holds verdict.html, not written by crsbench"):
         claim_output_dir(theirs, force=True)
     assert _snapshot(theirs) == before and [p.name for p in theirs.iterdir()] == ["verdict.html"]
+
+
+def test_synth_out_that_is_a_file_is_named(tmp_path: Path) -> None:
+    out = tmp_path / "data.csv"
+    out.write_text("a,b\n1,2\n")
+    result, said = _invoke("synth", "--out", out)
+    assert result.exit_code == 2 and f"--out {out} is a file" in said
+    assert out.read_text() == "a,b\n1,2\n" and "Traceback" not in result.output

@@ -122,6 +122,8 @@ def write_all(
                 f"no synthetic writer for {unknown}. Known: {', '.join(sorted(WRITERS))}."
             )
         writers = {n: WRITERS[n] for n in wanted}
+    if Path(out).exists() and not Path(out).is_dir():
+        raise ConfigError(f"--out {out} is a file; give a folder for the dataset roots.")
     for name in writers if overwrite else ():  # before any folder is replaced
         refuse_clearing(Path(out) / name, "--overwrite")
     if processes > 1 and progress is None and len(writers) > 1 and sys.platform == "linux":
