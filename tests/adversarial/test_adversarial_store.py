@@ -175,3 +175,22 @@ def test_force_new_prints_what_it_moved(tmp_path: Path) -> None:
     text = console.export_text()
     assert f"moved {tmp_path / 'results.duckdb'} -> " in text and "superseded" in text
     assert f"moved {tmp_path / 'scores'} -> " in text
+
+
+@pytest.mark.parametrize("command", ["score", "analyze", "report", "verdict"])
+def test_a_store_of_a_newer_schema_is_refused_by_readers(tmp_path: Path, command: str) -> None:
+    import duckdb
+
+    store = _store(tmp_path / "out")
+    con = duckdb.connect(str(store / "results.duckdb"))
+    con.execute("UPDATE meta SET schema_version = 99")
+    con.close()
+    args = [command, "--store", str(store)] + (
+        ["--out", str(tmp_path / "r")] if command == "report" else []
+    )
+    result = CliRunner().invoke(app, args)
+    text = _flat(result.output)
+    assert result.exit_code == 2, result.output
+    assert "has schema version 99, newer than this crsbench reads (1)" in text
+    assert "Traceback" not in result.output and not (tmp_path / "r").exists()
+    assert not (store / "scores").exists() and not (store / "analysis").exists()

@@ -18,7 +18,7 @@ from crsbench.cli.output import (
     verbosity,
 )
 from crsbench.core.verbosity import NORMAL
-from crsbench.store.outputs import claim_results_folder, write_marker
+from crsbench.store.outputs import claimed_folder
 
 DRY_RUN_OK_OPTION = typer.Option(
     False, "--dry-run-ok", help="Accept a dry run's store (random weights: not results)."
@@ -91,7 +91,8 @@ def score(
         fail(f"store {store} has no complete main-protocol cells to score.")
     version = board["anchors_version"].iloc[0]
     try:
-        paths = write_tables(board, claim_results_folder(out or store / "scores"))
+        with claimed_folder(out or store / "scores") as folder:
+            paths = write_tables(board, folder)
     except CrsbenchError as exc:
         fail(str(exc))
     title = f"CRS-Bench leaderboard (rule={rule}, anchors {version})"
@@ -131,10 +132,10 @@ def analyze(
         fail(f"--replicates must be >= 1. Got {replicates} instead.")
     runs = load_store_runs(store, dry_run_ok)
     try:
-        target = claim_results_folder(out or store / "analysis", create=False)
-        summary = run_analyses(runs, target, n_replicates=replicates, seed=seed, anchors=anchors,
-                               store=store, interval=interval, n_jobs=jobs)  # fmt: skip
-        write_marker(target)
+        with claimed_folder(out or store / "analysis") as target:
+            summary = run_analyses(runs, target, n_replicates=replicates, seed=seed,
+                                   anchors=anchors, store=store, interval=interval,
+                                   n_jobs=jobs)  # fmt: skip
     except CrsbenchError as exc:
         fail(str(exc))
     if level >= NORMAL:

@@ -20,6 +20,7 @@ from crsbench.cli.output import (
 from crsbench.core.errors import CrsbenchError
 from crsbench.core.verbosity import NORMAL, QUIET
 from crsbench.store.files import STORE_FILE
+from crsbench.store.outputs import claim_output_file, claimed_folder, folder_claimed
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -139,10 +140,13 @@ def export(
     from crsbench.cohort.refit import refit_cell
 
     try:
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
-            raise CrsbenchError(f"--out {out} must be a new or empty folder. It is not.")
+        if out.exists() and (not out.is_dir() or any(out.iterdir())) and not folder_claimed(out):
+            raise CrsbenchError(
+                f"--out {out} must be a new or empty folder (or an earlier export). It is not."
+            )
         refit = refit_cell(store, encoder, recalibrator, seed)
-        path = save_model(refit.model, out)
+        with claimed_folder(out) as folder:  # removed again if this call created it and fails
+            path = save_model(refit.model, folder)
     except CrsbenchError as exc:
         fail(str(exc))
         return
@@ -172,6 +176,7 @@ def predict(
 
     level = verbosity(quiet, verbose)
     try:
+        claim_output_file(out)  # refused before any work: never a store or a foreign file
         artefact = load_model(model)
         pred = predict_images(artefact, images, device=device, weights_path=weights,
                               path_column=path_column)  # fmt: skip
@@ -199,6 +204,8 @@ def verdict(
     from crsbench.report.verdict_data import compute_verdict
 
     try:
+        if out is not None:
+            claim_output_file(out)  # refused before any work: never a store or a foreign file
         data = compute_verdict(store, compare, interval)
         path = save_verdict(data, store, out)
     except CrsbenchError as exc:

@@ -10,13 +10,14 @@ from crsbench.cli.analysis_commands import DRY_RUN_OK_OPTION, load_store_runs
 from crsbench.cli.app import app, fail
 from crsbench.cli.output import (
     EXIT_CODES_HELP,
+    EXIT_INTERRUPTED,
     INTERVAL_OPTION,
     JOBS_OPTION,
     QUIET_OPTION,
     VERBOSE_OPTION,
     verbosity,
 )
-from crsbench.store.outputs import claim_results_folder, write_marker
+from crsbench.store.outputs import claimed_folder
 
 
 @app.command("report", epilog=EXIT_CODES_HELP)
@@ -52,10 +53,13 @@ def report(
         chosen = (parts[0], parts[1])
     load_store_runs(store, dry_run_ok)  # a dry run's store only with --dry-run-ok
     try:
-        out = claim_results_folder(out, create=False)
-        index = build_report(store, out, n_replicates=replicates, seed=seed, anchors=anchors,
-                             calibration_cell=chosen, interval=interval, n_jobs=jobs)  # fmt: skip
+        with claimed_folder(out) as folder:  # marked first: an interrupted report is crsbench's
+            index = build_report(store, folder, n_replicates=replicates, seed=seed,
+                                 anchors=anchors, calibration_cell=chosen, interval=interval,
+                                 n_jobs=jobs)  # fmt: skip
     except CrsbenchError as exc:
         fail(str(exc))
-    write_marker(out)
+    except KeyboardInterrupt:
+        fail(f"interrupted: run the same command again to write the report in {out} (what "
+             "was written is crsbench's, so the rerun proceeds).", code=EXIT_INTERRUPTED)  # fmt: skip
     typer.echo(f"wrote {index}")

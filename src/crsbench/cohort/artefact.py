@@ -25,6 +25,7 @@ import numpy as np
 
 from crsbench.calibration import RecalibrationFit
 from crsbench.core.errors import DataError
+from crsbench.store.outputs import write_output_file
 
 FORMAT = "crsbench-model"
 FORMAT_VERSION = 1
@@ -94,7 +95,8 @@ def _tensors(model: ModelArtefact) -> dict[str, np.ndarray]:
 
 
 def save_model(model: ModelArtefact, out_dir: Path) -> Path:
-    """Write ``model.safetensors`` and ``model.json`` under ``out_dir``; return the JSON path."""
+    """Write ``model.safetensors`` and ``model.json`` under ``out_dir`` (each atomically,
+    through :func:`crsbench.store.outputs.write_output_file`); return the JSON path."""
     from safetensors.numpy import save
 
     from crsbench.cohort.recal_params import recal_to_parts
@@ -121,10 +123,11 @@ def save_model(model: ModelArtefact, out_dir: Path) -> Path:
         "files": {TENSORS_FILE: _sha256(blob)},
     }
     doc["checksum"] = _sha256(_canonical(doc))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / TENSORS_FILE).write_bytes(blob)
-    (out_dir / MODEL_JSON).write_text(json.dumps(doc, indent=2), encoding="utf-8")
-    return out_dir / MODEL_JSON
+    text = json.dumps(doc, indent=2)
+    write_output_file(Path(out_dir) / TENSORS_FILE, lambda tmp: tmp.write_bytes(blob))
+    return write_output_file(
+        Path(out_dir) / MODEL_JSON, lambda tmp: tmp.write_text(text, encoding="utf-8")
+    )
 
 
 def _read_doc(model_dir: Path) -> tuple[dict[str, Any], bytes]:

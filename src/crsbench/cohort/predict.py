@@ -19,6 +19,7 @@ import pandas as pd
 
 from crsbench.cohort.artefact import ModelArtefact
 from crsbench.core.errors import DataError, EncoderError
+from crsbench.store.outputs import write_output_file
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".dcm", ".dicom")
 
@@ -115,10 +116,8 @@ def predict_images(model: ModelArtefact, source: Path, *, device: str = "cpu",
 
 
 def write_predictions(pred: Predictions, out: Path) -> Path:
-    """Write the predictions CSV (full float precision) through a temporary file."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    pred.frame().to_csv(tmp, index=False, float_format="%.17g")
-    tmp.replace(out)
-    return out
+    """Write the predictions CSV (full float precision) atomically, where crsbench may
+    write (:func:`crsbench.store.outputs.write_output_file`: never a store or a foreign
+    file)."""
+    frame = pred.frame()
+    return write_output_file(out, lambda tmp: frame.to_csv(tmp, index=False, float_format="%.17g"))

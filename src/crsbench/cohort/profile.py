@@ -21,6 +21,7 @@ from crsbench.cohort import checks
 from crsbench.cohort.plan import COHORT_DATASET, cohort_config
 from crsbench.cohort.spec import CohortSpec
 from crsbench.core.errors import DataError
+from crsbench.store.outputs import write_output_file
 
 #: The cohort's summary, written next to the store.
 COHORT_FILE = "cohort.json"
@@ -119,7 +120,8 @@ def profile_cohort(
             "images": str(Path(spec.images).resolve()), "label_columns": list(spec.label_columns),
             "group_column": spec.group_column,
             "metadata_columns": [str(c) for c in ds.metadata.columns]}  # fmt: skip
-    (run.out_dir / COHORT_FILE).write_text(json.dumps(info, indent=2), encoding="utf-8")
+    text = json.dumps(info, indent=2)
+    write_output_file(run.out_dir / COHORT_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     page = None
     if verdict:
         from crsbench.report.verdict import write_verdict

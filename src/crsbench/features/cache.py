@@ -38,6 +38,8 @@ from crsbench.core.errors import CacheError
 log = logging.getLogger(__name__)
 
 FEATURE_FORMAT_VERSION = 1
+#: What a cache holds directly under its root (``precision/``: the precision check's figures).
+CACHE_LAYOUT: tuple[str, ...] = ("objects", "corrupt", "locks", "quarantine.jsonl", "precision")
 _CHUNK = 1 << 22
 
 

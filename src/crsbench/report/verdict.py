@@ -15,6 +15,7 @@ import pandas as pd
 from crsbench.report.html import Section, esc, kv_html, note_html, page_html, stats_html, table_html
 from crsbench.report.verdict_data import N_REPLICATES, VerdictData, compute_verdict
 from crsbench.stats.patient_bootstrap import SEED_ONLY, TEST_PATIENTS_X_SEEDS
+from crsbench.store.outputs import write_output_file
 
 VERDICT_FILE = "verdict.html"
 _RANK_COLUMNS = {
@@ -107,13 +108,12 @@ def verdict_html(d: VerdictData, store_dir: Path) -> str:
 
 
 def save_verdict(d: VerdictData, store_dir: Path | str, out: Path | None = None) -> Path:
-    """Write the page of ``d`` (default ``store_dir/verdict.html``, atomically); return the path."""
+    """Write the page of ``d`` (default ``store_dir/verdict.html``) atomically where crsbench
+    may write (:func:`crsbench.store.outputs.write_output_file`); return the path."""
     store_dir = Path(store_dir)
     path = Path(out) if out is not None else store_dir / VERDICT_FILE
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(verdict_html(d, store_dir), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    page = verdict_html(d, store_dir)
+    return write_output_file(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
 
 
 def write_verdict(store_dir: Path | str, compare: Path | None = None, out: Path | None = None,

@@ -16,13 +16,22 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from crsbench.core.errors import StoreError
+from crsbench.features.cache import CACHE_LAYOUT
 from crsbench.store.files import LAST_RUN_FILE, LOCK_FILE, STORE_FILE
-from crsbench.store.outputs import MARKER_NAME, refuse_protected, write_marker
+from crsbench.store.outputs import (
+    MARKER_NAME,
+    claim_results_folder,
+    folder_claimed,
+    refuse_protected,
+    write_marker,
+)
 
-#: Everything crsbench writes directly under an output directory.
+#: Everything crsbench writes directly under an output directory (``cohort.json`` and
+#: ``verdict.html``: a cohort profile's).
 OWN_NAMES: tuple[str, ...] = (
     STORE_FILE, STORE_FILE + ".wal", LOCK_FILE, MARKER_NAME, "cache", "export", "scores",
     "analysis", "report", LAST_RUN_FILE, "data", "superseded", "lora", "damaged",
+    "cohort.json", "verdict.html",
 )  # fmt: skip
 _DIRECTORIES = frozenset(
     {"cache", "export", "scores", "analysis", "report", "data", "superseded", "lora", "damaged"}
@@ -52,7 +61,7 @@ def _has_store(out: Path) -> bool:
 
 def is_crsbench_output(out: Path) -> bool:
     """Whether ``out`` carries crsbench's marker or a crsbench results store."""
-    return (out / MARKER_NAME).is_file() or _has_store(out)
+    return folder_claimed(out) or _has_store(out)
 
 
 def _refuse_protected(out: Path, dataset_roots: Iterable[Path]) -> None:
@@ -138,3 +147,16 @@ def claim_output_dir(
     path = check_output_dir(out, dataset_roots=dataset_roots, force=force)
     write_marker(path)
     return path
+
+
+def claim_cache_dir(cache_dir: Path | str | None, *, create: bool) -> None:
+    """A configured ``cache_dir`` is written only when it is crsbench's: new, empty, marked,
+    or holding only a feature cache's layout; ``create`` claims it (marker), else only checks.
+
+    Raises
+    ------
+    StoreError
+        ``cache_dir`` is a file, a protected folder, or a folder crsbench did not write.
+    """
+    if cache_dir is not None:
+        claim_results_folder(cache_dir, create=create, what="cache_dir", layout=CACHE_LAYOUT)

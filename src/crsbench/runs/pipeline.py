@@ -19,7 +19,7 @@ from crsbench.features.pixel_memo import PIXEL_MEMO
 from crsbench.runs import executors
 from crsbench.runs.cell import CellSettings
 from crsbench.runs.lora_stage import lora_plan, run_lora_stage
-from crsbench.runs.outdir import check_output_dir, claim_output_dir
+from crsbench.runs.outdir import check_output_dir, claim_cache_dir, claim_output_dir
 from crsbench.runs.plan import CellOutcome, CellPlan, control_fractions, plan_cells
 from crsbench.runs.prediction_keeper import pop_predictions
 from crsbench.runs.prepare import PreparedDataset, prepare_datasets
@@ -316,9 +316,11 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
     cfg_json = cfg.model_dump_json()
     roots = [d.root for d in cfg.datasets.values()]
     check_output_dir(cfg.output_dir, dataset_roots=roots, force=opts.force)
+    claim_cache_dir(cfg.cache_dir, create=False)
     cfg = _pin_working_size(cfg)  # W of the whole config, whatever --skip-missing leaves out
     cfg, skipped = _runnable(cfg, opts.emit, opts.skip_missing) if opts.check else (cfg, [])
     out = claim_output_dir(cfg.output_dir, dataset_roots=roots, force=opts.force)
+    claim_cache_dir(cfg.cache_dir, create=True)
     run = _Run(cfg, h, {}, opts)
     _timed(run, "datasets_and_splits", lambda: run.prepared.update(prepare_datasets(cfg)))
     modalities = {name: p.dataset.card.modality for name, p in run.prepared.items()}

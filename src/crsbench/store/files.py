@@ -50,3 +50,19 @@ def damaged_store(path: Path | str, exc: BaseException) -> StoreError:
         f"({folder / 'export'}); `crsbench run` then recomputes anything newer from the "
         "feature cache."
     )
+
+
+def refuse_newer_schema(path: Path | str, version: object) -> None:
+    """Raise when a store's ``meta.schema_version`` is newer than this crsbench reads (every
+    reader and the writer refuse it alike: its tables may mean something else)."""
+    from crsbench.store.columns import SCHEMA_VERSION
+
+    try:
+        newer = int(version) > SCHEMA_VERSION  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        newer = True
+    if newer:
+        raise StoreError(
+            f"results store {path} has schema version {version}, newer than this crsbench "
+            f"reads ({SCHEMA_VERSION}). Upgrade crsbench."
+        )

@@ -22,7 +22,13 @@ import pandas as pd
 from crsbench.core.errors import DataError, StoreError
 from crsbench.store.cards import CARDS_TABLE, CardFacts, attach_encoder_groups
 from crsbench.store.columns import IDENTITY_COLUMNS, RELIABILITY_COLUMNS, RELIABILITY_TABLE
-from crsbench.store.files import LAST_RUN_FILE, STORE_FILE, damaged_store, locked_store
+from crsbench.store.files import (
+    LAST_RUN_FILE,
+    STORE_FILE,
+    damaged_store,
+    locked_store,
+    refuse_newer_schema,
+)
 
 #: Columns every reader of ``runs`` relies on.
 REQUIRED_COLUMNS: tuple[str, ...] = (*IDENTITY_COLUMNS, "auroc", "ece")
@@ -87,12 +93,14 @@ def load_runs(store_dir: str | Path) -> pd.DataFrame:
     Raises
     ------
     StoreError
-        The store file or table is missing, locked or unreadable.
+        The store file or table is missing, locked or unreadable, or of a newer schema.
     DataError
         A column of :data:`REQUIRED_COLUMNS` is missing.
     """
     path = Path(store_dir) / STORE_FILE
-    found = read_tables(path, ("runs", CARDS_TABLE))
+    found = read_tables(path, ("meta", "runs", CARDS_TABLE))
+    if "meta" in found and len(found["meta"]) and "schema_version" in found["meta"]:
+        refuse_newer_schema(path, found["meta"]["schema_version"].iloc[0])
     if "runs" not in found:
         raise StoreError(f"results store {path} must have a table 'runs'. It has none.")
     facts = CardFacts.from_table(found[CARDS_TABLE]) if CARDS_TABLE in found else None

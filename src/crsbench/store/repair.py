@@ -11,11 +11,13 @@ from pathlib import Path
 import pandas as pd
 
 from crsbench.core.errors import StoreError
-from crsbench.store.files import STORE_FILE
+from crsbench.store.files import STORE_FILE, locked_store
+from crsbench.store.lock import StoreLock
+from crsbench.store.outputs import MARKER_NAME, is_marked
 from crsbench.store.predictions import restore_predictions
-from crsbench.store.reader import read_tables
 from crsbench.store.reliability import rebuild_reliability_table
 from crsbench.store.schema import Transaction
+from crsbench.store.validate import validate_frame
 from crsbench.store.writer import ResultsStore
 
 
@@ -51,36 +53,97 @@ class RepairReport:
         return out
 
 
-def _readable(path: Path) -> bool:
-    try:
-        read_tables(path, ("meta", "runs"))
-    except StoreError:
+def _healthy(store: Path) -> bool:
+    """Whether ``store`` opens and its ``meta`` and ``runs`` tables read; a store DuckDB
+    reports as locked by another process is refused (it is in use, not damaged)."""
+    import duckdb
+
+    if not store.is_file():
         return False
-    return True
+    try:
+        con = duckdb.connect(str(store), read_only=True)
+    except duckdb.Error as exc:
+        if "lock" in str(exc).lower():
+            raise locked_store(store) from None
+        return False
+    try:
+        for table in ("meta", "runs"):  # read every row: damage shows on reading
+            con.execute(f"SELECT * FROM {table}").fetchall()
+        return True
+    except duckdb.Error:
+        return False
+    finally:
+        con.close()
+
+
+def _store_folder(out_dir: Path | str) -> Path:
+    """The store's folder, refused when missing, a file, or not crsbench's."""
+    folder = Path(out_dir).expanduser().absolute()
+    if not folder.is_dir():
+        what = "is a file" if folder.exists() else "does not exist"
+        raise StoreError(
+            f"{folder} {what}; give the output directory that holds {STORE_FILE} "
+            "(`crsbench run --out`)."
+        )
+    if not is_marked(folder):
+        raise StoreError(
+            f"{folder} holds no results store ({STORE_FILE}) and was not written by crsbench "
+            f"(no {MARKER_NAME} marker); `crsbench store repair` changes nothing there."
+        )
+    return folder
+
+
+def _lock(folder: Path) -> StoreLock:
+    lock = StoreLock(folder)
+    try:
+        lock.acquire()
+    except StoreError as exc:
+        raise StoreError(f"{exc} `crsbench store repair` never touches a store in use.") from None
+    return lock
 
 
 def _move_damaged(store: Path) -> list[tuple[Path, Path]]:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
     target = store.parent / "damaged"
-    target.mkdir(exist_ok=True)
     moved = []
     for name in (store.name, store.name + ".wal"):
         source = store.parent / name
         if source.exists():
             dest = target / f"{stamp}.{name}"
-            os.replace(source, dest)
+            try:
+                target.mkdir(exist_ok=True)
+                os.replace(source, dest)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot move {source} to {dest}: {exc.strerror or exc}; nothing was "
+                    "rebuilt. Move it away yourself and rerun `crsbench store repair`."
+                ) from None
             moved.append((source, dest))
     return moved
 
 
 def _read_export(folder: Path) -> tuple[pd.DataFrame, Path] | None:
+    """The first readable runs table of the export (Parquet, else CSV), or None if absent."""
+    problems = []
     for name, reader in (("runs.parquet", pd.read_parquet), ("runs.csv", pd.read_csv)):
         path = folder / name
-        if path.is_file():
-            try:
-                return reader(path), path
-            except (OSError, ValueError) as exc:
-                raise StoreError(f"the export {path} cannot be read either: {exc}") from None
+        if not path.is_file():
+            continue
+        try:
+            frame = reader(path)
+        except Exception as exc:  # any reader failure means a damaged file
+            text = str(exc).strip()
+            problems.append(f"{path} ({text.splitlines()[0] if text else type(exc).__name__})")
+            continue
+        if "config_hash" not in frame.columns:
+            problems.append(f"{path} (no config_hash column: not a crsbench export)")
+            continue
+        return frame, path
+    if problems:
+        raise StoreError(
+            "the export cannot be read either: " + "; ".join(problems) + ". Nothing was "
+            "moved; `crsbench run` with the same config recreates the store from the cache."
+        )
     return None
 
 
@@ -91,32 +154,56 @@ def _config_of(frame: pd.DataFrame, export: Path) -> tuple[str, str]:
     meta_path = export.parent / "meta.json"
     config_json = "{}"
     if meta_path.is_file():
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        config_json = str(meta.get("config_json", "{}"))
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            config_json = str(meta.get("config_json", "{}"))
+        except (OSError, ValueError, AttributeError) as exc:
+            raise StoreError(f"the export's {meta_path} cannot be read: {exc}") from None
     return hashes[0], config_json
 
 
 def repair_store(out_dir: Path | str) -> RepairReport:
     """Move a damaged ``results.duckdb`` to ``damaged/`` and rebuild it from ``export/``.
 
-    A readable store is left untouched. The rebuilt store holds the exported run records
-    (validated like any append), its ``metrics`` and ``reliability`` tables recomputed.
+    A readable store is left untouched, and so is a store another process holds (its lock
+    names the process) and any folder crsbench did not write. The export is read before
+    anything moves (``runs.parquet``, else ``runs.csv``). The rebuilt store holds the
+    exported run records (validated like any append), its ``metrics`` and ``reliability``
+    tables recomputed.
+
+    Raises
+    ------
+    StoreError
+        The folder is missing or not crsbench's, the store is in use, or the export is
+        damaged too.
     """
-    store = Path(out_dir) / STORE_FILE
+    folder = _store_folder(out_dir)
+    store = folder / STORE_FILE
     report = RepairReport(store=store)
-    if store.is_file() and _readable(store):
-        report.healthy = True
-        return report
-    report.moved = _move_damaged(store)
-    found = _read_export(Path(out_dir) / "export")
-    if found is None:
-        return report
-    frame, report.source = found
-    config_hash, config_json = _config_of(frame, report.source)
-    with ResultsStore(out_dir, config_hash, config_json=config_json) as rebuilt:
-        report.n_runs = rebuilt.append_frame(frame)
-        with Transaction(rebuilt.con, rebuilt.path):
-            report.n_predictions = restore_predictions(rebuilt.con, report.source.parent)
-        rebuilt.aggregate()
-        rebuild_reliability_table(rebuilt.con)
+    lock = _lock(folder)
+    try:
+        if _healthy(store):
+            report.healthy = True
+            return report
+        found = _read_export(folder / "export")
+        if found is not None:
+            config = _config_of(*found)
+            validate_frame(found[0], config[0])
+        report.moved = _move_damaged(store)
+        if found is not None:
+            report.source = found[1]
+            _rebuild(report, found[0], config, lock)
+    finally:
+        lock.release()
     return report
+
+
+def _rebuild(report: RepairReport, frame: pd.DataFrame, config: tuple[str, str],
+             lock: StoreLock) -> None:  # fmt: skip
+    assert report.source is not None
+    with ResultsStore(report.store.parent, config[0], config_json=config[1], lock=lock) as new:
+        report.n_runs = new.append_frame(frame)
+        with Transaction(new.con, new.path):
+            report.n_predictions = restore_predictions(new.con, report.source.parent)
+        new.aggregate()
+        rebuild_reliability_table(new.con)

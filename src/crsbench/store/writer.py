@@ -31,7 +31,7 @@ from crsbench.store.columns import (
 )
 from crsbench.store.conflicts import batch_repeats_keys, conflict_message, first_row
 from crsbench.store.export import export_store
-from crsbench.store.files import STORE_FILE, damaged_store, locked_store
+from crsbench.store.files import STORE_FILE, damaged_store, locked_store, refuse_newer_schema
 from crsbench.store.lock import StoreLock, check_local_filesystem
 from crsbench.store.outputs import move_run_aside
 from crsbench.store.predictions import PredictionBatch
@@ -60,6 +60,8 @@ class ResultsStore:
         ``superseded/config-<hash12>-<utc>/`` and start a new one instead of refusing.
     allow_network_fs : bool
         Warn instead of refusing when ``out_dir`` is on NFS/SMB.
+    lock : StoreLock, optional
+        The store's lock, already held by the caller (``store repair``); released on close.
 
     Raises
     ------
@@ -77,6 +79,7 @@ class ResultsStore:
         config_json: str = "{}",
         force_new: bool = False,
         allow_network_fs: bool = False,
+        lock: StoreLock | None = None,
     ) -> None:
         if mode not in ("rw", "r"):
             raise StoreError(f"mode must be 'rw' or 'r'. Got {mode!r} instead.")
@@ -99,7 +102,7 @@ class ResultsStore:
             raise StoreError("a config hash is required to open a store for writing.")
         self.out_dir.mkdir(parents=True, exist_ok=True)
         check_local_filesystem(self.out_dir, allow_network=allow_network_fs)
-        self._lock = StoreLock(self.out_dir)
+        self._lock = lock or StoreLock(self.out_dir)
         self._lock.acquire()
         with self._closing_on_error():
             self._con = self._connect(read_only=False)
@@ -173,11 +176,7 @@ class ResultsStore:
             if self._has_table(table):
                 self.con.execute(f"SELECT * FROM {table}").fetchnumpy()
         meta = self.meta
-        if meta["schema_version"] > SCHEMA_VERSION:
-            raise StoreError(
-                f"results store {self.path} has schema version {meta['schema_version']}, newer "
-                f"than this crsbench reads ({SCHEMA_VERSION}). Upgrade crsbench."
-            )
+        refuse_newer_schema(self.path, meta["schema_version"])
         if self.config_hash is not None and meta["config_hash"] != self.config_hash:
             if force_new:
                 return True

@@ -15,6 +15,7 @@ from crsbench.cohort.artefact import MODEL_JSON, TENSORS_FILE, ModelArtefact, lo
 from crsbench.cohort.predict import load_encoder
 from crsbench.core.errors import DataError, EncoderError
 from crsbench.protocol import RECALIBRATORS
+from crsbench.store.outputs import MARKER_NAME
 
 
 def _model(
@@ -69,7 +70,10 @@ def test_round_trip_predicts_identically(tmp_path: Path, task: str, method: str 
 def test_files_hold_no_pickle_and_loading_never_unpickles(tmp_path: Path, monkeypatch) -> None:
     model, X = _model("multiclass", "isotonic")
     save_model(model, tmp_path / "m")
-    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == [MODEL_JSON, TENSORS_FILE]
+    names = sorted(p.name for p in (tmp_path / "m").iterdir())
+    assert names == [MARKER_NAME, MODEL_JSON, TENSORS_FILE]  # the marker: crsbench wrote them
+    claim = json.loads((tmp_path / "m" / MARKER_NAME).read_text())
+    assert sorted(claim["files"]) == [MODEL_JSON, TENSORS_FILE]
     blob = (tmp_path / "m" / TENSORS_FILE).read_bytes()
     (n,) = struct.unpack("<Q", blob[:8])  # safetensors: u64 header length, JSON header, raw data
     header = json.loads(blob[8 : 8 + n])

@@ -24,6 +24,7 @@ from crsbench.datasets.synthetic.padchest import write_padchest
 from crsbench.datasets.synthetic.sampling import Progress
 from crsbench.datasets.synthetic.sizes import SIZES, SynthSize, resolve_size
 from crsbench.datasets.synthetic.vindr_cxr import write_vindr_cxr
+from crsbench.store.outputs import refuse_clearing
 
 WRITERS: dict[str, Callable[..., Path]] = {
     "isic2019": write_isic2019,
@@ -93,7 +94,8 @@ def write_all(
         Generation seed; the same seed gives byte-identical files.
     overwrite : bool
         Replace folders written with other parameters (a complete folder written with the
-        same parameters is always left as is).
+        same parameters is always left as is). A folder crsbench did not write is never
+        replaced: every one is checked before anything is written.
     progress : callable, optional
         ``progress(name, n)`` after every ``n`` images of dataset ``name``.
     names : iterable of str, optional
@@ -120,6 +122,10 @@ def write_all(
                 f"no synthetic writer for {unknown}. Known: {', '.join(sorted(WRITERS))}."
             )
         writers = {n: WRITERS[n] for n in wanted}
+    if Path(out).exists() and not Path(out).is_dir():
+        raise ConfigError(f"--out {out} is a file; give a folder for the dataset roots.")
+    for name in writers if overwrite else ():  # before any folder is replaced
+        refuse_clearing(Path(out) / name, "--overwrite")
     if processes > 1 and progress is None and len(writers) > 1 and sys.platform == "linux":
         return _write_in_parallel(writers, Path(out), sz, seed, overwrite, processes)
     for name, writer in writers.items():

@@ -19,8 +19,9 @@ from PIL import Image
 from crsbench.core.errors import DataError
 from crsbench.datasets.synthetic.sampling import Progress
 from crsbench.datasets.synthetic.sizes import SynthSize, resolve_size
+from crsbench.store.outputs import SYNTH_MARKER, refuse_clearing
 
-MARKER = ".crsbench-synth.json"
+MARKER = SYNTH_MARKER
 GENERATOR_VERSION = 1
 #: zlib level of every synthetic PNG: 1 writes a 128-px image about 5x faster than the
 #: default 6 for files about 15 % larger (the pixels are the same at any level).
@@ -50,7 +51,8 @@ def write_atomically(
     build : Callable[[Path], None]
         Writes every file of the dataset under the folder it is given.
     overwrite : bool
-        Replace an existing ``root`` whose marker differs (or is missing).
+        Replace an existing ``root`` whose marker differs; a folder crsbench did not write
+        (no synth or output marker, not empty) is never replaced.
 
     Returns
     -------
@@ -62,6 +64,8 @@ def write_atomically(
     ------
     DataError
         ``root`` exists, was not written with this ``spec`` and ``overwrite`` is false.
+    StoreError
+        ``overwrite`` is true but ``root`` is a file or a folder crsbench did not write.
     """
     root = Path(root)
     spec = {"generator": "crsbench synth", "version": GENERATOR_VERSION, **spec}
@@ -74,6 +78,7 @@ def write_atomically(
                 f"size and seed. Got an existing folder with marker {read_marker(root)!r} "
                 f"instead; pass overwrite=True (--overwrite) to replace it."
             )
+        refuse_clearing(root, "--overwrite")  # only a folder crsbench wrote is replaced
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.partial-", dir=root.parent))
     try:
