@@ -1,0 +1,136 @@
+"""A Ray cluster of separate processes on loopback: a head and worker nodes, each its own
+``ray start --block`` in its own process group, so that one node can be killed whole.
+
+Token authentication is disabled for these processes only (``RAY_AUTH_MODE=disabled``): the
+cluster listens on 127.0.0.1 and lives for one test module. Nothing here calls ``ray stop``,
+which would stop every Ray process on the machine, other tests' included.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RAY = str(Path(sys.executable).with_name("ray"))
+#: Guards against a hang (nothing here waits on a clock for an order of events).
+START_GUARD_S = 300.0
+_QUIET = ("ray::IDLE", "ray::DashboardAgent", "ray::RuntimeEnvAgent")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cluster_env() -> dict[str, str]:
+    """The environment of every process of the cluster and of its drivers."""
+    return {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+class LocalRayCluster:
+    """A head (no CPUs: it schedules, runs no task) and ``n_workers`` one-CPU worker nodes."""
+
+    def __init__(self, n_workers: int = 2) -> None:
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.temp_dir = tempfile.mkdtemp(prefix="rayc-", dir="/tmp")  # socket paths stay short
+        self.env = cluster_env()
+        self.head = self._start(
+            "--head", f"--port={self.port}", "--num-cpus=0", "--include-dashboard=false",
+            f"--temp-dir={self.temp_dir}",
+        )  # fmt: skip
+        self._wait_for_port()
+        self.workers = [self._start(f"--address={self.address}", "--num-cpus=1")
+                        for _ in range(n_workers)]  # fmt: skip
+        self.wait_for_nodes(n_workers)
+
+    def _start(self, *args: str) -> subprocess.Popen[bytes]:
+        cmd = [RAY, "start", "--block", "--node-ip-address=127.0.0.1", "--disable-usage-stats",
+               "--object-store-memory=100000000", *args]  # fmt: skip
+        return subprocess.Popen(cmd, env=self.env, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+    def _wait_for_port(self) -> None:
+        deadline = time.monotonic() + START_GUARD_S
+        while time.monotonic() < deadline:
+            if self.head.poll() is not None:
+                raise RuntimeError(f"ray start --head exited with {self.head.returncode}")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.2)
+        raise RuntimeError(f"the Ray head did not listen on {self.address}")
+
+    def alive_cpu_nodes(self) -> int:
+        """Worker nodes (with CPUs) the head reports alive, asked from a fresh process."""
+        code = (
+            "import ray; ray.init(address=%r, log_to_driver=False, logging_level='ERROR'); "
+            "print(sum(1 for n in ray.nodes() if n['Alive'] and n['Resources'].get('CPU')))"
+        ) % self.address
+        out = subprocess.run([sys.executable, "-c", code], env=self.env, capture_output=True,
+                             text=True, timeout=START_GUARD_S, check=True)  # fmt: skip
+        return int(out.stdout.strip().splitlines()[-1])
+
+    def wait_for_nodes(self, n: int) -> None:
+        """Block until ``n`` worker nodes are alive (the event), within the start guard."""
+        deadline = time.monotonic() + START_GUARD_S
+        while self.alive_cpu_nodes() < n:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"fewer than {n} Ray worker nodes came up")
+            time.sleep(1.0)
+
+    def busy_task(self, worker: int) -> str | None:
+        """The process title of a task running on worker node ``worker``, if any."""
+        pgid = self.workers[worker].pid
+        for pid in _pids_in_group(pgid):
+            title = _cmdline(pid)
+            if title.startswith("ray::") and not title.startswith(_QUIET):
+                return title
+        return None
+
+    def kill_node(self, worker: int) -> int:
+        """``kill -9`` every process of worker node ``worker`` (its raylet and its workers);
+        returns how many there were."""
+        pgid = self.workers[worker].pid
+        n = len(_pids_in_group(pgid))
+        os.killpg(pgid, signal.SIGKILL)
+        self.workers[worker].wait(timeout=60)
+        return n
+
+    def close(self) -> None:
+        """Kill every process of the cluster (each node's process group)."""
+        for proc in [*self.workers, self.head]:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=60)
+
+
+def _pids_in_group(pgid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(entry.name)) == pgid:
+                pids.append(int(entry.name))
+        except (ProcessLookupError, PermissionError):
+            continue
+    return pids
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()
