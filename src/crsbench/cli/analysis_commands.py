@@ -53,7 +53,7 @@ def load_store_runs(store: Path, dry_run_ok: bool = False):
         if not dry_run_ok:
             refuse_dry_run(runs["encoder"], runs["encoder_revision"], str(store))
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
     return runs
 
 
@@ -86,7 +86,7 @@ def score(
         board = build_leaderboard(runs, anchors, rule=rule, n_replicates=replicates, seed=seed,
                                   store=store, interval=interval, n_jobs=jobs)  # fmt: skip
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
     if board.empty:
         fail(f"store {store} has no complete main-protocol cells to score.")
     version = board["anchors_version"].iloc[0]
@@ -94,7 +94,7 @@ def score(
         with claimed_folder(out or store / "scores") as folder:
             paths = write_tables(board, folder)
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
     title = f"CRS-Bench leaderboard (rule={rule}, anchors {version})"
     print_leaderboard(console, board, title=title, as_json=as_json)
     if as_json:
@@ -137,7 +137,7 @@ def analyze(
                                    anchors=anchors, store=store, interval=interval,
                                    n_jobs=jobs)  # fmt: skip
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
     if level >= NORMAL:
         for name in summary["analyses"]:
             console.print(f"[green]done[/] {name}")

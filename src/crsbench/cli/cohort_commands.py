@@ -98,7 +98,7 @@ def profile(
             result = profile_cohort(spec, on_event=on_event, progress=False, force=force,
                                     skip_missing=skip_missing)  # fmt: skip
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     except KeyboardInterrupt:
         fail("interrupted: committed cells are kept; run the same command again to resume.",
@@ -148,7 +148,7 @@ def export(
         with claimed_folder(out) as folder:  # removed again if this call created it and fails
             path = save_model(refit.model, folder)
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     if as_json:
         import json
@@ -182,7 +182,7 @@ def predict(
                               path_column=path_column)  # fmt: skip
         path = write_predictions(pred, out)
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     for f in pred.failed:
         typer.echo(f"unreadable: {f['path']} ({f['error_class']})", err=True)
@@ -209,7 +209,7 @@ def verdict(
         data = compute_verdict(store, compare, interval)
         path = save_verdict(data, store, out)
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     if data.interval_note:
         typer.echo(f"NOTE: {data.interval_note}.", err=True)

@@ -23,13 +23,23 @@ from crsbench.core.verbosity import NORMAL, QUIET, VERBOSE
 EXIT_OK = 0
 EXIT_FAILED = 1  # a check found problems (datasets check, doctor), or an internal error
 EXIT_USAGE = 2  # bad option, config, data or store; nothing (more) was written
+EXIT_DISK = 3  # the disk refused a write: full, read-only or no permission (path named)
 EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM; committed work is kept
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 a check found problems (or an internal error, with a traceback); "
     "2 usage, config, data or store error (the message names the key or file); "
-    "130 interrupted (committed work is kept; rerun to resume)."
+    "3 disk full, read-only or no permission (the message names the path; nothing "
+    "half-written is kept); 130 interrupted (committed work is kept; rerun to resume)."
 )
+
+
+def exit_code_of(exc: BaseException) -> int:
+    """The exit code of a crsbench error: :data:`EXIT_DISK` for a refused write, else
+    :data:`EXIT_USAGE`."""
+    from crsbench.core.errors import DiskError
+
+    return EXIT_DISK if isinstance(exc, DiskError) else EXIT_USAGE
 
 QUIET_OPTION = typer.Option(
     False, "--quiet", "-q", help="Print only errors and the final result lines."

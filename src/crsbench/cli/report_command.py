@@ -58,7 +58,7 @@ def report(
                                  anchors=anchors, calibration_cell=chosen, interval=interval,
                                  n_jobs=jobs)  # fmt: skip
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
     except KeyboardInterrupt:
         fail(f"interrupted: run the same command again to write the report in {out} (what "
              "was written is crsbench's, so the rerun proceeds).", code=EXIT_INTERRUPTED)  # fmt: skip

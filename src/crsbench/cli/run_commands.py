@@ -101,7 +101,7 @@ def run(
             summary = run_benchmark(cfg, opts)
         speeds = _dry_run_speeds(cfg, summary.out_dir) if dry_run else []
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     except KeyboardInterrupt:
         fail(
@@ -166,7 +166,7 @@ def status(
         title, rows = grid_status(cfg)
         quarantined = quarantine_status(cfg)
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     if as_json:
         print_json({"title": title, "summary": grid_summary(cfg), "cells": rows,
@@ -201,7 +201,7 @@ def doctor(
     try:
         report = preflight(_config(config, out), hub_check=hub_check)
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     if as_json:
         print_json(report.as_dict())

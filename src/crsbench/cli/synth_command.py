@@ -54,7 +54,7 @@ def synth(
             for name in writers:
                 bar.update(tasks[name], completed=totals[name])
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     for name, root in roots.items():
         typer.echo(f"{name}: {root}")
