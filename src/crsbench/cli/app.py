@@ -13,6 +13,7 @@ from typer.core import TyperGroup
 from crsbench.cli.output import EXIT_CODES_HELP, EXIT_USAGE, exit_code_of
 from crsbench.core.errors import DiskError
 
+
 class _Commands(TyperGroup):
     """The root command group: a disk that refuses a write (full, read-only, no permission)
     anywhere in a command ends it with the path named (exit 3), never a traceback."""

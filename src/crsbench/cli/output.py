@@ -41,6 +41,7 @@ def exit_code_of(exc: BaseException) -> int:
 
     return EXIT_DISK if isinstance(exc, DiskError) else EXIT_USAGE
 
+
 QUIET_OPTION = typer.Option(
     False, "--quiet", "-q", help="Print only errors and the final result lines."
 )

@@ -14,7 +14,7 @@ import errno
 import os
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from crsbench.core.errors import DiskError
@@ -72,7 +72,11 @@ def disk_message(kind: str, path: str, needed: int | None = None) -> str:
 
 
 def disk_error(
-    exc: BaseException, path: str | os.PathLike[str] | None = None, needed: int | None = None
+    exc: BaseException,
+    path: str | os.PathLike[str] | None = None,
+    needed: int | None = None,
+    *,
+    exact: bool = False,
 ) -> DiskError | None:
     """``exc`` as a :class:`DiskError` naming a path, or None when it is another error.
 
@@ -81,26 +85,33 @@ def disk_error(
     exc : BaseException
         Usually an :class:`OSError`; a :class:`DiskError` is returned as it is.
     path : path-like, optional
-        What was being written, used when ``exc`` names no file (a ``write`` that failed).
+        What was being written, named when ``exc`` names no file (a ``write`` that failed).
     needed : int, optional
         Bytes the write needed (shown for a full disk).
+    exact : bool
+        Name ``path`` even when ``exc`` names a file (the hidden temporary file of an
+        atomic write, which the user never sees).
     """
     if isinstance(exc, DiskError):
         return exc
     kind = DISK_ERRNOS.get(getattr(exc, "errno", None) or -1) if isinstance(exc, OSError) else None
     if kind is None:
         return None
-    where = str(getattr(exc, "filename", None) or path or "a file")
+    named = None if exact else getattr(exc, "filename", None)
+    where = str(named or path or "a file")
     return DiskError(disk_message(kind, where, needed), path=where, kind=kind)
 
 
 @contextmanager
-def disk_errors(path: str | os.PathLike[str], needed: int | None = None) -> Iterator[None]:
-    """Raise a :class:`DiskError` (naming ``path`` when the OS names none) for a refused write."""
+def disk_errors(
+    path: str | os.PathLike[str], needed: int | None = None, *, exact: bool = False
+) -> Iterator[None]:
+    """Raise a :class:`DiskError` for a refused write inside the block, naming the file the
+    OS names, else ``path`` (always ``path`` with ``exact``; see :func:`disk_error`)."""
     try:
         yield
     except OSError as exc:
-        err = disk_error(exc, path, needed)
+        err = disk_error(exc, path, needed, exact=exact)
         if err is None:
             raise
         raise err from exc
@@ -155,3 +166,32 @@ def disk_error_in_text(
     if kind is None:
         return disk_error(exc, path, needed)
     return DiskError(disk_message(kind, str(path), needed), path=str(path), kind=kind)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` through a hidden sibling renamed into place: a full disk
+    leaves the old file (or none), never a truncated one that looks complete.
+
+    Raises
+    ------
+    DiskError
+        The disk refused the write (the path is named).
+    """
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    try:
+        with disk_errors(target, len(text.encode("utf-8")), exact=True):
+            with open(tmp, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+    finally:
+        remove_quietly(tmp)
+
+
+def remove_quietly(path: str | os.PathLike[str]) -> None:
+    """Remove the file ``path`` if it is there; never raise (a read-only file system refuses
+    even to remove a file that does not exist, and cleaning up must not hide the real error)."""
+    with suppress(OSError):
+        Path(path).unlink(missing_ok=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
+from crsbench.core.diskio import write_text_atomic
 from crsbench.features.pixel_memo import PIXEL_MEMO
 from crsbench.runs import executors
 from crsbench.runs.cell import CellSettings
@@ -340,5 +341,5 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
         run.stages["aggregate_and_export"] = time.perf_counter() - t0
     run.stages["total"] = time.perf_counter() - t_start
     summary = RunSummary(out, len(cells), done_before, run.written, n_total, run.stages, skipped)
-    (out / LAST_RUN_FILE).write_text(json.dumps(summary.as_dict(), indent=2))
+    write_text_atomic(out / LAST_RUN_FILE, json.dumps(summary.as_dict(), indent=2))
     return summary

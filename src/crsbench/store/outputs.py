@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from crsbench.core.diskio import disk_error, disk_errors
+from crsbench.core.diskio import disk_error, disk_errors, remove_quietly
 from crsbench.core.errors import DiskError, StoreError
 from crsbench.store.files import LAST_RUN_FILE, LOCK_FILE, STORE_FILE
 
@@ -85,8 +85,8 @@ def _save_claim(folder: Path, info: dict[str, Any]) -> None:
         tmp.write_text(json.dumps(info) + "\n", encoding="utf-8")
         os.replace(tmp, folder / MARKER_NAME)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        disk = disk_error(exc, folder / MARKER_NAME)
+        remove_quietly(tmp)
+        disk = disk_error(exc, folder / MARKER_NAME, exact=True)
         raise disk or StoreError(f"cannot write crsbench's marker in {folder}: {exc}") from None
 
 
@@ -182,7 +182,7 @@ def _remove_written(folder: Path, before: dict[Path, tuple[int, int]]) -> None:
     disk cut short leaves no file that looks complete)."""
     for path, stamp in _file_stamps(folder).items():
         if before.get(path) != stamp:
-            path.unlink(missing_ok=True)
+            remove_quietly(path)
 
 
 def refuse_clearing(folder: Path, how: str) -> None:
@@ -302,11 +302,11 @@ def write_output_file(path: Path | str, write: Callable[[Path], None]) -> Path:
         write(tmp)
         os.replace(tmp, target)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        disk = disk_error(exc, target)
+        remove_quietly(tmp)
+        disk = disk_error(exc, target, exact=True)
         raise disk or StoreError(f"cannot write {target}: {exc.strerror or exc}") from None
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        remove_quietly(tmp)
         raise
     return target
 
