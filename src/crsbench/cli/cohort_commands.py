@@ -79,6 +79,7 @@ def profile(
     DIR/verdict.html is written.
     """
     from crsbench.cohort.profile import profile_cohort
+    from crsbench.encoders.devices import require_device
     from crsbench.runs.progress import RunProgress
 
     level = verbosity(quiet, verbose)
@@ -87,6 +88,7 @@ def profile(
         spec = _spec(config, data, images, label_columns, out, group_column=group_column,
                      encoders=encoders, path_column=path_column, classes=classes,
                      labels_per_image=labels_per_image, device=device)  # fmt: skip
+        require_device(spec.device, "--device" if device else "device")  # before any folder
         with RunProgress(console, verbosity=level, bars=level > QUIET) as bar:
 
             def on_event(event: str, info: dict) -> None:
@@ -173,9 +175,11 @@ def predict(
     """Calibrated probabilities of new images: encoder → probe → recalibrator."""
     from crsbench.cohort.artefact import load_model
     from crsbench.cohort.predict import predict_images, write_predictions
+    from crsbench.encoders.devices import require_device
 
     level = verbosity(quiet, verbose)
     try:
+        require_device(device, "--device")
         claim_output_file(out)  # refused before any work: never a store or a foreign file
         artefact = load_model(model)
         pred = predict_images(artefact, images, device=device, weights_path=weights,

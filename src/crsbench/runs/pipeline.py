@@ -16,6 +16,7 @@ from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
 from crsbench.core.diskio import write_text_atomic
+from crsbench.encoders.devices import require_device
 from crsbench.features.pixel_memo import PIXEL_MEMO
 from crsbench.runs import executors
 from crsbench.runs.cell import CellSettings
@@ -318,6 +319,7 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
     roots = [d.root for d in cfg.datasets.values()]
     check_output_dir(cfg.output_dir, dataset_roots=roots, force=opts.force)
     claim_cache_dir(cfg.cache_dir, create=False)
+    require_device(cfg.device)  # before any folder: a cuda run on a machine without a GPU
     cfg = _pin_working_size(cfg)  # W of the whole config, whatever --skip-missing leaves out
     cfg, skipped = _runnable(cfg, opts.emit, opts.skip_missing) if opts.check else (cfg, [])
     out = claim_output_dir(cfg.output_dir, dataset_roots=roots, force=opts.force)
