@@ -15,6 +15,8 @@ from crsbench.cli.output import (
     JOBS_OPTION,
     QUIET_OPTION,
     VERBOSE_OPTION,
+    replicates_option,
+    seed_option,
     verbosity,
 )
 from crsbench.core.verbosity import NORMAL
@@ -65,8 +67,8 @@ def score(
         None, "--anchors", help="Anchors version (v1) or YAML path; default: current version."
     ),
     rule: str = typer.Option("fixed", "--rule", help="fixed (published) or cohort."),
-    replicates: int = typer.Option(2_000, "--replicates", help="Bootstrap replicates for tiers."),
-    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    replicates: int = replicates_option(2_000, "Bootstrap replicates for tiers."),
+    seed: int = seed_option(0, "Bootstrap seed."),
     interval: str = INTERVAL_OPTION,
     jobs: int | None = JOBS_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the leaderboard as JSON."),
@@ -114,8 +116,8 @@ def analyze(
     out: Path | None = typer.Option(
         None, "--out", help="Output directory (default STORE/analysis)."
     ),
-    replicates: int = typer.Option(2_000, "--replicates", help="Bootstrap replicates."),
-    seed: int = typer.Option(0, "--seed", help="Seed of every resampling."),
+    replicates: int = replicates_option(2_000, "Bootstrap replicates."),
+    seed: int = seed_option(0, "Seed of every resampling."),
     anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
     interval: str = INTERVAL_OPTION,
     jobs: int | None = JOBS_OPTION,

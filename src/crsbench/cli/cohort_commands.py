@@ -15,6 +15,7 @@ from crsbench.cli.output import (
     QUIET_OPTION,
     VERBOSE_OPTION,
     print_json,
+    seed_option,
     verbosity,
 )
 from crsbench.core.errors import CrsbenchError
@@ -130,7 +131,7 @@ def export(
     encoder: str = typer.Option(..., "--encoder", help="Encoder whose probe is exported."),
     recalibrator: str = typer.Option("none", "--recalibrator", help="none, temperature, vector, isotonic or dirichlet."),
     out: Path = typer.Option(..., "--out", help="Model folder to write (must be new or empty)."),
-    seed: int | None = typer.Option(None, "--seed", help="Run seed of the recalibration folds (default: the first)."),
+    seed: int | None = seed_option(None, "Run seed of the recalibration folds (default: the first)."),
     as_json: bool = typer.Option(False, "--json", help="Print the model's description as JSON."),
 ) -> None:  # fmt: skip
     """Export the probe and recalibrator of a profiled encoder as safetensors + JSON.

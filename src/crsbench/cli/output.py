@@ -169,6 +169,24 @@ JOBS_OPTION = typer.Option(
     "The numbers do not depend on it.",
 )
 
+#: The largest ``--replicates`` (more only spends memory and hours; 2,000 is the protocol's).
+MAX_REPLICATES = 1_000_000
+
+
+def seed_option(default: int | None, help: str) -> Any:
+    """A ``--seed`` option: an integer in [0, 2**31 - 1] (what the store's seed column holds);
+    anything else is a usage error (exit 2) naming the option."""
+    from crsbench.store.columns import INTEGER_MAX
+
+    return typer.Option(default, "--seed", min=0, max=INTEGER_MAX, help=help)
+
+
+def replicates_option(default: int, help: str) -> Any:
+    """A ``--replicates`` option, at most :data:`MAX_REPLICATES` (a usage error, exit 2);
+    each command checks its own minimum."""
+    return typer.Option(default, "--replicates", max=MAX_REPLICATES, help=help)
+
+
 #: ``--interval`` of ``score``, ``analyze`` and ``report``.
 INTERVAL_OPTION = typer.Option(
     "test-patients",
