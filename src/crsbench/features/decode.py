@@ -60,7 +60,7 @@ class ImageBounds:
     resizing a 1 x 100,000 strip so its short side is W would allocate gigabytes.
     """
 
-    min_side: int = 8
+    min_side: int = 1  # a 1 x 1 image is upscaled (a valid, if useless, image)
     max_side: int = 65_536
     max_aspect: float = 20.0
 
