@@ -15,6 +15,8 @@ from crsbench.cli.output import (
     JOBS_OPTION,
     QUIET_OPTION,
     VERBOSE_OPTION,
+    replicates_option,
+    seed_option,
     verbosity,
 )
 from crsbench.core.verbosity import NORMAL
@@ -53,7 +55,7 @@ def load_store_runs(store: Path, dry_run_ok: bool = False):
         if not dry_run_ok:
             refuse_dry_run(runs["encoder"], runs["encoder_revision"], str(store))
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
     return runs
 
 
@@ -65,8 +67,8 @@ def score(
         None, "--anchors", help="Anchors version (v1) or YAML path; default: current version."
     ),
     rule: str = typer.Option("fixed", "--rule", help="fixed (published) or cohort."),
-    replicates: int = typer.Option(2_000, "--replicates", help="Bootstrap replicates for tiers."),
-    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    replicates: int = replicates_option(2_000, "Bootstrap replicates for tiers."),
+    seed: int = seed_option(0, "Bootstrap seed."),
     interval: str = INTERVAL_OPTION,
     jobs: int | None = JOBS_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the leaderboard as JSON."),
@@ -86,7 +88,7 @@ def score(
         board = build_leaderboard(runs, anchors, rule=rule, n_replicates=replicates, seed=seed,
                                   store=store, interval=interval, n_jobs=jobs)  # fmt: skip
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
     if board.empty:
         fail(f"store {store} has no complete main-protocol cells to score.")
     version = board["anchors_version"].iloc[0]
@@ -94,7 +96,7 @@ def score(
         with claimed_folder(out or store / "scores") as folder:
             paths = write_tables(board, folder)
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
     title = f"CRS-Bench leaderboard (rule={rule}, anchors {version})"
     print_leaderboard(console, board, title=title, as_json=as_json)
     if as_json:
@@ -114,8 +116,8 @@ def analyze(
     out: Path | None = typer.Option(
         None, "--out", help="Output directory (default STORE/analysis)."
     ),
-    replicates: int = typer.Option(2_000, "--replicates", help="Bootstrap replicates."),
-    seed: int = typer.Option(0, "--seed", help="Seed of every resampling."),
+    replicates: int = replicates_option(2_000, "Bootstrap replicates."),
+    seed: int = seed_option(0, "Seed of every resampling."),
     anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
     interval: str = INTERVAL_OPTION,
     jobs: int | None = JOBS_OPTION,
@@ -137,7 +139,7 @@ def analyze(
                                    anchors=anchors, store=store, interval=interval,
                                    n_jobs=jobs)  # fmt: skip
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
     if level >= NORMAL:
         for name in summary["analyses"]:
             console.print(f"[green]done[/] {name}")

@@ -2,13 +2,39 @@
 
 from __future__ import annotations
 
+from typing import Any, NoReturn
+
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
 
-from crsbench.cli.output import EXIT_CODES_HELP, EXIT_USAGE
+from crsbench.cli.output import EXIT_CODES_HELP, EXIT_USAGE, exit_code_of
+from crsbench.core.errors import DiskError
+
+
+class _Commands(TyperGroup):
+    """The root command group: a disk that refuses a write (full, read-only, no permission)
+    anywhere in a command ends it with the path named (exit 3), never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; an OSError of a refused write becomes crsbench's DiskError."""
+        from crsbench.core.diskio import disk_error
+
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            err = disk_error(exc)
+            if err is None:
+                raise
+            fail(err)
+        except DiskError as exc:  # a write site's error no command caught
+            fail(exc)
+
 
 app = typer.Typer(
+    cls=_Commands,
     name="crsbench",
     help="Choose a pretrained medical image encoder by its reliability profile (CRS-Bench).",
     no_args_is_help=True,
@@ -20,13 +46,17 @@ console = Console(stderr=False)
 err_console = Console(stderr=True)
 
 
-def fail(message: str, code: int = EXIT_USAGE) -> None:
+def fail(message: str | BaseException, code: int | None = None) -> NoReturn:
     """Print ``message`` in red on stderr and exit with ``code``.
 
-    The message is printed literally: user data in it (a label cell ``[red]7``, a folder
-    named ``[/]``) is never read as rich markup.
+    ``message`` may be the crsbench error itself: its exit code is then
+    :func:`~crsbench.cli.output.exit_code_of` it (3 for a disk that refused a write, else 2)
+    unless ``code`` is given. The message is printed literally: user data in it (a label
+    cell ``[red]7``, a folder named ``[/]``) is never read as rich markup.
     """
-    err_console.print(f"[bold red]error:[/] {escape(message)}")
+    if code is None:
+        code = exit_code_of(message) if isinstance(message, BaseException) else EXIT_USAGE
+    err_console.print(f"[bold red]error:[/] {escape(str(message))}")
     raise typer.Exit(code)
 
 

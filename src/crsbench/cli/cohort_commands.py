@@ -15,6 +15,7 @@ from crsbench.cli.output import (
     QUIET_OPTION,
     VERBOSE_OPTION,
     print_json,
+    seed_option,
     verbosity,
 )
 from crsbench.core.errors import CrsbenchError
@@ -79,6 +80,7 @@ def profile(
     DIR/verdict.html is written.
     """
     from crsbench.cohort.profile import profile_cohort
+    from crsbench.encoders.devices import require_device
     from crsbench.runs.progress import RunProgress
 
     level = verbosity(quiet, verbose)
@@ -87,6 +89,7 @@ def profile(
         spec = _spec(config, data, images, label_columns, out, group_column=group_column,
                      encoders=encoders, path_column=path_column, classes=classes,
                      labels_per_image=labels_per_image, device=device)  # fmt: skip
+        require_device(spec.device, "--device" if device else "device")  # before any folder
         with RunProgress(console, verbosity=level, bars=level > QUIET) as bar:
 
             def on_event(event: str, info: dict) -> None:
@@ -98,7 +101,7 @@ def profile(
             result = profile_cohort(spec, on_event=on_event, progress=False, force=force,
                                     skip_missing=skip_missing)  # fmt: skip
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     except KeyboardInterrupt:
         fail("interrupted: committed cells are kept; run the same command again to resume.",
@@ -128,7 +131,7 @@ def export(
     encoder: str = typer.Option(..., "--encoder", help="Encoder whose probe is exported."),
     recalibrator: str = typer.Option("none", "--recalibrator", help="none, temperature, vector, isotonic or dirichlet."),
     out: Path = typer.Option(..., "--out", help="Model folder to write (must be new or empty)."),
-    seed: int | None = typer.Option(None, "--seed", help="Run seed of the recalibration folds (default: the first)."),
+    seed: int | None = seed_option(None, "Run seed of the recalibration folds (default: the first)."),
     as_json: bool = typer.Option(False, "--json", help="Print the model's description as JSON."),
 ) -> None:  # fmt: skip
     """Export the probe and recalibrator of a profiled encoder as safetensors + JSON.
@@ -148,7 +151,7 @@ def export(
         with claimed_folder(out) as folder:  # removed again if this call created it and fails
             path = save_model(refit.model, folder)
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     if as_json:
         import json
@@ -173,16 +176,18 @@ def predict(
     """Calibrated probabilities of new images: encoder → probe → recalibrator."""
     from crsbench.cohort.artefact import load_model
     from crsbench.cohort.predict import predict_images, write_predictions
+    from crsbench.encoders.devices import require_device
 
     level = verbosity(quiet, verbose)
     try:
+        require_device(device, "--device")
         claim_output_file(out)  # refused before any work: never a store or a foreign file
         artefact = load_model(model)
         pred = predict_images(artefact, images, device=device, weights_path=weights,
                               path_column=path_column)  # fmt: skip
         path = write_predictions(pred, out)
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     for f in pred.failed:
         typer.echo(f"unreadable: {f['path']} ({f['error_class']})", err=True)
@@ -209,7 +214,7 @@ def verdict(
         data = compute_verdict(store, compare, interval)
         path = save_verdict(data, store, out)
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     if data.interval_note:
         typer.echo(f"NOTE: {data.interval_note}.", err=True)

@@ -66,7 +66,7 @@ def check_command(
     try:
         report = check(name, root, decode=decode, workers=workers, **options)
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     console.print(report.to_rich())
     if not report.ok:

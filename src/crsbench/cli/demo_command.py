@@ -34,6 +34,6 @@ def demo(
         run_demo(out, console=console, progress=progress, verbosity=level,
                  from_process_start=True)  # fmt: skip
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
     except KeyboardInterrupt:
         fail("interrupted: run the demo again to resume.", code=EXIT_INTERRUPTED)

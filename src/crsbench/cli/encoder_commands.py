@@ -59,4 +59,4 @@ def show_encoder(name: str = typer.Argument(..., help="Registered encoder name."
     try:
         print_json(describe(name))
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)

@@ -23,13 +23,24 @@ from crsbench.core.verbosity import NORMAL, QUIET, VERBOSE
 EXIT_OK = 0
 EXIT_FAILED = 1  # a check found problems (datasets check, doctor), or an internal error
 EXIT_USAGE = 2  # bad option, config, data or store; nothing (more) was written
+EXIT_DISK = 3  # the disk refused a write: full, read-only or no permission (path named)
 EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM; committed work is kept
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 a check found problems (or an internal error, with a traceback); "
     "2 usage, config, data or store error (the message names the key or file); "
-    "130 interrupted (committed work is kept; rerun to resume)."
+    "3 disk full, read-only or no permission (the message names the path; nothing "
+    "half-written is kept); 130 interrupted (committed work is kept; rerun to resume)."
 )
+
+
+def exit_code_of(exc: BaseException) -> int:
+    """The exit code of a crsbench error: :data:`EXIT_DISK` for a refused write, else
+    :data:`EXIT_USAGE`."""
+    from crsbench.core.errors import DiskError
+
+    return EXIT_DISK if isinstance(exc, DiskError) else EXIT_USAGE
+
 
 QUIET_OPTION = typer.Option(
     False, "--quiet", "-q", help="Print only errors and the final result lines."
@@ -157,6 +168,24 @@ JOBS_OPTION = typer.Option(
     "when the bootstrap is large enough to repay starting them; 1: this process only). "
     "The numbers do not depend on it.",
 )
+
+#: The largest ``--replicates`` (more only spends memory and hours; 2,000 is the protocol's).
+MAX_REPLICATES = 1_000_000
+
+
+def seed_option(default: int | None, help: str) -> Any:
+    """A ``--seed`` option: an integer in [0, 2**31 - 1] (what the store's seed column holds);
+    anything else is a usage error (exit 2) naming the option."""
+    from crsbench.store.columns import INTEGER_MAX
+
+    return typer.Option(default, "--seed", min=0, max=INTEGER_MAX, help=help)
+
+
+def replicates_option(default: int, help: str) -> Any:
+    """A ``--replicates`` option, at most :data:`MAX_REPLICATES` (a usage error, exit 2);
+    each command checks its own minimum."""
+    return typer.Option(default, "--replicates", max=MAX_REPLICATES, help=help)
+
 
 #: ``--interval`` of ``score``, ``analyze`` and ``report``.
 INTERVAL_OPTION = typer.Option(

@@ -15,6 +15,8 @@ from crsbench.cli.output import (
     JOBS_OPTION,
     QUIET_OPTION,
     VERBOSE_OPTION,
+    replicates_option,
+    seed_option,
     verbosity,
 )
 from crsbench.store.outputs import claimed_folder
@@ -26,8 +28,8 @@ def report(
     out: Path = typer.Option(
         ..., "--out", help="Output directory for index.html, figures, tables."
     ),
-    replicates: int = typer.Option(2000, "--replicates", help="Bootstrap replicates."),
-    seed: int = typer.Option(0, "--seed", help="Seed of every resampling."),
+    replicates: int = replicates_option(2000, "Bootstrap replicates."),
+    seed: int = seed_option(0, "Seed of every resampling."),
     anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
     cell: str | None = typer.Option(
         None, "--calibration-cell", help="ENCODER/DATASET cell of the calibration section."
@@ -58,7 +60,7 @@ def report(
                                  anchors=anchors, calibration_cell=chosen, interval=interval,
                                  n_jobs=jobs)  # fmt: skip
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
     except KeyboardInterrupt:
         fail(f"interrupted: run the same command again to write the report in {out} (what "
              "was written is crsbench's, so the rerun proceeds).", code=EXIT_INTERRUPTED)  # fmt: skip

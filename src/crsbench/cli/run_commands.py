@@ -101,7 +101,7 @@ def run(
             summary = run_benchmark(cfg, opts)
         speeds = _dry_run_speeds(cfg, summary.out_dir) if dry_run else []
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     except KeyboardInterrupt:
         fail(
@@ -139,6 +139,7 @@ def _dry_run_speeds(cfg, out_dir: Path) -> list[dict]:
     """Each encoder's forward throughput and peak memory, also written to last_run.json."""
     import json
 
+    from crsbench.core.diskio import write_text_atomic
     from crsbench.runs.dryrun import dry_run_throughputs
     from crsbench.store.files import LAST_RUN_FILE
 
@@ -148,7 +149,7 @@ def _dry_run_speeds(cfg, out_dir: Path) -> list[dict]:
     path = out_dir / LAST_RUN_FILE
     summary = json.loads(path.read_text(encoding="utf-8"))
     summary["dry_run"] = {"throughput": speeds}
-    path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    write_text_atomic(path, json.dumps(summary, indent=2))
     return speeds
 
 
@@ -166,7 +167,7 @@ def status(
         title, rows = grid_status(cfg)
         quarantined = quarantine_status(cfg)
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     if as_json:
         print_json({"title": title, "summary": grid_summary(cfg), "cells": rows,
@@ -201,7 +202,7 @@ def doctor(
     try:
         report = preflight(_config(config, out), hub_check=hub_check)
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     if as_json:
         print_json(report.as_dict())

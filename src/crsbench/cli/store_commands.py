@@ -24,7 +24,7 @@ def repair(
     try:
         report = repair_store(store)
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     for line in report.lines():
         console.print(escape(line))

@@ -7,7 +7,13 @@ from pathlib import Path
 import typer
 
 from crsbench.cli.app import app, console, fail
-from crsbench.cli.output import EXIT_CODES_HELP, QUIET_OPTION, VERBOSE_OPTION, verbosity
+from crsbench.cli.output import (
+    EXIT_CODES_HELP,
+    QUIET_OPTION,
+    VERBOSE_OPTION,
+    seed_option,
+    verbosity,
+)
 from crsbench.core.verbosity import NORMAL
 
 
@@ -15,7 +21,7 @@ from crsbench.core.verbosity import NORMAL
 def synth(
     out: Path = typer.Option(..., "--out", help="Folder that receives the dataset roots."),
     size: str = typer.Option("small", "--size", help="small (demo) or medium (benchmarks)."),
-    seed: int = typer.Option(0, "--seed", help="Generation seed (same seed, same bytes)."),
+    seed: int = seed_option(0, "Generation seed (same seed, same bytes)."),
     overwrite: bool = typer.Option(
         False, "--overwrite/--no-overwrite", help="Replace folders written with other settings."
     ),
@@ -54,7 +60,7 @@ def synth(
             for name in writers:
                 bar.update(tasks[name], completed=totals[name])
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     for name, root in roots.items():
         typer.echo(f"{name}: {root}")

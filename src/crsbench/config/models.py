@@ -18,6 +18,7 @@ from pydantic import (
 from crsbench import protocol
 from crsbench.config.rules import check_excluded_cells, check_shifts
 from crsbench.config.rules import unique as _unique
+from crsbench.store.columns import INTEGER_MAX
 
 CONFIG_SCHEMA_VERSION = 1
 #: Execution settings: they change where and how fast, never what is computed, so they are
@@ -26,6 +27,7 @@ EXECUTION_FIELDS: frozenset[str] = frozenset(
     {"output_dir", "cache_dir", "num_workers", "device", "batch_size"}
 )
 OUTPUT_DIR_VAR = "${output_dir}"
+_INT64 = (-(2**63), 2**63 - 1)
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -41,6 +43,10 @@ class _Strict(BaseModel):
         if field is not None and _wants_number(field.annotation):
             if any(isinstance(v, bool) for v in values):
                 raise ValueError(f"a boolean is not a number. Got {value!r} instead")
+            if any(isinstance(v, int) and not _INT64[0] <= v <= _INT64[1] for v in values):
+                raise ValueError(
+                    f"must fit a 64-bit integer (what crsbench stores). Got {value!r} instead"
+                )
         return value
 
 
@@ -57,6 +63,9 @@ def _wants_number(annotation: Any) -> bool:
 def _seed_list(values: list[int], what: str) -> list[int]:
     if any(s < 0 for s in values):
         raise ValueError(f"each seed must be an integer >= 0. Got {values} instead")
+    if any(s > INTEGER_MAX for s in values):
+        raise ValueError(f"each seed must be at most {INTEGER_MAX} (the store's 32-bit seed "
+                         f"column). Got {values} instead")  # fmt: skip
     return _unique(values, what)
 
 

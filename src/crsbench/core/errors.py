@@ -40,3 +40,22 @@ class StoreError(CrsbenchError, RuntimeError):
 
 class NotFittedError(CrsbenchError, AttributeError):
     """An estimator was used before ``fit``."""
+
+
+class DiskError(CrsbenchError, RuntimeError):
+    """The disk refused a write: full (ENOSPC, EDQUOT), read-only (EROFS) or no permission
+    (EACCES, EPERM). The message names the path and, for a full disk, the space needed and
+    free; see :func:`crsbench.core.diskio.disk_error`.
+
+    Attributes
+    ----------
+    path : str
+        The file or folder that could not be written.
+    kind : str
+        ``"full"``, ``"read-only"`` or ``"permission"``.
+    """
+
+    def __init__(self, message: str, path: str = "", kind: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.kind = kind

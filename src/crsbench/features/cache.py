@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from crsbench.core.diskio import disk_errors, reserve_space
 from crsbench.core.errors import CacheError
 
 log = logging.getLogger(__name__)
@@ -127,7 +128,8 @@ class FeatureCache:
         self.root = Path(root)
         self.events = []
         for sub in ("objects", "corrupt", "locks"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+            with disk_errors(self.root / sub):
+                (self.root / sub).mkdir(parents=True, exist_ok=True)
 
     # -- paths -----------------------------------------------------------------------------
     def _dir(self, key: str) -> Path:
@@ -238,18 +240,12 @@ class FeatureCache:
         if len(ids) != shape[0]:
             raise CacheError(f"entry {key} must have one id per row ({shape[0]}). Got {len(ids)}")
         d = self._dir(key)
-        d.mkdir(parents=True, exist_ok=True)
+        with disk_errors(d):
+            d.mkdir(parents=True, exist_ok=True)
         tmp = self._tmp(d, key, ".npy")
         mtmp = self._tmp(d, key, ".json")
         try:
-            out = np.lib.format.open_memmap(
-                tmp, mode="w+", dtype=np.dtype(dtype), shape=tuple(shape)
-            )
-            fill(out)
-            out.flush()
-            del out
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
+            _write_array(tmp, shape, np.dtype(dtype), fill)
             digest = _sha256_file(tmp)
             final = d / f"{key}.{digest[:16]}.npy"
             os.replace(tmp, final)
@@ -267,7 +263,7 @@ class FeatureCache:
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 **dict(extra or {}),
             }
-            with open(mtmp, "w") as f:
+            with disk_errors(mtmp), open(mtmp, "w") as f:
                 json.dump(manifest, f, default=str)
                 f.flush()
                 os.fsync(f.fileno())
@@ -327,7 +323,7 @@ class FeatureCache:
         """Append records to the quarantine ledger (fsynced)."""
         if not records:
             return
-        with open(self.ledger_path, "a") as f:
+        with disk_errors(self.ledger_path), open(self.ledger_path, "a") as f:
             for r in records:
                 f.write(json.dumps(dict(r), sort_keys=True) + "\n")
             f.flush()
@@ -378,6 +374,23 @@ def _tmp_owner_alive(name: str) -> bool:
         return _pid_alive(int(name.split(".")[2]))
     except (IndexError, ValueError):
         return False
+
+
+def _write_array(
+    tmp: Path, shape: tuple[int, ...], dtype: np.dtype, fill: Callable[[np.ndarray], None]
+) -> None:
+    """Write the ``.npy`` file ``tmp`` through a map filled by ``fill``; its bytes are
+    reserved first, so a full disk is a DiskError naming the file, never a SIGBUS."""
+    with disk_errors(tmp, int(np.prod(shape)) * dtype.itemsize):
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=tuple(shape))
+        try:
+            reserve_space(tmp, tmp.stat().st_size)
+            fill(out)
+            out.flush()
+        finally:
+            del out
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
 
 
 def _copy(out: np.ndarray, arr: np.ndarray) -> None:

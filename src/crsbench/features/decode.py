@@ -33,6 +33,7 @@ import errno
 import os
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -49,12 +50,66 @@ _WIDE_MODES = {"I", "I;16", "I;16B", "I;16L", "I;16N", "F"}
 _TRANSIENT_RETRIES = (0.05, 0.2, 0.5)
 
 
+@dataclass(frozen=True)
+class ImageBounds:
+    """The image geometry a run accepts (checked from the header, before a pixel is decoded).
+
+    Defaults are wide enough for every paper dataset; set ``CRSBENCH_IMAGE_MIN_SIDE``,
+    ``CRSBENCH_IMAGE_MAX_SIDE`` or ``CRSBENCH_IMAGE_MAX_ASPECT`` to change them. An image
+    outside them is quarantined with ``error_class`` ``bad_geometry`` (the file is named):
+    resizing a 1 x 100,000 strip so its short side is W would allocate gigabytes.
+    """
+
+    min_side: int = 1  # a 1 x 1 image is upscaled (a valid, if useless, image)
+    max_side: int = 65_536
+    max_aspect: float = 20.0
+
+    @classmethod
+    def from_env(cls) -> ImageBounds:
+        """The bounds, with any of the three environment variables applied."""
+        env = {
+            f: os.environ.get(f"CRSBENCH_IMAGE_{f.upper()}")
+            for f in ("min_side", "max_side", "max_aspect")
+        }
+        kinds = {"min_side": int, "max_side": int, "max_aspect": float}
+        return cls(**{k: kinds[k](v) for k, v in env.items() if v})
+
+    def problem(self, width: int, height: int) -> str | None:
+        """Why a ``width`` x ``height`` image is refused, or None."""
+        short, long = sorted((int(width), int(height)))
+        if short < self.min_side:
+            return f"its shorter side is {short} px, below the minimum {self.min_side} px"
+        if long > self.max_side:
+            return f"its longer side is {long} px, above the maximum {self.max_side} px"
+        if long / short > self.max_aspect:
+            return (f"its aspect ratio {long / short:.1f}:1 is above the maximum "
+                    f"{self.max_aspect:g}:1 (resized, it would be {long / short:.0f} times as "
+                    "long as wide)")  # fmt: skip
+        return None
+
+
+def _check_geometry(path: Path, width: int, height: int) -> None:
+    problem = ImageBounds.from_env().problem(width, height)
+    if problem is not None:
+        raise ImageDecodeError("bad_geometry", f"{path} is {width} x {height} px: {problem}")
+
+
+def _check_finite(path: Path, arr: np.ndarray) -> None:
+    bad = int(np.count_nonzero(~np.isfinite(arr)))
+    if bad:
+        raise ImageDecodeError(
+            "non_finite", f"{path}: {bad} of {arr.size} pixel values are NaN or infinite"
+        )
+
+
 class ImageDecodeError(Exception):
     """An image could not be decoded; ``error_class`` says why (stable, machine-readable).
 
     Classes: ``missing``, ``is_directory``, ``empty_file``, ``permission``, ``io_error``,
     ``not_an_image``, ``truncated``, ``decompression_bomb``, ``decode_error``,
-    ``unsupported_mode``, ``unsupported_codec`` (a compressed DICOM with no decoder plugin).
+    ``unsupported_mode``, ``unsupported_codec`` (a compressed DICOM with no decoder plugin),
+    ``bad_geometry`` (outside :class:`ImageBounds`), ``non_finite`` (NaN or infinite pixels
+    in a float image).
     """
 
     def __init__(self, error_class: str, message: str) -> None:
@@ -63,11 +118,12 @@ class ImageDecodeError(Exception):
         self.message = message
 
 
-def _to_array(im) -> np.ndarray:
+def _to_array(im, path: Path) -> np.ndarray:
     """Apply the explicit per-mode conversion of the module policy."""
     mode = im.mode
     if mode in _WIDE_MODES:
         arr = np.asarray(im, dtype=np.float64)
+        _check_finite(path, arr)
         lo, hi = float(arr.min()), float(arr.max())
         if hi <= lo:
             return np.zeros(arr.shape, dtype=np.uint8)
@@ -155,17 +211,20 @@ def _decode_once(path: Path, size: int) -> np.ndarray:
         if path.stat().st_size == 0:
             raise ImageDecodeError("empty_file", f"{path} has zero bytes")
         if is_dicom(path):
-            return _resize_square(_dicom_to_uint8(path), size)
+            grey = _dicom_to_uint8(path)
+            _check_geometry(path, grey.shape[1], grey.shape[0])
+            return _resize_square(grey, size)
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as im:
+                _check_geometry(path, *im.size)  # from the header: nothing decoded yet
                 if im.format == "JPEG":
                     im.draft(im.mode, (size, size))
                 im.load()
                 if im.format == "PNG":
                     _check_png_trailer(path)
                 im = ImageOps.exif_transpose(im)
-                arr = _to_array(im)
+                arr = _to_array(im, path)
     except ImageDecodeError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
+from crsbench.core.diskio import write_text_atomic
+from crsbench.encoders.devices import require_device
 from crsbench.features.pixel_memo import PIXEL_MEMO
 from crsbench.runs import executors
 from crsbench.runs.cell import CellSettings
@@ -317,6 +319,7 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
     roots = [d.root for d in cfg.datasets.values()]
     check_output_dir(cfg.output_dir, dataset_roots=roots, force=opts.force)
     claim_cache_dir(cfg.cache_dir, create=False)
+    require_device(cfg.device)  # before any folder: a cuda run on a machine without a GPU
     cfg = _pin_working_size(cfg)  # W of the whole config, whatever --skip-missing leaves out
     cfg, skipped = _runnable(cfg, opts.emit, opts.skip_missing) if opts.check else (cfg, [])
     out = claim_output_dir(cfg.output_dir, dataset_roots=roots, force=opts.force)
@@ -340,5 +343,5 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
         run.stages["aggregate_and_export"] = time.perf_counter() - t0
     run.stages["total"] = time.perf_counter() - t_start
     summary = RunSummary(out, len(cells), done_before, run.written, n_total, run.stages, skipped)
-    (out / LAST_RUN_FILE).write_text(json.dumps(summary.as_dict(), indent=2))
+    write_text_atomic(out / LAST_RUN_FILE, json.dumps(summary.as_dict(), indent=2))
     return summary

@@ -176,9 +176,13 @@ def preflight(cfg: BenchmarkConfig, *, hub_check: bool = True) -> Preflight:
     Preflight
     """
     from crsbench.config.loading import _anchors_is_path
+    from crsbench.encoders.devices import device_problem
 
     notes: list[str] = []
     lacks = _dataset_lacks(cfg) + _encoder_lacks(cfg, notes, hub_check)
+    problem = device_problem(cfg.device)
+    if problem is not None:  # first: nothing runs without it (--skip-missing cannot skip it)
+        lacks.insert(0, Lack("device", cfg.device, problem, ("device: in the config",)))
     if _anchors_is_path(cfg.anchors) and not Path(cfg.anchors).is_file():
         lacks.append(Lack("anchors", str(cfg.anchors), "anchors file does not exist",
                           ("anchors: in the config (a version such as v1, or a YAML path)",)))  # fmt: skip

@@ -25,6 +25,8 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
 )
 #: The identity columns by type: integers >= 0, numbers in (0, 1], non-empty strings.
 INT_IDENTITY_COLUMNS: tuple[str, ...] = ("seed", "severity")
+#: The largest value of an ``INTEGER`` column (DuckDB's 32-bit integer: ``seed``, ``severity``).
+INTEGER_MAX = 2**31 - 1
 FLOAT_IDENTITY_COLUMNS: tuple[str, ...] = ("layer", "fraction")
 TEXT_IDENTITY_COLUMNS: tuple[str, ...] = tuple(
     c for c in IDENTITY_COLUMNS if c not in INT_IDENTITY_COLUMNS + FLOAT_IDENTITY_COLUMNS

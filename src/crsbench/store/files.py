@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from crsbench.core.errors import StoreError
+from crsbench.core.diskio import disk_error_in_text
+from crsbench.core.errors import CrsbenchError, StoreError
 
 #: The DuckDB file of a store, inside its output directory.
 STORE_FILE = "results.duckdb"
@@ -38,8 +39,13 @@ def locked_store(path: Path | str) -> StoreError:
     )
 
 
-def damaged_store(path: Path | str, exc: BaseException) -> StoreError:
-    """The error for a store file DuckDB cannot read, naming the way to recover."""
+def damaged_store(path: Path | str, exc: BaseException, writing: bool = False) -> CrsbenchError:
+    """The error for a store file DuckDB cannot read, naming the way to recover; a
+    :class:`~crsbench.core.errors.DiskError` when the disk refused a write (full, read-only,
+    or, with ``writing``, no permission)."""
+    disk = disk_error_in_text(exc, path)
+    if disk is not None and (writing or disk.kind != "permission"):
+        return disk
     path = Path(path)
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     folder = path.parent

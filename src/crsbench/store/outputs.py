@@ -28,7 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from crsbench.core.errors import StoreError
+from crsbench.core.diskio import disk_error, disk_errors, remove_quietly
+from crsbench.core.errors import DiskError, StoreError
 from crsbench.store.files import LAST_RUN_FILE, LOCK_FILE, STORE_FILE
 
 MARKER_NAME = ".crsbench-output"
@@ -84,13 +85,15 @@ def _save_claim(folder: Path, info: dict[str, Any]) -> None:
         tmp.write_text(json.dumps(info) + "\n", encoding="utf-8")
         os.replace(tmp, folder / MARKER_NAME)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise StoreError(f"cannot write crsbench's marker in {folder}: {exc}") from None
+        remove_quietly(tmp)
+        disk = disk_error(exc, folder / MARKER_NAME, exact=True)
+        raise disk or StoreError(f"cannot write crsbench's marker in {folder}: {exc}") from None
 
 
 def write_marker(folder: Path) -> None:
     """Create ``folder`` and claim it whole with crsbench's marker (once)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    with disk_errors(folder):
+        folder.mkdir(parents=True, exist_ok=True)
     info = read_claim(folder)
     if info is None or info.get("scope") == "files":
         _save_claim(
@@ -146,17 +149,40 @@ def claimed_folder(folder: Path | str) -> Iterator[Path]:
 
     The marker is written before anything else, so output left by an interruption is
     crsbench's and a rerun proceeds; a folder this call created is removed again when the
-    work fails or is interrupted (nothing half-written is left).
+    work fails or is interrupted (nothing half-written is left). When the disk refuses a
+    write (full, read-only), the files this call wrote are removed too and the error is a
+    :class:`~crsbench.core.errors.DiskError` naming the file (or ``folder``).
     """
     path = claim_results_folder(folder, create=False)
     created = not path.exists()
     write_marker(path)
+    before = _file_stamps(path)
     try:
-        yield path
-    except BaseException:
+        with disk_errors(path):
+            yield path
+    except BaseException as exc:
         if created:
             shutil.rmtree(path, ignore_errors=True)
+        elif isinstance(exc, DiskError):
+            _remove_written(path, before)
         raise
+
+
+def _file_stamps(folder: Path) -> dict[Path, tuple[int, int]]:
+    """(size, mtime in ns) of every file under ``folder`` but the marker."""
+    return {
+        p: (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+        if p.is_file() and p.name != MARKER_NAME
+    }
+
+
+def _remove_written(folder: Path, before: dict[Path, tuple[int, int]]) -> None:
+    """Remove the files under ``folder`` that are new or changed since ``before`` (a write the
+    disk cut short leaves no file that looks complete)."""
+    for path, stamp in _file_stamps(folder).items():
+        if before.get(path) != stamp:
+            remove_quietly(path)
 
 
 def refuse_clearing(folder: Path, how: str) -> None:
@@ -276,10 +302,11 @@ def write_output_file(path: Path | str, write: Callable[[Path], None]) -> Path:
         write(tmp)
         os.replace(tmp, target)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise StoreError(f"cannot write {target}: {exc.strerror or exc}") from None
+        remove_quietly(tmp)
+        disk = disk_error(exc, target, exact=True)
+        raise disk or StoreError(f"cannot write {target}: {exc.strerror or exc}") from None
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        remove_quietly(tmp)
         raise
     return target
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from crsbench.core.diskio import disk_error_in_text
 from crsbench.core.errors import StoreError
 from crsbench.store.columns import GROUP_COLUMNS, METRIC_COLUMNS, RUN_COLUMNS
 
@@ -74,9 +75,15 @@ class Transaction:
             except duckdb.Error:
                 pass
             if isinstance(exc, duckdb.Error):
+                disk = disk_error_in_text(exc, self.path)
+                if disk is not None:
+                    raise disk from exc
                 raise StoreError(f"write to {self.path} failed and was rolled back: {exc}") from exc
             return
         try:
             self.con.execute("COMMIT").fetchall()
         except duckdb.Error as err:
-            raise StoreError(f"commit to {self.path} failed; nothing was written: {err}") from err
+            disk = disk_error_in_text(err, self.path)
+            raise disk or StoreError(
+                f"commit to {self.path} failed; nothing was written: {err}"
+            ) from err

@@ -20,6 +20,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from crsbench.core.diskio import disk_errors
 from crsbench.core.errors import StoreError
 from crsbench.store.cards import CardFacts, write_card_facts
 from crsbench.store.columns import (
@@ -100,7 +101,8 @@ class ResultsStore:
             return
         if not config_hash:
             raise StoreError("a config hash is required to open a store for writing.")
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        with disk_errors(self.out_dir):
+            self.out_dir.mkdir(parents=True, exist_ok=True)
         check_local_filesystem(self.out_dir, allow_network=allow_network_fs)
         self._lock = lock or StoreLock(self.out_dir)
         self._lock.acquire()
@@ -123,7 +125,7 @@ class ResultsStore:
             yield
         except duckdb.Error as exc:
             self.close()
-            raise damaged_store(self.path, exc) from None
+            raise damaged_store(self.path, exc, writing=self.mode == "rw") from None
         except BaseException:
             self.close()
             raise
@@ -134,7 +136,7 @@ class ResultsStore:
         except duckdb.Error as exc:
             if "lock" in str(exc).lower():
                 raise locked_store(self.path) from None
-            raise damaged_store(self.path, exc) from None
+            raise damaged_store(self.path, exc, writing=not read_only) from None
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
