@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -41,16 +40,19 @@ class LocalRayCluster:
     def __init__(self, n_workers: int = 2) -> None:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
-        self.temp_dir = tempfile.mkdtemp(prefix="rayc-", dir="/tmp")  # socket paths stay short
         self.env = cluster_env()
+        self.workers: list[subprocess.Popen[bytes]] = []
         self.head = self._start(
-            "--head", f"--port={self.port}", "--num-cpus=0", "--include-dashboard=false",
-            f"--temp-dir={self.temp_dir}",
-        )  # fmt: skip
-        self._wait_for_port()
-        self.workers = [self._start(f"--address={self.address}", "--num-cpus=1")
-                        for _ in range(n_workers)]  # fmt: skip
-        self.wait_for_nodes(n_workers)
+            "--head", f"--port={self.port}", "--num-cpus=0", "--include-dashboard=false"
+        )
+        try:
+            self._wait_for_port()
+            self.workers = [self._start(f"--address={self.address}", "--num-cpus=1")
+                            for _ in range(n_workers)]  # fmt: skip
+            self.wait_for_nodes(n_workers)
+        except BaseException:
+            self.close()
+            raise
 
     def _start(self, *args: str) -> subprocess.Popen[bytes]:
         cmd = [RAY, "start", "--block", "--node-ip-address=127.0.0.1", "--disable-usage-stats",

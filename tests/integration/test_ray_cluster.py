@@ -52,17 +52,28 @@ def grid(data_root: Path, out: Path) -> dict[str, Any]:
         "encoders": [{"name": "random_cnn", "input_size": 64}, {"name": "pixel", "input_size": 32}],
         "datasets": {
             "isic2019": {"root": str(data_root / "isic2019")},
-            "chexpert": {"root": str(data_root / "chexpert"),
-                         "options": {"uncertainty": "ignore", "frontal_only": True}},
-            "mimic_cxr": {"root": str(data_root / "mimic_cxr"), "options": {"uncertainty": "ignore"}},
+            "chexpert": {
+                "root": str(data_root / "chexpert"),
+                "options": {"uncertainty": "ignore", "frontal_only": True},
+            },
+            "mimic_cxr": {
+                "root": str(data_root / "mimic_cxr"),
+                "options": {"uncertainty": "ignore"},
+            },
         },  # fmt: skip
         "shifts": [{"source": "chexpert", "target": "mimic_cxr"}],
         "seeds": [0, 1],
         "fractions": [0.1, 1.0],
-        "perturbations": {"names": ["gaussian_blur", "jpeg"], "severities": [1, 3],
-                          "include_extra": False},  # fmt: skip
-        "probes": {"logistic": {"c_grid": [0.1, 1.0], "max_iter": 100}, "mlp": None,
-                   "knn": {"k": 3}},  # fmt: skip
+        "perturbations": {
+            "names": ["gaussian_blur", "jpeg"],
+            "severities": [1, 3],
+            "include_extra": False,
+        },  # fmt: skip
+        "probes": {
+            "logistic": {"c_grid": [0.1, 1.0], "max_iter": 100},
+            "mlp": None,
+            "knn": {"k": 3},
+        },  # fmt: skip
         "recalibrators": ["temperature"],
         "layers": [0.5, 1.0],
         "output_dir": str(out),
@@ -76,7 +87,9 @@ def grid(data_root: Path, out: Path) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def local_store(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     out = tmp_path_factory.mktemp("ray_cluster_local") / "out"
-    run_benchmark(parse_config(grid(data_root, out), base_dir=data_root), RunOptions(progress=False))
+    run_benchmark(
+        parse_config(grid(data_root, out), base_dir=data_root), RunOptions(progress=False)
+    )
     return runs_table(out)
 
 
