@@ -17,7 +17,13 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import CrsbenchError, DataError, StoreError
-from crsbench.scoring.planned import add_unrun_cells, planned_cells
+from crsbench.scoring.planned import (
+    add_unrun_cells,
+    incomplete_sentences,
+    planned_axes,
+    planned_cells,
+    ranked_per_seed,
+)
 from crsbench.store.files import STORE_FILE
 from crsbench.store.reader import load_runs, read_meta, read_reliability, select_runs
 
@@ -272,7 +278,7 @@ def compute_report_data(
         The store is missing, locked, or has no complete main-protocol cell to score.
     """
     from crsbench.report.provenance import excluded_cells, shift_rows_sentences
-    from crsbench.scoring import aggregate_by_encoder, axes_from_runs, load_anchors, score_cells
+    from crsbench.scoring import aggregate_by_encoder, load_anchors, score_cells
     from crsbench.stats import rank_agreement, rank_moves
 
     runs = load_runs(store_dir)
@@ -280,7 +286,7 @@ def compute_report_data(
     anc = load_anchors(anchors) if not hasattr(anchors, "version") else anchors
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        per_seed = axes_from_runs(runs)
+        per_seed = planned_axes(runs, store_dir)  # what each cell must hold: the store's plan
         cells = score_cells(per_seed, anc)
     if cells.empty or not cells["CRS"].notna().any():
         why = [f"{e}/{d}: {m}" for e, d, m in
@@ -297,7 +303,8 @@ def compute_report_data(
     board["interval"] = ""
     data = ReportData(runs=runs, board=board, cells=cells, anchors_version=anc.version,
                       n_replicates=n_replicates, seed=seed, meta=meta, reliability=reliability,
-                      cells_left_out=[str(w.message) for w in caught],
+                      cells_left_out=[str(w.message) for w in caught]
+                      + incomplete_sentences(cells),
                       cells_excluded=excluded_cells(meta),
                       shift_rows=shift_rows_sentences(runs), anchors=anc, interval=interval,
                       store_dir=Path(store_dir), n_jobs=n_jobs)  # fmt: skip
@@ -309,7 +316,7 @@ def compute_report_data(
         data.rank_moves = rank_moves(auc, crs, names=("auroc", "crs"))
     else:
         data.missing["rank_shift"] = "rank agreement needs at least two scored encoders"
-    _add_bootstrap(data, per_seed, anc)
+    _add_bootstrap(data, ranked_per_seed(per_seed, cells), anc)
     _add_calibration(data, calibration_cell)
     _add_robustness(data, anc)
     clean = select_runs(runs, fraction=None)

@@ -20,12 +20,19 @@ from crsbench.runs import executors
 from crsbench.runs.cell import CellSettings
 from crsbench.runs.lora_stage import lora_plan, run_lora_stage
 from crsbench.runs.outdir import check_output_dir, claim_output_dir
-from crsbench.runs.plan import CellOutcome, CellPlan, control_fractions, plan_cells
+from crsbench.runs.plan import (
+    CellOutcome,
+    CellPlan,
+    control_fractions,
+    plan_cells,
+    recorded_plan,
+)
 from crsbench.runs.prediction_keeper import pop_predictions
 from crsbench.runs.prepare import PreparedDataset, prepare_datasets
 from crsbench.runs.rows import Provenance, to_records
 from crsbench.store import LAST_RUN_FILE, ResultsStore
 from crsbench.store.cards import CardFacts
+from crsbench.store.plan import StoredPlan
 from crsbench.store.predictions import prediction_batch
 from crsbench.store.reliability import rebuild_reliability_table
 
@@ -286,6 +293,12 @@ def card_facts(cfg: BenchmarkConfig, prepared: Mapping[str, PreparedDataset]) ->
     return CardFacts(groups, labels)
 
 
+def _recorded_plan(cfg: BenchmarkConfig) -> StoredPlan:
+    from crsbench.datasets import DATASETS
+
+    return recorded_plan(cfg, {n: DATASETS.get(n).card.modality for n in cfg.datasets})
+
+
 def _aggregate_and_export(store: ResultsStore, out: Path) -> None:
     store.aggregate()
     rebuild_reliability_table(store.con)
@@ -317,6 +330,7 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
     roots = [d.root for d in cfg.datasets.values()]
     check_output_dir(cfg.output_dir, dataset_roots=roots, force=opts.force)
     cfg = _pin_working_size(cfg)  # W of the whole config, whatever --skip-missing leaves out
+    planned = _recorded_plan(cfg)  # what each cell must hold, skipped cells included
     cfg, skipped = _runnable(cfg, opts.emit, opts.skip_missing) if opts.check else (cfg, [])
     out = claim_output_dir(cfg.output_dir, dataset_roots=roots, force=opts.force)
     run = _Run(cfg, h, {}, opts)
@@ -327,6 +341,7 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
         if store.moved_aside:
             opts.emit("moved", {"moved": [(str(a), str(b)) for a, b in store.moved_aside]})
         store.record_cards(card_facts(cfg, run.prepared))
+        store.record_plan(planned)
         todo, done_before = _split_done(cells, store.done_keys(), h)
         n_total = _announce_plan(run, cells, done_before, len(skipped), modalities)
         with PIXEL_MEMO.sharing():  # every encoder (frozen or adapted) sees the same W x W

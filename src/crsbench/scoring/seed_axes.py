@@ -34,6 +34,8 @@ Condition = tuple[str, int]
 #: Notes of a seed that has no clean full-label row (see :func:`crsbench.scoring.has_clean_row`).
 NO_ROWS = "no main-protocol rows"
 NO_CLEAN = "D, C: clean full-label row missing"
+#: Note of every seed of a planned cell the store holds no main-protocol row of.
+NOT_RUN = "cell not run (planned by the config, absent from the store)"
 
 
 @dataclass(frozen=True)

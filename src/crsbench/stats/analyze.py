@@ -17,8 +17,13 @@ import pandas as pd
 from crsbench.core.errors import DataError
 from crsbench.scoring.aggregate import aggregate_by_encoder, encoder_means, score_cells
 from crsbench.scoring.anchors import load_anchors
-from crsbench.scoring.axes import axes_from_runs
-from crsbench.scoring.planned import add_unrun_cells, store_planned_cells
+from crsbench.scoring.planned import (
+    add_unrun_cells,
+    incomplete_sentences,
+    planned_axes,
+    ranked_per_seed,
+    store_planned_cells,
+)
 from crsbench.stats.agreement import rank_agreement, rank_moves
 from crsbench.stats.analyze_beyond import emit_beyond
 from crsbench.stats.analyze_predictions import emit_prediction_analyses
@@ -113,10 +118,11 @@ def run_analyses(
     summary: dict = {"anchors_version": anc.version, "analyses": {}, "skipped": {}}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        per_seed = axes_from_runs(runs)
+        per_seed = planned_axes(runs, store)  # what each cell must hold: the store's plan
         cells = score_cells(per_seed, anc)
-    if store is not None:  # a planned cell the store lacks makes the encoder's row incomplete
+    if store is not None:  # a store without a recorded plan: the cells of its config
         cells = add_unrun_cells(cells, store_planned_cells(store))
+    summary["incomplete_encoders"] = incomplete_sentences(cells)
     summary["cells_left_out"] = [str(w.message) for w in caught]
     summary["cells_not_scored"] = {f"{e}/{d}": m for e, d, m, c in zip(
         cells["encoder"], cells["dataset"], cells["missing"], cells["CRS"], strict=True)
@@ -162,7 +168,8 @@ def run_analyses(
     test_set_axes: list = []  # the bootstrap's per-cell axes, reused by the verdict
 
     def bootstrap() -> tuple[pd.DataFrame, dict]:
-        unc = crs_uncertainty(per_seed, anc, store=store, interval=interval,
+        unc = crs_uncertainty(ranked_per_seed(per_seed, cells), anc, store=store,
+                              interval=interval,
                               n_replicates=n_replicates, seed=seed, n_jobs=n_jobs)  # fmt: skip
         test_set_axes.append(axis_replicates_of(unc))
         ranks = unc.ranks()
