@@ -32,6 +32,7 @@ from crsbench.protocol import (
 from crsbench.store.cards import ENCODER_GROUP_COLUMN, CardFacts
 from crsbench.store.columns import IDENTITY_COLUMNS, METRIC_COLUMNS, SCHEMA_VERSION
 from crsbench.store.files import STORE_FILE
+from crsbench.store.plan import StoredPlan
 
 #: (name, home dataset or None): the paper's 15 families (groups come from the encoder cards).
 ENCODER_PANEL: tuple[tuple[str, str | None], ...] = (
@@ -255,13 +256,19 @@ def _add_provenance(df: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
         [*IDENTITY_COLUMNS, *METRIC_COLUMNS], sort=False)]]  # fmt: skip
 
 
-def write_store(df: pd.DataFrame, store_dir: str | Path, config: dict | None = None) -> Path:
+def write_store(
+    df: pd.DataFrame,
+    store_dir: str | Path,
+    config: dict | None = None,
+    plan: StoredPlan | None = None,
+) -> Path:
     """Write run rows into a new results store through the store's own writer.
 
     ``df`` is appended with :meth:`ResultsStore.append_frame` (validated, ``run_key`` filled)
     and the ``metrics`` table is rebuilt with :meth:`ResultsStore.aggregate`; an
     ``encoder_group`` column goes to the store's card facts (:mod:`crsbench.store.cards`). ``config`` (a
-    mapping) is stored as the ``meta`` table's config text.
+    mapping) is stored as the ``meta`` table's config text; ``plan`` (what each cell must
+    hold, e.g. :func:`crsbench.runs.plan.recorded_plan` of that config) as table ``plan``.
 
     Returns
     -------
@@ -289,6 +296,8 @@ def write_store(df: pd.DataFrame, store_dir: str | Path, config: dict | None = N
         store.append_frame(frame)
         store.aggregate()
         store.record_cards(facts)
+        if plan is not None:
+            store.record_plan(plan)
     return path
 
 
