@@ -27,7 +27,8 @@ DRY_RUN_OK_OPTION = typer.Option(
 
 def interval_lines(attrs: dict, replicates: int) -> list[str]:
     """What the intervals are: the method, a loud note on a fallback, test patients per
-    dataset, and which encoders the test set cannot tell apart."""
+    dataset, which encoders the test set cannot tell apart, and the incomplete encoders
+    (no tier or rank probabilities, with the reason)."""
     out = []
     if attrs.get("interval_note"):
         out.append(f"NOTE: {attrs['interval_note']}.")
@@ -38,7 +39,8 @@ def interval_lines(attrs: dict, replicates: int) -> list[str]:
                    f"test patients: {counts}")  # fmt: skip
     elif replicates > 0:
         out.append(f"intervals: seed-only bootstrap, {replicates:,} replicates")
-    return out + list(attrs.get("indistinguishable") or [])
+    incomplete = [f"NOTE: {line}" for line in attrs.get("incomplete") or []]
+    return out + list(attrs.get("indistinguishable") or []) + incomplete
 
 
 def load_store_runs(store: Path, dry_run_ok: bool = False):
