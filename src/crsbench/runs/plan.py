@@ -144,9 +144,15 @@ def recorded_plan(cfg: BenchmarkConfig, modalities: dict[str, str]) -> StoredPla
         The whole config (before ``--skip-missing`` drops anything: a skipped cell is
         planned, not run).
     modalities : mapping dataset name → modality (from the dataset cards)
+
+    Returns
+    -------
+    StoredPlan
+        One :class:`~crsbench.store.plan.PlannedCell` per frozen cell, by (encoder, dataset).
     """
+    cells = sorted(plan_cells(cfg, modalities), key=lambda c: (c.encoder, c.dataset))
     return StoredPlan(tuple(
         PlannedCell(c.encoder, c.dataset, tuple(int(s) for s in cfg.seeds),
                     tuple(float(f) for f in cfg.fractions), c.conditions, c.shift_targets)
-        for c in plan_cells(cfg, modalities)
+        for c in cells
     ))  # fmt: skip
