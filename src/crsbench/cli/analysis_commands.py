@@ -27,9 +27,9 @@ DRY_RUN_OK_OPTION = typer.Option(
 
 def interval_lines(attrs: dict, replicates: int) -> list[str]:
     """What the intervals are: the method, a loud note on a fallback, test patients per
-    dataset, which encoders the test set cannot tell apart, and the incomplete encoders
-    (no tier or rank probabilities, with the reason)."""
-    out = []
+    dataset, which encoders the test set cannot tell apart, the incomplete encoders (no tier
+    or rank probabilities, with the reason) and a store without a recorded plan."""
+    out = [f"NOTE: {line}." for line in attrs.get("plan_notes") or []]
     if attrs.get("interval_note"):
         out.append(f"NOTE: {attrs['interval_note']}.")
     patients = attrs.get("n_patients") or {}
@@ -146,6 +146,8 @@ def analyze(
             console.print(escape(probe["sentence"]))
         for name, why in summary["skipped"].items():
             console.print(f"[yellow]skipped[/] {name}: {escape(str(why))}")
+    for note in summary.get("notes") or []:
+        typer.echo(f"NOTE: {note}.", err=True)
     boot = summary["analyses"].get("bootstrap") or {}
     if boot.get("note"):
         typer.echo(f"NOTE: {boot['note']}.", err=True)

@@ -13,6 +13,7 @@ from crsbench.scoring.anchors import Anchors
 from crsbench.scoring.planned import (
     add_unrun_cells,
     incomplete_sentences,
+    plan_notes,
     planned_axes,
     ranked_per_seed,
     store_planned_cells,
@@ -48,7 +49,8 @@ def build_leaderboard(
     seed-only bootstrap; ``interval`` names the method used. ``board.attrs`` holds
     ``interval_note`` (why it fell back to seed-only, else empty), ``n_patients`` (test
     patients per dataset), ``indistinguishable`` (one sentence per tier of several
-    encoders) and ``incomplete`` (one sentence per incomplete encoder). What each cell must
+    encoders), ``incomplete`` (one sentence per incomplete encoder) and ``plan_notes`` (the
+    store records no plan: what the fallback is, else empty). What each cell must
     hold comes from ``store``'s recorded plan (:func:`crsbench.scoring.planned.planned_axes`).
     An encoder with a cell that cannot be scored (or was planned and not run) keeps its row,
     with NaN CRS, no rank, no tier, no P(rank 1) / P(top 3), and the reason in ``missing``; it
@@ -78,7 +80,8 @@ def build_leaderboard(
         board[col] = np.nan
     board["interval"] = ""
     board.attrs.update(interval_note="", n_patients={}, indistinguishable=[],
-                       incomplete=incomplete_sentences(cells))  # fmt: skip
+                       incomplete=incomplete_sentences(cells),
+                       plan_notes=plan_notes(store))  # fmt: skip
     if n_replicates > 0 and len(board) > 1 and not ranked.empty:
         unc = crs_uncertainty(ranked, anchors, store=store, interval=interval, rule=rule,
                               n_replicates=n_replicates, seed=seed, n_jobs=n_jobs)  # fmt: skip

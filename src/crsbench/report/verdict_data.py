@@ -155,7 +155,7 @@ def _compare(board: pd.DataFrame, store: Path) -> pd.DataFrame:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        bench = aggregate_by_encoder(score_runs(load_runs(store)))
+        bench = aggregate_by_encoder(score_runs(load_runs(store), plan=store))
     cols = ["encoder", "CRS", "auroc", "ece", "retention", "robustness_drop"]
     mine = board[cols].add_prefix("cohort_").rename(columns={"cohort_encoder": "encoder"})
     theirs = bench[cols].add_prefix("benchmark_").rename(columns={"benchmark_encoder": "encoder"})

@@ -18,7 +18,7 @@ from crsbench.config import BenchmarkConfig, config_hash
 from crsbench.features.pixel_memo import PIXEL_MEMO
 from crsbench.runs import executors
 from crsbench.runs.cell import CellSettings
-from crsbench.runs.lora_stage import lora_plan, run_lora_stage
+from crsbench.runs.lora_stage import lora_plan, lora_planned_cells, run_lora_stage
 from crsbench.runs.outdir import check_output_dir, claim_output_dir
 from crsbench.runs.plan import (
     CellOutcome,
@@ -294,9 +294,12 @@ def card_facts(cfg: BenchmarkConfig, prepared: Mapping[str, PreparedDataset]) ->
 
 
 def _recorded_plan(cfg: BenchmarkConfig) -> StoredPlan:
+    """The frozen grid's plan and the LoRA regime's cells (table ``plan``)."""
     from crsbench.datasets import DATASETS
 
-    return recorded_plan(cfg, {n: DATASETS.get(n).card.modality for n in cfg.datasets})
+    modalities = {n: DATASETS.get(n).card.modality for n in cfg.datasets}
+    frozen = recorded_plan(cfg, modalities)
+    return StoredPlan.ordered((*frozen.cells, *lora_planned_cells(cfg, modalities)))
 
 
 def _aggregate_and_export(store: ResultsStore, out: Path) -> None:

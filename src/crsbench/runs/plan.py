@@ -150,9 +150,8 @@ def recorded_plan(cfg: BenchmarkConfig, modalities: dict[str, str]) -> StoredPla
     StoredPlan
         One :class:`~crsbench.store.plan.PlannedCell` per frozen cell, by (encoder, dataset).
     """
-    cells = sorted(plan_cells(cfg, modalities), key=lambda c: (c.encoder, c.dataset))
-    return StoredPlan(tuple(
+    return StoredPlan.ordered(
         PlannedCell(c.encoder, c.dataset, tuple(int(s) for s in cfg.seeds),
                     tuple(float(f) for f in cfg.fractions), c.conditions, c.shift_targets)
-        for c in cells
-    ))  # fmt: skip
+        for c in plan_cells(cfg, modalities)
+    )  # fmt: skip

@@ -270,11 +270,12 @@ def freeze_anchors(
     datasets : sequence of str, optional
         Restrict the frozen panels to these datasets.
     """
-    from crsbench.scoring.axes import axes_from_runs, seed_means
+    from crsbench.scoring.axes import seed_means
+    from crsbench.scoring.planned import planned_axes
     from crsbench.store import load_runs
 
     base_anchors = load_anchors(base)
-    cells = seed_means(axes_from_runs(load_runs(store_dir)))
+    cells = seed_means(planned_axes(load_runs(store_dir), store_dir))  # the store's plan
     if datasets is not None:
         cells = cells[cells["dataset"].isin(list(datasets))]
     if cells.empty:

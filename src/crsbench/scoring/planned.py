@@ -17,6 +17,7 @@ An encoder with any cell that is not scored is *incomplete*: no rank, no tier, n
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -25,15 +26,18 @@ import pandas as pd
 from crsbench.core.errors import StoreError
 from crsbench.scoring.axes import axes_from_runs
 from crsbench.scoring.seed_axes import NOT_RUN
-from crsbench.store.plan import StoredPlan
+from crsbench.store.plan import NO_PLAN_NOTE, StoredPlan
 from crsbench.store.reader import read_meta, read_plan
 
 __all__ = [
     "NOT_RUN",
+    "NO_PLAN_NOTE",
     "add_unrun_cells",
     "incomplete_encoders",
     "incomplete_sentences",
     "planned_axes",
+    "plan_notes",
+    "plan_of",
     "planned_cells",
     "ranked_per_seed",
     "store_plan",
@@ -52,13 +56,57 @@ def store_plan(store: str | Path | None) -> StoredPlan | None:
         return None
 
 
+#: Where :func:`planned_axes` finds the plan: the plan itself, a store directory, or nothing.
+PlanSource = StoredPlan | str | Path | None
+
+
+def plan_of(source: PlanSource, regime: str = "frozen") -> StoredPlan | None:
+    """The planned cells of ``regime`` in ``source`` (a plan, or a store's recorded one);
+    ``None`` when there is none (no plan, or no cell of ``regime`` planned)."""
+    plan = source if isinstance(source, StoredPlan) else store_plan(source)
+    return None if plan is None else plan.of_regime(regime)
+
+
 def planned_axes(
-    runs: pd.DataFrame, store: str | Path | None = None, regime: str = "frozen"
+    runs: pd.DataFrame,
+    store: PlanSource = None,
+    regime: str = "frozen",
+    *,
+    include_shift: bool | Sequence[str] = True,
+    probe: str = "logistic",
+    robustness: str = "paper",
 ) -> pd.DataFrame:
-    """:func:`~crsbench.scoring.axes_from_runs` of ``regime`` with ``store``'s recorded plan
-    (the plan is the frozen grid's: other regimes, or no plan, score what the store holds)."""
-    plan = store_plan(store) if regime == "frozen" else None
-    return axes_from_runs(runs, regime=regime, plan=plan)
+    """:func:`~crsbench.scoring.axes_from_runs` of ``regime`` against the plan.
+
+    The one way every scoring path (leaderboard, analyses, report, verdict, anchors freeze)
+    reads per-seed axes: what each cell of ``regime`` must hold comes from ``store``'s
+    recorded plan (a :class:`~crsbench.store.plan.StoredPlan`, or a store directory), never
+    from what the store holds. Without a plan of ``regime`` (a bare runs table, a store written
+    before the plan was recorded) the store's rows decide (:data:`NO_PLAN_NOTE`).
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        The store's ``runs`` table.
+    store : StoredPlan, path or None
+        The plan, or the store that records it.
+    regime, include_shift, probe, robustness
+        As :func:`~crsbench.scoring.axes_from_runs` (a control probe is held to the frozen
+        cells' plan: the planner fits it on the same seeds, conditions and shift targets).
+    """
+    return axes_from_runs(runs, regime=regime, include_shift=include_shift, probe=probe,
+                          robustness=robustness, plan=plan_of(store, regime))  # fmt: skip
+
+
+def plan_notes(store: str | Path | None) -> list[str]:
+    """``[NO_PLAN_NOTE]`` for a readable store without a recorded plan, else ``[]``."""
+    if store is None or store_plan(store) is not None:
+        return []
+    try:
+        read_meta(store)
+    except StoreError:
+        return []
+    return [NO_PLAN_NOTE]
 
 
 def planned_cells(config_json: str) -> set[tuple[str, str]] | None:
@@ -87,7 +135,7 @@ def store_planned_cells(store: str | Path) -> set[tuple[str, str]] | None:
     config recorded in its ``meta`` table."""
     plan = store_plan(store)
     if plan is not None:
-        return plan.keys()
+        return plan.keys("frozen")
     try:
         meta = read_meta(store)
     except StoreError:
