@@ -253,8 +253,10 @@ def freeze_anchors(
     """Freeze a new anchors version whose reference panel is a store's encoder profiles.
 
     The bounds and weights are copied from ``base`` (default: the current version); the
-    per-dataset panels are the seed-mean utility profiles of every encoder in the store
-    (main protocol), so that dominance means "share of this frozen cohort of peers". Once
+    per-dataset panels are the seed-mean utility profiles of every complete cell in the store
+    (main protocol, held to the store's recorded plan: a cell missing a planned seed, condition
+    or shift target has no profile), so that dominance means "share of this frozen cohort of
+    peers". Once
     written, the file never changes: later encoders are scored against it unchanged.
 
     Parameters

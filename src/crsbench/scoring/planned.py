@@ -3,9 +3,11 @@
 An interrupted run, a ``--skip-missing`` run or a deleted cell leaves an encoder with fewer
 cells than its config planned; a run may also lack a planned seed or shift target in every
 cell. What each cell must hold comes from the plan the store records
-(:func:`crsbench.store.read_plan`), never from what the store holds: :func:`planned_axes`
-reads it, so a planned-but-absent cell is a row of NaN axes noted :data:`NOT_RUN` and a
-missing seed or shift target is a NaN with its reason (:mod:`crsbench.scoring.expected`).
+(:func:`crsbench.store.read_plan`: the frozen grid's cells and the LoRA regime's), never from
+what the store holds: :func:`planned_axes`, the one way every scoring path reads per-seed
+axes, holds the runs to it, so a planned-but-absent cell is a row of NaN axes noted
+:data:`NOT_RUN` and a missing seed or shift target is a NaN with its reason
+(:mod:`crsbench.scoring.expected`).
 A store written before the plan was recorded falls back to the cells of its stored config
 (:func:`planned_cells`, :func:`add_unrun_cells`).
 
