@@ -41,7 +41,7 @@ AXIS_TABLE_COLUMNS: tuple[str, ...] = (
     "retention",
     "aulc",
     "robustness_drop",
-    "shift_auroc",
+    "shift_auroc_mean_targets",
     "robustness_drop_extra",
     "robustness_drop_with_extra",
     "robustness_drop_all_shifts",
