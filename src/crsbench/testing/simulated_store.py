@@ -194,10 +194,12 @@ def _cell_seed_rows(e, ds, seed, regime, cell_auc, cell_ece, rng) -> list[dict]:
         gap = (auc - 0.5) * 0.09 * e.hunger * (-np.log10(f)) ** 1.3
         row(fraction=f, a=auc - gap + (rng.normal(0, 0.004) if f < 1 else 0.0),
             c=ece + (0.02 * (-np.log10(f)) if f < 1 else 0.0))  # fmt: skip
+    out[-1]["details"] = _val_details(auc)  # the full-label row: depth 1.0's validation
     if regime == "frozen":
         for depth in LAYER_DEPTHS[:-1]:
             gain = 0.015 if depth == e.best_depth else -0.03 * (1.0 - depth) * 2
             row(layer=depth, a=auc + gain + rng.normal(0, 0.004))
+            out[-1]["details"] = _val_details(auc + gain)  # validation: the planted AUROC
         row(probe="mlp", a=auc + rng.normal(0.004, 0.006), c=ece * 1.3)
         row(probe="knn", a=auc - 0.03 + rng.normal(0, 0.008), c=ece * 1.8)
         for method in RECALIBRATORS:
@@ -215,6 +217,11 @@ def _cell_seed_rows(e, ds, seed, regime, cell_auc, cell_ece, rng) -> list[dict]:
         row(eval_ds=SHIFT_TARGET[ds], cond="shift",
             a=auc - shift - 0.02 * e.fragility + rng.normal(0, 0.01), c=ece + 0.05)  # fmt: skip
     return out
+
+
+def _val_details(val_auroc: float) -> str:
+    """A simulated probe row's details with the validation AUROC of its chosen C."""
+    return json.dumps({"simulated": True, "val_auroc": float(val_auroc)})
 
 
 def _extra_shift_rows(seed_rows: list[dict], targets: Sequence[str]) -> list[dict]:
