@@ -77,8 +77,10 @@ class ReportData:
     #: The requested bootstrap (``test-patients`` or ``seed-only``) and the store it reads.
     interval: str = "test-patients"
     store_dir: Path | None = None
-    #: What each cell must hold: the store's recorded plan (``None``: written before it was).
+    #: What each cell must hold: the store's recorded plan (``None``: written before it was),
+    #: and the note saying so (:data:`crsbench.store.plan.NO_PLAN_NOTE`), shown on the page.
     plan: StoredPlan | None = None
+    plan_notes: list[str] = field(default_factory=list)
     #: Worker processes of the test-set bootstrap (``None``: every available core).
     n_jobs: int | None = None
     #: The method the intervals came from, why it fell back (or ""), test patients per
@@ -309,7 +311,7 @@ def compute_report_data(
     data = ReportData(runs=runs, board=board, cells=cells, anchors_version=anc.version,
                       n_replicates=n_replicates, seed=seed, meta=meta, reliability=reliability,
                       cells_left_out=[str(w.message) for w in caught]
-                      + plan_notes(store_dir) + incomplete_sentences(cells),
+                      + incomplete_sentences(cells), plan_notes=plan_notes(store_dir),
                       cells_excluded=excluded_cells(meta),
                       shift_rows=shift_rows_sentences(runs), anchors=anc, interval=interval,
                       store_dir=Path(store_dir), plan=plan, n_jobs=n_jobs)  # fmt: skip

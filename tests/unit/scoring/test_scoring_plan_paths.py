@@ -197,7 +197,7 @@ def test_a_store_without_a_plan_says_so_in_score_and_report(tmp_path: Path) -> N
                                      "--out", str(tmp_path / "scores")])  # fmt: skip
     assert shown.exit_code == 0, shown.output
     assert "has no 'plan' table" in shown.stderr
-    assert NO_PLAN_NOTE in compute_report_data(old, n_replicates=0).cells_left_out
+    assert compute_report_data(old, n_replicates=0).plan_notes == [NO_PLAN_NOTE]
     runs, new = _store(df, tmp_path, _plan(tmp_path, df), name="new")
     assert build_leaderboard(runs, n_replicates=0, store=new).attrs["plan_notes"] == []
-    assert NO_PLAN_NOTE not in compute_report_data(new, n_replicates=0).cells_left_out
+    assert compute_report_data(new, n_replicates=0).plan_notes == []
