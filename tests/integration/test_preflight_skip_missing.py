@@ -13,7 +13,9 @@ from crsbench.cli import app
 from crsbench.config import load_config
 from crsbench.config.loading import packaged_config_path
 from crsbench.encoders import PAPER_FAMILIES
+from crsbench.runs.plan import recorded_plan
 from crsbench.runs.preflight import preflight
+from crsbench.store import read_plan
 
 from .runner_fixtures import MORE_SHIFT_TARGETS, tiny_config_dict, write_tiny_data
 
@@ -94,6 +96,11 @@ def test_skip_missing_runs_the_rest_and_status_shows_the_skipped_cell(data, no_w
     assert [(c["encoder"], c["dataset"]) for c in last["skipped_cells"]] == [
         ("chexzero", "isic2019")
     ]
+    # the store records the planner's plan of the whole config: the skipped cell is planned
+    plan = read_plan(tmp_path / "out")
+    assert plan == recorded_plan(load_config(config), {"isic2019": "dermoscopy"})
+    assert plan.get("chexzero", "isic2019") is not None
+    assert plan.get("chexzero", "isic2019").conditions == (("jpeg", 1),)
 
     status = runner.invoke(app, ["status", str(config), "--json"])
     assert status.exit_code == 0, status.output

@@ -22,11 +22,11 @@ import yaml
 
 pytest.importorskip("ray")
 
-from crsbench.config import parse_config  # noqa: E402
-from crsbench.runs.pipeline import RunOptions, run_benchmark  # noqa: E402
+from crsbench.config import parse_config
+from crsbench.runs.pipeline import RunOptions, run_benchmark
 
-from .ray_cluster import START_GUARD_S, LocalRayCluster  # noqa: E402
-from .test_ray_executor import assert_same_runs, runs_table  # noqa: E402
+from .ray_cluster import START_GUARD_S, LocalRayCluster
+from .test_ray_executor import assert_same_runs, runs_table
 
 pytestmark = [
     pytest.mark.slow,

@@ -86,6 +86,13 @@ def test_values_and_provenance_filled(finished_run):
         assert details["shift_rows"] == expected and details["n_eval"] == len(test)
     details = json.loads(runs.loc[runs["probe"] == "logistic", "details"].iloc[0])
     assert details["C"] in (0.01, 1.0, 100.0)
+    # every full-label logistic row, depth 0.5 included, records its validation AUROC (the
+    # layer-depth sweep chooses on it)
+    full = runs.query("probe == 'logistic' and fraction == 1.0 and condition == 'clean' "
+                      "and recalibrator == 'none' and regime == 'frozen'")  # fmt: skip
+    vals = [json.loads(d).get("val_auroc") for d in full["details"]]
+    assert {0.5, 1.0} <= set(full["layer"]) and all(v is None or 0 <= v <= 1 for v in vals)
+    assert sum(v is not None for v in vals) >= len(vals) // 2
     # the two seeds draw different label subsamples at 25 %, so their records differ
     part = runs.query("probe == 'logistic' and fraction == 0.25 and dataset == 'chexpert'")
     assert len(part) == 2 and part["auroc"].nunique() == 2

@@ -29,8 +29,9 @@ DRY_RUN_OK_OPTION = typer.Option(
 
 def interval_lines(attrs: dict, replicates: int) -> list[str]:
     """What the intervals are: the method, a loud note on a fallback, test patients per
-    dataset, and which encoders the test set cannot tell apart."""
-    out = []
+    dataset, which encoders the test set cannot tell apart, the incomplete encoders (no tier
+    or rank probabilities, with the reason) and a store without a recorded plan."""
+    out = [f"NOTE: {line}." for line in attrs.get("plan_notes") or []]
     if attrs.get("interval_note"):
         out.append(f"NOTE: {attrs['interval_note']}.")
     patients = attrs.get("n_patients") or {}
@@ -40,7 +41,8 @@ def interval_lines(attrs: dict, replicates: int) -> list[str]:
                    f"test patients: {counts}")  # fmt: skip
     elif replicates > 0:
         out.append(f"intervals: seed-only bootstrap, {replicates:,} replicates")
-    return out + list(attrs.get("indistinguishable") or [])
+    incomplete = [f"NOTE: {line}" for line in attrs.get("incomplete") or []]
+    return out + list(attrs.get("indistinguishable") or []) + incomplete
 
 
 def load_store_runs(store: Path, dry_run_ok: bool = False):
@@ -147,6 +149,8 @@ def analyze(
             console.print(escape(probe["sentence"]))
         for name, why in summary["skipped"].items():
             console.print(f"[yellow]skipped[/] {name}: {escape(str(why))}")
+    for note in summary.get("notes") or []:
+        typer.echo(f"NOTE: {note}.", err=True)
     boot = summary["analyses"].get("bootstrap") or {}
     if boot.get("note"):
         typer.echo(f"NOTE: {boot['note']}.", err=True)

@@ -93,6 +93,11 @@ class FittedLinear:
         return float(self.Cs[self.C_index]) if self.C_index >= 0 else float("nan")
 
     @property
+    def chosen_val_auroc(self) -> float:
+        """Validation macro-AUROC of the chosen C (NaN when undefined or nothing was fitted)."""
+        return float(self.val_auroc[self.C_index]) if self.C_index >= 0 else float("nan")
+
+    @property
     def coef(self) -> np.ndarray:
         """(d, K) weights of the chosen C."""
         return self.coef_path[self.C_index]

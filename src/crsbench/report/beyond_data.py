@@ -44,7 +44,7 @@ def _replicates(d: ReportData, per_seed: pd.DataFrame) -> Any:
 
 
 def _add_verdict(d: ReportData, out: BeyondData) -> None:
-    from crsbench.scoring import axes_from_runs
+    from crsbench.scoring.planned import planned_axes
     from crsbench.stats.verdict import verdict_table
 
     if d.n_replicates <= 0:
@@ -52,7 +52,7 @@ def _add_verdict(d: ReportData, out: BeyondData) -> None:
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # unscored cells are named elsewhere
-        per_seed = axes_from_runs(d.runs)
+        per_seed = planned_axes(d.runs, d.plan)  # what each cell must hold: the plan's
     try:
         out.verdict = verdict_table(d.runs, _replicates(d, per_seed), d.anchors, seed=d.seed)
     except (CrsbenchError, ValueError) as exc:
@@ -77,7 +77,7 @@ def _add_overlap(d: ReportData, out: BeyondData) -> None:
         out.missing["shift"] = "the store has no institutional-shift rows (condition = shift)"
         return
     out.welch = shift_welch_without_flagged(d.runs)
-    out.validity = shift_validity_without_flagged(d.runs, d.anchors)
+    out.validity = shift_validity_without_flagged(d.runs, d.anchors, plan=d.plan)
 
 
 def _add_weights(d: ReportData, out: BeyondData) -> None:

@@ -17,8 +17,17 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import CrsbenchError, DataError, StoreError
-from crsbench.scoring.planned import add_unrun_cells, planned_cells
+from crsbench.scoring.planned import (
+    add_unrun_cells,
+    incomplete_sentences,
+    plan_notes,
+    planned_axes,
+    planned_cells,
+    ranked_per_seed,
+    store_plan,
+)
 from crsbench.store.files import STORE_FILE
+from crsbench.store.plan import StoredPlan
 from crsbench.store.reader import load_runs, read_meta, read_reliability, select_runs
 
 #: Leaderboard columns shown and written, in order.
@@ -68,6 +77,10 @@ class ReportData:
     #: The requested bootstrap (``test-patients`` or ``seed-only``) and the store it reads.
     interval: str = "test-patients"
     store_dir: Path | None = None
+    #: What each cell must hold: the store's recorded plan (``None``: written before it was),
+    #: and the note saying so (:data:`crsbench.store.plan.NO_PLAN_NOTE`), shown on the page.
+    plan: StoredPlan | None = None
+    plan_notes: list[str] = field(default_factory=list)
     #: Worker processes of the test-set bootstrap (``None``: every available core).
     n_jobs: int | None = None
     #: The method the intervals came from, why it fell back (or ""), test patients per
@@ -214,7 +227,7 @@ def _add_robustness(data: ReportData, anchors: Any = None) -> None:
     except (CrsbenchError, ValueError) as exc:
         data.missing["shift_test"] = str(exc)
     try:
-        loto = leave_one_target_out(data.runs, anchors)
+        loto = leave_one_target_out(data.runs, anchors, plan=data.plan)
     except (CrsbenchError, ValueError) as exc:
         data.missing["shift_validity"] = str(exc)
         return
@@ -227,7 +240,7 @@ def _add_robustness(data: ReportData, anchors: Any = None) -> None:
 def _add_control_probes(data: ReportData, anchors: Any) -> None:
     from crsbench.stats.control_probes import control_probe_agreement
 
-    agreement, coverage = control_probe_agreement(data.runs, anchors)
+    agreement, coverage = control_probe_agreement(data.runs, anchors, plan=data.plan)
     if agreement.empty:
         data.missing["control_probes"] = (
             "the store has no control-probe rows (probe other than logistic)"
@@ -272,15 +285,15 @@ def compute_report_data(
         The store is missing, locked, or has no complete main-protocol cell to score.
     """
     from crsbench.report.provenance import excluded_cells, shift_rows_sentences
-    from crsbench.scoring import aggregate_by_encoder, axes_from_runs, load_anchors, score_cells
+    from crsbench.scoring import aggregate_by_encoder, load_anchors, score_cells
     from crsbench.stats import rank_agreement, rank_moves
 
-    runs = load_runs(store_dir)
+    runs, plan = load_runs(store_dir), store_plan(store_dir)
     meta, reliability = read_meta(store_dir), read_reliability(store_dir)
     anc = load_anchors(anchors) if not hasattr(anchors, "version") else anchors
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        per_seed = axes_from_runs(runs)
+        per_seed = planned_axes(runs, plan)  # what each cell must hold: the store's plan
         cells = score_cells(per_seed, anc)
     if cells.empty or not cells["CRS"].notna().any():
         why = [f"{e}/{d}: {m}" for e, d, m in
@@ -297,10 +310,11 @@ def compute_report_data(
     board["interval"] = ""
     data = ReportData(runs=runs, board=board, cells=cells, anchors_version=anc.version,
                       n_replicates=n_replicates, seed=seed, meta=meta, reliability=reliability,
-                      cells_left_out=[str(w.message) for w in caught],
+                      cells_left_out=[str(w.message) for w in caught]
+                      + incomplete_sentences(cells), plan_notes=plan_notes(store_dir),
                       cells_excluded=excluded_cells(meta),
                       shift_rows=shift_rows_sentences(runs), anchors=anc, interval=interval,
-                      store_dir=Path(store_dir), n_jobs=n_jobs)  # fmt: skip
+                      store_dir=Path(store_dir), plan=plan, n_jobs=n_jobs)  # fmt: skip
     scored = board[board["CRS"].notna()]
     if len(scored) >= 2:
         auc = dict(zip(scored["encoder"], scored["auroc"], strict=True))
@@ -309,7 +323,7 @@ def compute_report_data(
         data.rank_moves = rank_moves(auc, crs, names=("auroc", "crs"))
     else:
         data.missing["rank_shift"] = "rank agreement needs at least two scored encoders"
-    _add_bootstrap(data, per_seed, anc)
+    _add_bootstrap(data, ranked_per_seed(per_seed, cells), anc)
     _add_calibration(data, calibration_cell)
     _add_robustness(data, anc)
     clean = select_runs(runs, fraction=None)

@@ -159,8 +159,8 @@ def robustness_figure(rob: pd.DataFrame, fig_dir: Path) -> Figure:
 
 
 def shift_figure(shift: pd.DataFrame, fig_dir: Path) -> Figure:
-    """Source vs shift-target AUROC per encoder, medical and general encoders in separate
-    blocks (one column per source → target pair); dotted lines are the group means."""
+    """Source vs shift-target AUROC per encoder, medical, general and baseline encoders in
+    separate blocks (one column per source → target pair); dotted lines are the group means."""
     plt = pyplot()
     pairs = sorted(set(zip(shift["dataset"], shift["eval_dataset"], strict=True)))
     n_enc = shift["encoder"].nunique()

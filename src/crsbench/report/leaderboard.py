@@ -10,8 +10,14 @@ import pandas as pd
 
 from crsbench.scoring.aggregate import aggregate_by_encoder, score_cells
 from crsbench.scoring.anchors import Anchors
-from crsbench.scoring.axes import axes_from_runs
-from crsbench.scoring.planned import add_unrun_cells, store_planned_cells
+from crsbench.scoring.planned import (
+    add_unrun_cells,
+    incomplete_sentences,
+    plan_notes,
+    planned_axes,
+    ranked_per_seed,
+    store_planned_cells,
+)
 
 LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "encoder", "n_cells", "n_cells_scored", "auroc", "ece", "retention",
@@ -42,9 +48,14 @@ def build_leaderboard(
     × seeds on ``store``'s per-sample predictions, ``interval="seed-only"`` the paper's
     seed-only bootstrap; ``interval`` names the method used. ``board.attrs`` holds
     ``interval_note`` (why it fell back to seed-only, else empty), ``n_patients`` (test
-    patients per dataset) and ``indistinguishable`` (one sentence per tier of several
-    encoders). An encoder with a cell that cannot be scored keeps its row, with NaN CRS, no
-    rank, no tier, and the reason in ``missing``; the extras' robustness is beside R.
+    patients per dataset), ``indistinguishable`` (one sentence per tier of several
+    encoders), ``incomplete`` (one sentence per incomplete encoder) and ``plan_notes`` (the
+    store records no plan: what the fallback is, else empty). What each cell must
+    hold comes from ``store``'s recorded plan (:func:`crsbench.scoring.planned.planned_axes`).
+    An encoder with a cell that cannot be scored (or was planned and not run) keeps its row,
+    with NaN CRS, no rank, no tier, no P(rank 1) / P(top 3), and the reason in ``missing``; it
+    is left out of the bootstrap, so it takes no part in the other encoders' probabilities.
+    The extras' robustness is beside R.
     ``pretraining_overlap`` names the encoder's cells and shift targets that its pretraining
     data may include (:func:`crsbench.stats.contamination.pretraining_overlap`).
     """
@@ -57,19 +68,22 @@ def build_leaderboard(
     )
 
     check_interval(interval)
-    per_seed = axes_from_runs(runs, regime=regime)
+    per_seed = planned_axes(runs, store, regime)  # what each cell must hold: the plan's
     cells = score_cells(per_seed, anchors, rule=rule)
-    if store is not None:  # a planned cell the store lacks makes the encoder's row incomplete
+    if store is not None and regime == "frozen":  # a store without a recorded plan
         cells = add_unrun_cells(cells, store_planned_cells(store))
+    ranked = ranked_per_seed(per_seed, cells)  # incomplete encoders take no part
     board = aggregate_by_encoder(cells)
     flags = pretraining_overlap(cells, shift_auroc_by_encoder(runs, regime))
     board["pretraining_overlap"] = board["encoder"].map(flags).fillna("")
     for col in ("crs_ci_low", "crs_ci_high", "tier", "p_rank1", "p_top3"):
         board[col] = np.nan
     board["interval"] = ""
-    board.attrs.update(interval_note="", n_patients={}, indistinguishable=[])
-    if n_replicates > 0 and len(board) > 1:
-        unc = crs_uncertainty(per_seed, anchors, store=store, interval=interval, rule=rule,
+    board.attrs.update(interval_note="", n_patients={}, indistinguishable=[],
+                       incomplete=incomplete_sentences(cells),
+                       plan_notes=plan_notes(store))  # fmt: skip
+    if n_replicates > 0 and len(board) > 1 and not ranked.empty:
+        unc = crs_uncertainty(ranked, anchors, store=store, interval=interval, rule=rule,
                               n_replicates=n_replicates, seed=seed, n_jobs=n_jobs)  # fmt: skip
         info = unc.result.ranks.set_index("encoder")
         for col in ("crs_ci_low", "crs_ci_high", "tier", "p_rank1", "p_top3"):

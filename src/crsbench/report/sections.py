@@ -141,6 +141,7 @@ def leaderboard(d: ReportData, w: Writer) -> Section:
         ))  # fmt: skip
     if d.cells_left_out:
         s.parts.append(note_html("; ".join(d.cells_left_out)))
+    s.parts += [note_html(f"{n[0].upper()}{n[1:]}.") for n in d.plan_notes]
     return s
 
 

@@ -111,15 +111,18 @@ def _sentence(row: Any, worst: pd.DataFrame, recal: pd.DataFrame) -> str:
     return "; ".join(parts) + "."
 
 
-def _board(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """The encoders' axes and CRS on the fixed anchors, the per-seed axes, and the warnings."""
-    from crsbench.scoring import aggregate_by_encoder, axes_from_runs, load_anchors, score_cells
+def _board(runs: pd.DataFrame, store_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """The encoders' axes and CRS on the fixed anchors, the per-seed axes of the encoders that
+    can be ranked (what each cell must hold: the store's plan), and the warnings."""
+    from crsbench.scoring import aggregate_by_encoder, load_anchors, score_cells
+    from crsbench.scoring.planned import planned_axes, ranked_per_seed
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        per_seed = axes_from_runs(runs)
-        board = aggregate_by_encoder(score_cells(per_seed, load_anchors(None)))
-    return board, per_seed, [str(w.message) for w in caught]
+        per_seed = planned_axes(runs, store_dir)
+        cells = score_cells(per_seed, load_anchors(None))
+        board = aggregate_by_encoder(cells)
+    return board, ranked_per_seed(per_seed, cells), [str(w.message) for w in caught]
 
 
 def _add_intervals(board: pd.DataFrame, per_seed: pd.DataFrame, store_dir: Path,
@@ -152,7 +155,7 @@ def _compare(board: pd.DataFrame, store: Path) -> pd.DataFrame:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        bench = aggregate_by_encoder(score_runs(load_runs(store)))
+        bench = aggregate_by_encoder(score_runs(load_runs(store), plan=store))
     cols = ["encoder", "CRS", "auroc", "ece", "retention", "robustness_drop"]
     mine = board[cols].add_prefix("cohort_").rename(columns={"cohort_encoder": "encoder"})
     theirs = bench[cols].add_prefix("benchmark_").rename(columns={"benchmark_encoder": "encoder"})
@@ -177,7 +180,7 @@ def compute_verdict(store_dir: Path, compare: Path | None = None,
     runs = load_runs(store_dir)
     cohort_file = Path(store_dir) / "cohort.json"
     cohort = json.loads(cohort_file.read_text(encoding="utf-8")) if cohort_file.is_file() else {}
-    board, per_seed, notes = _board(runs)
+    board, per_seed, notes = _board(runs, Path(store_dir))
     method, note, n_patients = _add_intervals(board, per_seed, Path(store_dir), interval)
     worst = _worst_condition(runs)
     recal = recal_table(runs)

@@ -85,15 +85,22 @@ def _fit_grid(
 
 
 def _fit_details(fit: FittedLinear) -> dict[str, Any]:
-    """What a logistic row records of its fit (chosen C, training rows, convergence)."""
+    """What a logistic row records of its fit (chosen C and its validation AUROC, training
+    rows, convergence)."""
     return {
         "C": fit.C,
+        "val_auroc": _finite_or_none(fit.chosen_val_auroc),
         "n_train": fit.n_rows,
         "n_iter": fit.n_iter,
         "converged": bool(np.all(fit.converged)),
         "flags": list(fit.flags),
         "skipped": {str(k): v for k, v in fit.skipped.items()},
     }
+
+
+def _finite_or_none(value: float) -> float | None:
+    """``value``, or ``None`` (JSON null) when it is NaN: details hold no NaN."""
+    return float(value) if np.isfinite(value) else None
 
 
 def _logistic(run: CellRun) -> list[RunRow]:
@@ -152,7 +159,8 @@ def _layers(run: CellRun) -> list[RunRow]:
         for seed, fit in fits.items():
             mkey = model_key("layer", depth, fit.coef, fit.intercept)
             on_test = lambda fit=fit, X=X: fit.predict_proba(X[cell.test])  # noqa: E731
-            extra = {"C": fit.C, "n_iter": fit.n_iter}
+            extra = {"C": fit.C, "n_iter": fit.n_iter,
+                     "val_auroc": _finite_or_none(fit.chosen_val_auroc)}  # fmt: skip
             ident = run.ids.run(seed, layer=depth)
             rows.append(run.scorer(Evaluation(ident, run.y_test, on_test, extra, t0,
                                               (mkey, "clean"))).row)  # fmt: skip

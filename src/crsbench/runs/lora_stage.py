@@ -31,6 +31,7 @@ from crsbench.runs.plan import cell_conditions, shift_targets_of
 from crsbench.runs.prepare import PreparedDataset
 from crsbench.runs.rows import Provenance, to_records
 from crsbench.store import ResultsStore
+from crsbench.store.plan import PlannedCell
 
 #: ``probe`` of the LoRA rows. The stored analyses (``axes_from_runs``, hence
 #: ``regime_comparison``) read the main-protocol rows of a regime as ``probe='logistic'``; the
@@ -95,6 +96,18 @@ def lora_plan(cfg: BenchmarkConfig, modalities: dict[str, str]) -> LoraPlan:
                 for s in lora.seeds
             }
     return out
+
+
+def lora_planned_cells(cfg: BenchmarkConfig, modalities: dict[str, str]) -> list[PlannedCell]:
+    """What the store records of :func:`lora_plan` (``regime="lora"`` cells of table
+    ``plan``): per adapted cell the LoRA seeds, fine-tuned fractions, conditions and shift
+    targets, so the LoRA regime is scored against what was planned."""
+    return [
+        PlannedCell(enc, ds, tuple(int(s) for s in seeds), tuple(float(f) for f in
+                    cfg.lora_fractions), cell_conditions(cfg, modalities[ds]),
+                    shift_targets_of(cfg, ds), regime="lora")
+        for (enc, ds), seeds in sorted(lora_plan(cfg, modalities).items())
+    ]  # fmt: skip
 
 
 def _subsets(

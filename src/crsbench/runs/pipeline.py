@@ -20,14 +20,21 @@ from crsbench.encoders.devices import require_device
 from crsbench.features.pixel_memo import PIXEL_MEMO
 from crsbench.runs import executors
 from crsbench.runs.cell import CellSettings
-from crsbench.runs.lora_stage import lora_plan, run_lora_stage
+from crsbench.runs.lora_stage import lora_plan, lora_planned_cells, run_lora_stage
 from crsbench.runs.outdir import check_output_dir, claim_cache_dir, claim_output_dir
-from crsbench.runs.plan import CellOutcome, CellPlan, control_fractions, plan_cells
+from crsbench.runs.plan import (
+    CellOutcome,
+    CellPlan,
+    control_fractions,
+    plan_cells,
+    recorded_plan,
+)
 from crsbench.runs.prediction_keeper import pop_predictions
 from crsbench.runs.prepare import PreparedDataset, prepare_datasets
 from crsbench.runs.rows import Provenance, to_records
 from crsbench.store import LAST_RUN_FILE, ResultsStore
 from crsbench.store.cards import CardFacts
+from crsbench.store.plan import StoredPlan
 from crsbench.store.predictions import prediction_batch
 from crsbench.store.reliability import rebuild_reliability_table
 
@@ -288,6 +295,15 @@ def card_facts(cfg: BenchmarkConfig, prepared: Mapping[str, PreparedDataset]) ->
     return CardFacts(groups, labels)
 
 
+def _recorded_plan(cfg: BenchmarkConfig) -> StoredPlan:
+    """The frozen grid's plan and the LoRA regime's cells (table ``plan``)."""
+    from crsbench.datasets import DATASETS
+
+    modalities = {n: DATASETS.get(n).card.modality for n in cfg.datasets}
+    frozen = recorded_plan(cfg, modalities)
+    return StoredPlan.ordered((*frozen.cells, *lora_planned_cells(cfg, modalities)))
+
+
 def _aggregate_and_export(store: ResultsStore, out: Path) -> None:
     store.aggregate()
     rebuild_reliability_table(store.con)
@@ -321,6 +337,7 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
     claim_cache_dir(cfg.cache_dir, create=False)
     require_device(cfg.device)  # before any folder: a cuda run on a machine without a GPU
     cfg = _pin_working_size(cfg)  # W of the whole config, whatever --skip-missing leaves out
+    planned = _recorded_plan(cfg)  # what each cell must hold, skipped cells included
     cfg, skipped = _runnable(cfg, opts.emit, opts.skip_missing) if opts.check else (cfg, [])
     out = claim_output_dir(cfg.output_dir, dataset_roots=roots, force=opts.force)
     claim_cache_dir(cfg.cache_dir, create=True)
@@ -332,6 +349,7 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
         if store.moved_aside:
             opts.emit("moved", {"moved": [(str(a), str(b)) for a, b in store.moved_aside]})
         store.record_cards(card_facts(cfg, run.prepared))
+        store.record_plan(planned)
         todo, done_before = _split_done(cells, store.done_keys(), h)
         n_total = _announce_plan(run, cells, done_before, len(skipped), modalities)
         with PIXEL_MEMO.sharing():  # every encoder (frozen or adapted) sees the same W x W

@@ -13,6 +13,7 @@ from typing import Any
 
 from crsbench.config import BenchmarkConfig
 from crsbench.runs.identity import CellIdentity, RunIdentity
+from crsbench.store.plan import PlannedCell, StoredPlan
 
 
 @dataclass(frozen=True)
@@ -129,3 +130,28 @@ def plan_cells(cfg: BenchmarkConfig, modalities: dict[str, str]) -> list[CellPla
 def shift_targets_of(cfg: BenchmarkConfig, source: str) -> tuple[str, ...]:
     """The shift targets of probe dataset ``source``, in the config's order."""
     return tuple(s.target for s in cfg.shifts if s.source == source)
+
+
+def recorded_plan(cfg: BenchmarkConfig, modalities: dict[str, str]) -> StoredPlan:
+    """What the store records of :func:`plan_cells`: per frozen cell its seeds, label
+    fractions, conditions and shift targets (:mod:`crsbench.store.plan`).
+
+    Scoring reads it to know what each cell must hold, whatever the store holds.
+
+    Parameters
+    ----------
+    cfg : BenchmarkConfig
+        The whole config (before ``--skip-missing`` drops anything: a skipped cell is
+        planned, not run).
+    modalities : mapping dataset name → modality (from the dataset cards)
+
+    Returns
+    -------
+    StoredPlan
+        One :class:`~crsbench.store.plan.PlannedCell` per frozen cell, by (encoder, dataset).
+    """
+    return StoredPlan.ordered(
+        PlannedCell(c.encoder, c.dataset, tuple(int(s) for s in cfg.seeds),
+                    tuple(float(f) for f in cfg.fractions), c.conditions, c.shift_targets)
+        for c in plan_cells(cfg, modalities)
+    )  # fmt: skip

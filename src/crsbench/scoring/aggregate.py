@@ -14,8 +14,9 @@ import pandas as pd
 
 from crsbench.scoring import notes as nt
 from crsbench.scoring.anchors import AXES, Anchors
-from crsbench.scoring.axes import axes_from_runs, seed_means
+from crsbench.scoring.axes import seed_means
 from crsbench.scoring.crs import SCORE_COLUMNS, crs_table
+from crsbench.scoring.planned import PlanSource, planned_axes
 
 #: Dataset → clinical domain, for per-domain reporting.
 DOMAINS = {"isic2019": "dermatology", "aptos2019": "ophthalmology", "chexpert": "radiology",
@@ -75,11 +76,13 @@ def score_runs(
     rule: str = "fixed",
     regime: str = "frozen",
     include_shift: bool = True,
+    plan: PlanSource = None,
 ) -> pd.DataFrame:
-    """Run records → per-cell CRS table (main protocol of ``regime``)."""
-    return score_cells(
-        axes_from_runs(runs, regime=regime, include_shift=include_shift), anchors, rule
-    )
+    """Run records → per-cell CRS table (main protocol of ``regime``); what each cell must
+    hold comes from ``plan`` (a recorded plan or its store,
+    :func:`crsbench.scoring.planned.planned_axes`)."""
+    per_seed = planned_axes(runs, plan, regime, include_shift=include_shift)
+    return score_cells(per_seed, anchors, rule)
 
 
 def aggregate_by_encoder(cells: pd.DataFrame) -> pd.DataFrame:

@@ -253,8 +253,10 @@ def freeze_anchors(
     """Freeze a new anchors version whose reference panel is a store's encoder profiles.
 
     The bounds and weights are copied from ``base`` (default: the current version); the
-    per-dataset panels are the seed-mean utility profiles of every encoder in the store
-    (main protocol), so that dominance means "share of this frozen cohort of peers". Once
+    per-dataset panels are the seed-mean utility profiles of every complete cell in the store
+    (main protocol, held to the store's recorded plan: a cell missing a planned seed, condition
+    or shift target has no profile), so that dominance means "share of this frozen cohort of
+    peers". Once
     written, the file never changes: later encoders are scored against it unchanged.
 
     Parameters
@@ -270,11 +272,12 @@ def freeze_anchors(
     datasets : sequence of str, optional
         Restrict the frozen panels to these datasets.
     """
-    from crsbench.scoring.axes import axes_from_runs, seed_means
+    from crsbench.scoring.axes import seed_means
+    from crsbench.scoring.planned import planned_axes
     from crsbench.store import load_runs
 
     base_anchors = load_anchors(base)
-    cells = seed_means(axes_from_runs(load_runs(store_dir)))
+    cells = seed_means(planned_axes(load_runs(store_dir), store_dir))  # the store's plan
     if datasets is not None:
         cells = cells[cells["dataset"].isin(list(datasets))]
     if cells.empty:

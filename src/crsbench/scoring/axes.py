@@ -27,17 +27,12 @@ import pandas as pd
 
 from crsbench.core.errors import DataError
 from crsbench.core.shift_labels import source_reference
-from crsbench.protocol import (
-    CLEAN,
-    RETENTION_FRACTIONS,
-    SHIFT,
-    UNPERTURBED_CONDITIONS,
-    condition_roles,
-    shift_in_r,
-)
+from crsbench.protocol import CLEAN, RETENTION_FRACTIONS, SHIFT, UNPERTURBED_CONDITIONS
 from crsbench.scoring import notes as nt
 from crsbench.scoring.anchors import AXES
-from crsbench.scoring.seed_axes import NO_CLEAN, NO_ROWS, Expected, SeedRows, seed_axes
+from crsbench.scoring.expected import cell_expectations
+from crsbench.scoring.seed_axes import NO_CLEAN, NO_ROWS, NOT_RUN, SeedRows, seed_axes
+from crsbench.store.plan import StoredPlan
 from crsbench.store.reader import select_runs
 
 AXIS_TABLE_COLUMNS: tuple[str, ...] = (
@@ -46,7 +41,7 @@ AXIS_TABLE_COLUMNS: tuple[str, ...] = (
     "retention",
     "aulc",
     "robustness_drop",
-    "shift_auroc",
+    "shift_auroc_mean_targets",
     "robustness_drop_extra",
     "robustness_drop_with_extra",
     "robustness_drop_all_shifts",
@@ -68,37 +63,6 @@ def _check_unique(m: pd.DataFrame) -> None:
             f"runs must hold one main-protocol row per identity. Got {int(dup.sum())} rows "
             f"sharing identities, e.g. {first}."
         )
-
-
-def _expectations(
-    m: pd.DataFrame,
-    include_shift: bool | Sequence[str],
-    fractions: tuple[float, ...],
-    robustness: str = "paper",
-) -> dict:
-    """Per dataset: what its cells must hold (shift targets and extras the store evaluates).
-
-    ``include_shift``: ``True`` (every shift target), ``False`` (none) or the targets kept."""
-    full = m[np.isclose(m["fraction"].astype(float), 1.0)]
-    roles = condition_roles(full["condition"], full["severity"])
-    out = {}
-    for ds in sorted(m["dataset"].unique()):
-        mine = (full["dataset"] == ds).to_numpy()
-        shift = full[mine & (roles == SHIFT) & (full["eval_dataset"] != ds).to_numpy()]
-        extra = full[mine & (roles == "extra") & (full["eval_dataset"] == ds).to_numpy()]
-        targets = [t for t in sorted(shift["eval_dataset"].unique()) if _kept(t, include_shift)]
-        in_r = tuple(t for t in targets if shift_in_r(ds, t, robustness))
-        beside = tuple(t for t in targets if not shift_in_r(ds, t, robustness))
-        pairs = sorted({(str(c), int(v)) for c, v in zip(extra["condition"], extra["severity"],
-                                                          strict=True)})  # fmt: skip
-        out[ds] = Expected(fractions, in_r, tuple(pairs), beside)
-    return out
-
-
-def _kept(target: str, include_shift: bool | Sequence[str]) -> bool:
-    if isinstance(include_shift, bool):
-        return include_shift
-    return target in include_shift
 
 
 def _seed_rows(m: pd.DataFrame) -> dict[tuple, SeedRows]:
@@ -140,6 +104,7 @@ def axes_from_runs(
     layer: float = 1.0,
     fractions: tuple[float, ...] = RETENTION_FRACTIONS,
     robustness: str = "paper",
+    plan: StoredPlan | None = None,
 ) -> pd.DataFrame:
     """The four axes per (encoder, dataset, seed) from run records, with what is missing.
 
@@ -158,12 +123,20 @@ def axes_from_runs(
     robustness : {"paper", "all_shifts"}
         Which shift targets R counts (:data:`crsbench.protocol.ROBUSTNESS_VARIANTS`):
         the paper's (default) or every one read; the others are extras.
+    plan : StoredPlan, optional
+        What each cell must hold (:func:`crsbench.store.read_plan`, for the frozen regime):
+        every planned cell and seed is a row, and a planned seed, condition or shift target
+        the store lacks is missing, even when no cell holds it. ``None`` (a bare runs table,
+        or a store written before the plan was recorded): what the store holds
+        (:mod:`crsbench.scoring.expected`).
 
     Returns
     -------
     pandas.DataFrame
-        One row per cell and seed of the regime (every seed any cell has, so an absent seed
-        is a row of NaN): ``encoder, dataset, seed``, the columns of
+        One row per cell and seed (the planned seeds, else every seed any cell has, so an
+        absent seed is a row of NaN; a planned cell absent from the store is a row of NaN per
+        seed noted :data:`~crsbench.scoring.seed_axes.NOT_RUN`): ``encoder, dataset, seed``,
+        the columns of
         :data:`AXIS_TABLE_COLUMNS`, ``n_conditions``, ``n_extra_conditions`` and ``missing``
         (why a value is NaN; ``""`` when nothing is). R holds exactly the 15 paper conditions
         plus the shift targets; the extras are in ``robustness_drop_extra`` and
@@ -176,29 +149,33 @@ def axes_from_runs(
     """
     m = select_runs(runs, regime=regime, probe=probe, layer=layer, fraction=None,
                     condition=None, own_eval=None)  # fmt: skip
-    keys = ["encoder", "dataset", "seed"]
-    columns = [*keys, *AXIS_TABLE_COLUMNS, *COUNT_COLUMNS, "missing"]
-    if m.empty:
+    columns = ["encoder", "dataset", "seed", *AXIS_TABLE_COLUMNS, *COUNT_COLUMNS, "missing"]
+    if m.empty and (plan is None or not plan.cells):
         return pd.DataFrame(columns=columns)
     _check_unique(m)
-    expected = _expectations(m, include_shift, tuple(_frac(f) for f in fractions), robustness)
+    fracs = tuple(_frac(f) for f in fractions)
     by_seed = _seed_rows(m)
-    cells = sorted({(e, d) for e, d, _s in by_seed})
-    seeds = sorted({s for _e, _d, s in by_seed})
-    empty = SeedRows({}, {}, {})
+    held = {(e, d) for e, d, _s in by_seed}
     rows = []
-    for enc, ds in cells:
-        for seed in seeds:
-            values, note = seed_axes(by_seed.get((enc, ds, seed), empty), expected[ds])
-            rows.append({"encoder": enc, "dataset": ds, "seed": seed, **values, "missing": note})
+    for cell in cell_expectations(m, plan, include_shift, fracs, robustness):
+        key = (cell.encoder, cell.dataset)
+        for seed in cell.seeds:
+            values, note = seed_axes(by_seed.get((*key, seed), _EMPTY), cell.expected)
+            note = NOT_RUN if key not in held else note
+            rows.append({"encoder": key[0], "dataset": key[1], "seed": seed, **values,
+                         "missing": note})  # fmt: skip
     return pd.DataFrame(rows, columns=columns)
+
+
+_EMPTY = SeedRows({}, {}, {})
 
 
 def has_clean_row(per_seed: pd.DataFrame) -> pd.Series:
     """Whether each row of :func:`axes_from_runs` stands on a clean full-label row (``False``
     for a seed the grid expects but the store does not hold)."""
     notes = per_seed["missing"].fillna("").astype(str).map(nt.split)
-    return ~notes.map(lambda parts: NO_ROWS in parts or NO_CLEAN in parts).astype(bool)
+    lacking = (NO_ROWS, NO_CLEAN, NOT_RUN)
+    return ~notes.map(lambda parts: any(n in parts for n in lacking)).astype(bool)
 
 
 def seed_means(axes: pd.DataFrame) -> pd.DataFrame:

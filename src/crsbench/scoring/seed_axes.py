@@ -34,6 +34,8 @@ Condition = tuple[str, int]
 #: Notes of a seed that has no clean full-label row (see :func:`crsbench.scoring.has_clean_row`).
 NO_ROWS = "no main-protocol rows"
 NO_CLEAN = "D, C: clean full-label row missing"
+#: Note of every seed of a planned cell the store holds no main-protocol row of.
+NOT_RUN = "cell not run (planned by the config, absent from the store)"
 
 
 @dataclass(frozen=True)
@@ -132,10 +134,13 @@ def seed_axes(rows: SeedRows, exp: Expected) -> tuple[dict[str, float], str]:
     Returns
     -------
     (dict, str)
-        ``auroc, ece, retention, aulc, robustness_drop, shift_auroc, robustness_drop_extra,
-        robustness_drop_with_extra, robustness_drop_all_shifts`` (R's formula over the 15
-        paper conditions and every shift target, paper's or extra), ``n_conditions,
-        n_extra_conditions`` and the note.
+        ``auroc, ece, retention, aulc, robustness_drop, shift_auroc_mean_targets,
+        robustness_drop_extra, robustness_drop_with_extra, robustness_drop_all_shifts`` (R's
+        formula over the 15 paper conditions and every shift target, paper's or extra),
+        ``n_conditions, n_extra_conditions`` and the note. ``shift_auroc_mean_targets`` is
+        the mean AUROC over the cell's expected shift targets (each on its own labels; NaN
+        when one is missing or the cell has none); one target's AUROC is ``shift_auroc`` of
+        :func:`crsbench.stats.shift_auroc_by_encoder`.
     """
     out: list[str] = []
     if not rows.clean and not rows.perturbed and not rows.shift:
@@ -163,11 +168,10 @@ def seed_axes(rows: SeedRows, exp: Expected) -> tuple[dict[str, float], str]:
     in_r = None if paper is None or shifts is None else paper | shifts
     with_extra = None if in_r is None or extra is None else in_r | extra
     every_shift = None if in_r is None or extra_shifts is None else in_r | extra_shifts
-    shift_values = list(rows.shift.values())  # descriptive: every shift target evaluated
     values = {
         "auroc": float(auc), "ece": float(ece), "retention": float(ret), "aulc": float(area),
         "robustness_drop": _drop(rows, auc, in_r),
-        "shift_auroc": float(np.mean(shift_values)) if shift_values else np.nan,  # NaN stays
+        "shift_auroc_mean_targets": _mean_targets(rows, exp),
         "robustness_drop_extra": _drop(rows, auc, extra),
         "robustness_drop_with_extra": _drop(rows, auc, with_extra),
         "robustness_drop_all_shifts": _drop(rows, auc, every_shift),
@@ -177,11 +181,19 @@ def seed_axes(rows: SeedRows, exp: Expected) -> tuple[dict[str, float], str]:
     return values, nt.join(out)
 
 
+def _mean_targets(rows: SeedRows, exp: Expected) -> float:
+    """Mean target AUROC over every expected shift target (in R and beside it); NaN when
+    the cell expects none or one is missing (never a mean of those present)."""
+    targets = (*exp.shift_targets, *exp.extra_shift_targets)
+    values = [rows.shift.get(t, np.nan) for t in targets]
+    return float(np.mean(values)) if values else np.nan
+
+
 def _empty(exp: Expected) -> dict[str, float]:
     nan = float("nan")
     return {
         "auroc": nan, "ece": nan, "retention": nan, "aulc": nan, "robustness_drop": nan,
-        "shift_auroc": nan, "robustness_drop_extra": nan, "robustness_drop_with_extra": nan,
+        "shift_auroc_mean_targets": nan, "robustness_drop_extra": nan, "robustness_drop_with_extra": nan,
         "robustness_drop_all_shifts": nan,
         "n_conditions": len(PAPER_CONDITIONS) + len(exp.shift_targets),
         "n_extra_conditions": len(exp.extras) + len(exp.extra_shift_targets),

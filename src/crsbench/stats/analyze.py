@@ -17,8 +17,15 @@ import pandas as pd
 from crsbench.core.errors import DataError
 from crsbench.scoring.aggregate import aggregate_by_encoder, encoder_means, score_cells
 from crsbench.scoring.anchors import load_anchors
-from crsbench.scoring.axes import axes_from_runs
-from crsbench.scoring.planned import add_unrun_cells, store_planned_cells
+from crsbench.scoring.planned import (
+    add_unrun_cells,
+    incomplete_sentences,
+    plan_notes,
+    planned_axes,
+    ranked_per_seed,
+    store_plan,
+    store_planned_cells,
+)
 from crsbench.stats.agreement import rank_agreement, rank_moves
 from crsbench.stats.analyze_beyond import emit_beyond
 from crsbench.stats.analyze_predictions import emit_prediction_analyses
@@ -110,13 +117,16 @@ def run_analyses(
     if runs.empty:
         raise DataError("the store has no run records: run `crsbench run` first.")
     anc = load_anchors(anchors)
-    summary: dict = {"anchors_version": anc.version, "analyses": {}, "skipped": {}}
+    summary: dict = {"anchors_version": anc.version, "analyses": {}, "skipped": {},
+                     "notes": plan_notes(store)}  # fmt: skip
+    plan = store_plan(store)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        per_seed = axes_from_runs(runs)
+        per_seed = planned_axes(runs, plan)  # what each cell must hold: the store's plan
         cells = score_cells(per_seed, anc)
-    if store is not None:  # a planned cell the store lacks makes the encoder's row incomplete
+    if store is not None:  # a store without a recorded plan: the cells of its config
         cells = add_unrun_cells(cells, store_planned_cells(store))
+    summary["incomplete_encoders"] = incomplete_sentences(cells)
     summary["cells_left_out"] = [str(w.message) for w in caught]
     summary["cells_not_scored"] = {f"{e}/{d}": m for e, d, m, c in zip(
         cells["encoder"], cells["dataset"], cells["missing"], cells["CRS"], strict=True)
@@ -162,7 +172,8 @@ def run_analyses(
     test_set_axes: list = []  # the bootstrap's per-cell axes, reused by the verdict
 
     def bootstrap() -> tuple[pd.DataFrame, dict]:
-        unc = crs_uncertainty(per_seed, anc, store=store, interval=interval,
+        unc = crs_uncertainty(ranked_per_seed(per_seed, cells), anc, store=store,
+                              interval=interval,
                               n_replicates=n_replicates, seed=seed, n_jobs=n_jobs)  # fmt: skip
         test_set_axes.append(axis_replicates_of(unc))
         ranks = unc.ranks()
@@ -209,18 +220,18 @@ def run_analyses(
     emit("shift_welch", shift)
     emit("label_efficiency_cells", lambda: label_efficiency_cells(runs, cells))
     emit("label_efficiency_correlations", lambda: label_efficiency_correlations(cells))
-    emit("external_validity_shift", lambda: shift_validity(runs, anc))
+    emit("external_validity_shift", lambda: shift_validity(runs, anc, plan=plan))
     emit("leave_one_dataset_out", lambda: leave_one_dataset_out(cells))
-    emit("leave_one_target_out", lambda: leave_one_target_out(runs, anc))
+    emit("leave_one_target_out", lambda: leave_one_target_out(runs, anc, plan=plan))
     emit(
         "regime_comparison",
-        lambda: regime_comparison(runs, anc),
+        lambda: regime_comparison(runs, anc, plan=plan),
         "no 'lora' regime rows in the store (frozen vs adapted needs both)",
     )
     emit("layer_depth", lambda: layer_depth(runs), "no layer-depth sweep rows in the store")
 
     def control_probes() -> tuple[pd.DataFrame, dict]:
-        table, coverage = control_probe_agreement(runs, anc)
+        table, coverage = control_probe_agreement(runs, anc, plan=plan)
         if not coverage.empty:
             coverage.to_csv(out / "control_probe_coverage.csv", index=False)
         return table, agreement_headline(table, coverage)
@@ -231,7 +242,8 @@ def run_analyses(
         "no control-probe rows in the store (probe other than logistic)",
     )
     given = test_set_axes[0] if test_set_axes else None
-    emit_beyond(emit, runs, cells, board, per_seed, anc, groups, n_replicates, seed, given)
+    emit_beyond(emit, runs, cells, board, per_seed, anc, groups, n_replicates, seed, given,
+                plan=plan)  # fmt: skip
     emit_prediction_analyses(emit, out, store, cells, per_seed, n_replicates, seed, anc)
     (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2), encoding="utf-8")
     return summary

@@ -16,6 +16,7 @@ from crsbench.stats.contamination import (
 )
 from crsbench.stats.verdict import AxisReplicates, seed_axis_replicates, verdict_table
 from crsbench.stats.weight_sensitivity import pareto_front, weight_sensitivity
+from crsbench.store.plan import StoredPlan
 
 Emit = Callable[..., None]
 
@@ -50,17 +51,19 @@ def emit_beyond(
     n_replicates: int,
     seed: int,
     test_set_axes: AxisReplicates | None = None,
+    plan: StoredPlan | None = None,
 ) -> None:
     """Emit ``contamination_flags``, ``shift_welch_without_flagged``,
     ``external_validity_shift_without_flagged``, ``weight_sensitivity``, ``pareto_front``
     and ``verdict`` through :func:`crsbench.stats.run_analyses`'s ``emit``. The verdict's
     intervals come from ``test_set_axes`` (the test-patient × seed bootstrap's per-cell axes)
-    when given, else from the paired-seed bootstrap (named ``seed-only`` on every row)."""
+    when given, else from the paired-seed bootstrap (named ``seed-only`` on every row).
+    ``plan`` (the store's recorded plan) is what each cell of the validity CRS must hold."""
     emit("contamination_flags", lambda: _flags_headline(contamination_flags(cells)))
     emit("shift_welch_without_flagged", lambda: shift_welch_without_flagged(runs, groups),
          "the store has no institutional-shift rows (condition = shift)")  # fmt: skip
     emit("external_validity_shift_without_flagged",
-         lambda: shift_validity_without_flagged(runs, anchors),
+         lambda: shift_validity_without_flagged(runs, anchors, plan=plan),
          "the store has no institutional-shift rows (condition = shift)")  # fmt: skip
     emit("weight_sensitivity", lambda: weight_sensitivity(board, anchors, seed=seed))
     emit("pareto_front", lambda: pareto_front(board, anchors))

@@ -23,6 +23,7 @@ from crsbench.stats.shift import (
     shift_welch,
 )
 from crsbench.stats.validity import shift_validity
+from crsbench.store.plan import StoredPlan
 
 FLAG_COLUMNS: tuple[str, ...] = ("encoder", "dataset", "level", "flagged", "why",
                                  "catalogue_version")  # fmt: skip
@@ -145,10 +146,12 @@ def shift_validity_without_flagged(
     runs: pd.DataFrame,
     anchors: str | Anchors | None = None,
     catalog: str | PretrainingCatalog | None = None,
+    plan: StoredPlan | None = None,
 ) -> pd.DataFrame:
     """External validity (:func:`crsbench.stats.validity.shift_validity`) on every encoder and
     without the flagged shift results (their shift rows are dropped, so those encoders leave
-    the correlation of that source → target; the CRS predictors never use shift rows).
+    the correlation of that source → target; the CRS predictors never use shift rows). The
+    CRS is held to ``plan``, the store's recorded plan.
 
     Returns
     -------
@@ -159,8 +162,8 @@ def shift_validity_without_flagged(
     if shift.empty:
         return pd.DataFrame()
     flagged = shift_flags(shift, catalog)
-    parts = [shift_validity(runs, anchors).assign(subset="all")]
-    parts.append(shift_validity(_drop_flagged_shift_rows(runs, flagged), anchors)
+    parts = [shift_validity(runs, anchors, plan=plan).assign(subset="all")]
+    parts.append(shift_validity(_drop_flagged_shift_rows(runs, flagged), anchors, plan=plan)
                  .assign(subset="without_flagged"))  # fmt: skip
     out = pd.concat([p for p in parts if not p.empty], ignore_index=True)
     return out[["subset", *[c for c in out if c != "subset"]]] if not out.empty else out

@@ -6,7 +6,8 @@ analysis is listed in section 10). For every control probe in the store (every `
 other than :data:`MAIN_PROBE`):
 
 1. the four axes come from that probe's own rows exactly as for the logistic probe
-   (:func:`~crsbench.scoring.axes_from_runs` with ``probe=``), and the CRS from them under the
+   (:func:`~crsbench.scoring.planned.planned_axes` with ``probe=``, held to the store's
+   recorded plan like the logistic probe), and the CRS from them under the
    same anchors (:func:`~crsbench.scoring.score_cells`);
 2. both probes are restricted to the (encoder, dataset, seed) keys they share, so both rankings
    average the same seeds;
@@ -30,9 +31,11 @@ import pandas as pd
 
 from crsbench.scoring.aggregate import score_cells
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
-from crsbench.scoring.axes import axes_from_runs, has_clean_row, seed_means
+from crsbench.scoring.axes import has_clean_row, seed_means
+from crsbench.scoring.planned import planned_axes
 from crsbench.stats.agreement import rank1_agreement, rank_agreement
 from crsbench.stats.shared import anchors_key, frame_key, shared
+from crsbench.store.plan import StoredPlan
 
 #: The probe of the main protocol; every other ``probe`` value in the store is a control probe.
 MAIN_PROBE = "logistic"
@@ -181,7 +184,10 @@ def _shared(main_ps: pd.DataFrame, ctrl_ps: pd.DataFrame) -> tuple[pd.DataFrame,
 
 
 def control_probe_agreement(
-    runs: pd.DataFrame, anchors: str | Anchors | None = None, regime: str = "frozen"
+    runs: pd.DataFrame,
+    anchors: str | Anchors | None = None,
+    regime: str = "frozen",
+    plan: StoredPlan | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Compare the encoder rankings under each control probe with the logistic probe's.
 
@@ -193,6 +199,9 @@ def control_probe_agreement(
         Anchors of every CRS (default: the shipped current version).
     regime : str
         The regime whose rows are compared (control probes are fitted on frozen features).
+    plan : StoredPlan, optional
+        The store's recorded plan: what each cell must hold under every probe (a planned
+        shift target that no cell evaluated makes R, hence the CRS, NaN under both probes).
 
     Returns
     -------
@@ -208,17 +217,19 @@ def control_probe_agreement(
     :func:`crsbench.stats.shared.sharing_results`.
     """
     anc = load_anchors(anchors)
-    key = lambda: (frame_key(runs), anchors_key(anc), regime)  # noqa: E731
-    return shared("control_probe_agreement", key, lambda: _agreement(runs, anc, regime))
+    key = lambda: (frame_key(runs), anchors_key(anc), regime, plan)  # noqa: E731
+    return shared("control_probe_agreement", key, lambda: _agreement(runs, anc, regime, plan))
 
 
-def _agreement(runs: pd.DataFrame, anc: Anchors, regime: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _agreement(
+    runs: pd.DataFrame, anc: Anchors, regime: str, plan: StoredPlan | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`control_probe_agreement` itself."""
-    main_ps = _held(axes_from_runs(runs, regime=regime, probe=MAIN_PROBE))
+    main_ps = _held(planned_axes(runs, plan, regime, probe=MAIN_PROBE))
     agreement: list[dict[str, object]] = []
     coverage: list[pd.DataFrame] = []
     for probe in control_probe_names(runs, regime):
-        ctrl_ps = _held(axes_from_runs(runs, regime=regime, probe=probe))
+        ctrl_ps = _held(planned_axes(runs, plan, regime, probe=probe))
         main_sh, ctrl_sh = _shared(main_ps, ctrl_ps)
         main, ctrl = probe_cells(main_sh, anc), probe_cells(ctrl_sh, anc)
         cov = axis_coverage(probe, seed_means(ctrl_ps), seed_means(main_ps))

@@ -9,8 +9,9 @@ import pandas as pd
 
 from crsbench.scoring.aggregate import encoder_means, score_cells
 from crsbench.scoring.anchors import Anchors
-from crsbench.scoring.axes import axes_from_runs
+from crsbench.scoring.planned import planned_axes
 from crsbench.stats.agreement import rank_agreement
+from crsbench.store.plan import StoredPlan
 
 
 def regime_comparison(
@@ -18,6 +19,7 @@ def regime_comparison(
     anchors: str | Anchors | None = None,
     base: str = "frozen",
     adapted: str = "lora",
+    plan: StoredPlan | None = None,
 ) -> pd.DataFrame:
     """Per domain: Kendall tau of the AUROC rankings of ``base`` vs ``adapted``, leader change
     and mean AUROC gain; plus one ``all`` row comparing the aggregate CRS rankings (tau and
@@ -25,13 +27,17 @@ def regime_comparison(
     ``regimes.lora.datasets`` is compared with the frozen CRS of those datasets only). Empty
     when ``runs`` has no ``adapted`` rows.
 
+    Each regime's cells are held to ``plan`` (the store's recorded plan: the frozen grid and
+    the LoRA cells, :func:`crsbench.scoring.planned.planned_axes`): a planned shift target,
+    seed or cell that a regime lacks makes its CRS NaN, named in the ``all`` row's note.
+
     Paper: tau 0.829 / 0.667 / 0.448 per domain; CRS comparison 0.562, displacement 2.0.
     """
     if not (runs["regime"] == adapted).any():
         return pd.DataFrame()
     with warnings.catch_warnings():  # unscored cells are named in the 'all' row's note
         warnings.simplefilter("ignore", UserWarning)
-        cells = {r: score_cells(axes_from_runs(runs, regime=r), anchors) for r in (base, adapted)}
+        cells = {r: score_cells(planned_axes(runs, plan, r), anchors) for r in (base, adapted)}
     rows = []
     for ds in sorted(set(cells[base]["dataset"]) & set(cells[adapted]["dataset"])):
         a = encoder_means(cells[base][cells[base]["dataset"] == ds], "auroc")

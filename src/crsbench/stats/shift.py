@@ -97,7 +97,8 @@ def shift_welch(shift_auroc: Mapping[str, float], groups: Mapping[str, str]) -> 
     shift_auroc : mapping
         Encoder → AUROC on the shift target.
     groups : mapping
-        Encoder → ``"medical"`` or ``"general"``; others are ignored.
+        Encoder → ``"medical"`` or ``"general"``; others (``"baseline"``: the pixel,
+        random-weight and ImageNet-lite baselines) are left out of both groups.
 
     Returns
     -------

@@ -73,6 +73,15 @@ def check_interval(interval: str) -> str:
     return interval
 
 
+def _rankable(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the encoders whose every cell has all four axes at every seed: only they
+    are resampled, so an incomplete encoder never enters another's P(rank 1) / P(top 3)
+    (every row when no encoder is complete: then nothing is ranked)."""
+    cells, _seeds = _complete_cells(per_seed)
+    keep = per_seed["encoder"].isin({e for e, _d in cells})
+    return per_seed[keep].reset_index(drop=True) if keep.any() else per_seed
+
+
 def _complete_cells(per_seed: pd.DataFrame) -> tuple[list[tuple[str, str]], list]:
     """Cells of the encoders whose every cell has all four axes at every seed (the encoders
     that get a rank; the others have none in either bootstrap), and the seeds."""
@@ -144,6 +153,8 @@ def _crs_uncertainty(
 ) -> Uncertainty:
     """The bootstrap of :func:`crs_uncertainty` (its arguments checked and loaded; ``n_jobs``
     does not change the result, so it is not part of the sharing key)."""
+
+    per_seed = _rankable(per_seed)
 
     def seed_only(note: str = "") -> Uncertainty:
         res = paired_seed_bootstrap(per_seed, anc, rule, n_replicates=n_replicates, seed=seed)

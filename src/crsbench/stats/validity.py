@@ -8,8 +8,9 @@ from scipy import stats as sps
 
 from crsbench.scoring.aggregate import encoder_means, score_cells
 from crsbench.scoring.anchors import Anchors
-from crsbench.scoring.axes import axes_from_runs
+from crsbench.scoring.planned import planned_axes
 from crsbench.stats.shift import shift_auroc_by_encoder
+from crsbench.store.plan import StoredPlan
 
 
 def _spearman(pred: dict[str, float], target: dict[str, float]) -> tuple[float, int]:
@@ -21,17 +22,23 @@ def _spearman(pred: dict[str, float], target: dict[str, float]) -> tuple[float, 
 
 
 def shift_validity(
-    runs: pd.DataFrame, anchors: str | Anchors | None = None, regime: str = "frozen"
+    runs: pd.DataFrame,
+    anchors: str | Anchors | None = None,
+    regime: str = "frozen",
+    plan: StoredPlan | None = None,
 ) -> pd.DataFrame:
     """Spearman with the shift-target AUROC of: the aggregate CRS computed *without* the shift
     rows, the source cell's CRS without them, the source-domain AUROC, and the aggregate AUROC.
+
+    The CRS is held to ``plan`` (:func:`crsbench.scoring.planned.planned_axes`): an encoder
+    with a planned cell or seed absent has no aggregate CRS and leaves the correlation.
 
     Paper: CRS rho 0.529 vs CheXpert AUROC rho 0.864 against MIMIC AUROC.
     """
     shift = shift_auroc_by_encoder(runs, regime)
     if shift.empty:
         return pd.DataFrame()
-    cells = score_cells(axes_from_runs(runs, regime=regime, include_shift=False), anchors)
+    cells = score_cells(planned_axes(runs, plan, regime, include_shift=False), anchors)
     rows = []
     for (source, target), grp in shift.groupby(["dataset", "eval_dataset"], sort=True):
         tgt = dict(zip(grp["encoder"], grp["shift_auroc"], strict=True))
@@ -81,7 +88,10 @@ def leave_one_dataset_out(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def leave_one_target_out(
-    runs: pd.DataFrame, anchors: str | Anchors | None = None, regime: str = "frozen"
+    runs: pd.DataFrame,
+    anchors: str | Anchors | None = None,
+    regime: str = "frozen",
+    plan: StoredPlan | None = None,
 ) -> pd.DataFrame:
     """External validity generalised to every shift target: for each (source, target T), the
     CRS computed *without* T against the AUROC on T.
@@ -89,7 +99,8 @@ def leave_one_target_out(
     The CRS left out of T counts every other shift target in R (the ``all_shifts`` variant,
     :data:`crsbench.protocol.ROBUSTNESS_VARIANTS`), so each target is predicted from
     everything but itself; with the paper's single target it is the CRS without the shift
-    rows of :func:`shift_validity`.
+    rows of :func:`shift_validity`. The other targets are those ``plan`` names (and any the
+    store holds): a planned target no cell evaluated makes R NaN, never silently left out.
 
     Returns
     -------
@@ -102,11 +113,12 @@ def leave_one_target_out(
     shift = shift_auroc_by_encoder(runs, regime)
     if shift.empty:
         return pd.DataFrame()
-    targets = sorted(shift["eval_dataset"].unique())
+    planned = {t for c in plan or () if c.regime == regime for t in c.shift_targets}
+    targets = sorted(set(shift["eval_dataset"]) | planned)
     rows = []
     for (source, target), grp in shift.groupby(["dataset", "eval_dataset"], sort=True):
         kept = [t for t in targets if t != target]
-        per_seed = axes_from_runs(runs, regime=regime, include_shift=kept, robustness="all_shifts")
+        per_seed = planned_axes(runs, plan, regime, include_shift=kept, robustness="all_shifts")
         cells = score_cells(per_seed, anchors)
         held = dict(zip(grp["encoder"], grp["shift_auroc"], strict=True))
         crs = encoder_means(cells, "CRS")

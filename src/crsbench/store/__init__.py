@@ -31,10 +31,12 @@ if TYPE_CHECKING:
     )
     from crsbench.store.files import LAST_RUN_FILE, STORE_FILE
     from crsbench.store.lock import StoreLock, StoreLockWarning, check_local_filesystem
+    from crsbench.store.plan import PlannedCell, StoredPlan
     from crsbench.store.reader import (
         load_runs,
         read_card_facts,
         read_meta,
+        read_plan,
         read_queries,
         read_reliability,
         read_tables,
@@ -53,11 +55,12 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("LAST_RUN_FILE", "STORE_FILE"), "files"),
     **dict.fromkeys(("StoreLock", "StoreLockWarning", "check_local_filesystem"), "lock"),
     **dict.fromkeys(
-        ("load_runs", "read_card_facts", "read_meta", "read_queries", "read_reliability", "read_tables",
+        ("load_runs", "read_card_facts", "read_meta", "read_plan", "read_queries", "read_reliability", "read_tables",
          "select_runs", "skipped_cells"), "reader"),
     **dict.fromkeys(("RunIdentity", "RunRecord", "make_run_key"), "records"),
     "ResultsStore": "writer",
     "CardFacts": "cards",
+    **dict.fromkeys(("PlannedCell", "StoredPlan"), "plan"),
 }  # fmt: skip
 
 
@@ -84,8 +87,10 @@ __all__ = [
     "RUN_COLUMNS",
     "SCHEMA_VERSION",
     "STORE_FILE",
+    "PlannedCell",
     "ResultsStore",
     "RunIdentity",
+    "StoredPlan",
     "RunRecord",
     "StoreLock",
     "StoreLockWarning",
@@ -94,6 +99,7 @@ __all__ = [
     "make_run_key",
     "read_card_facts",
     "read_meta",
+    "read_plan",
     "read_queries",
     "read_reliability",
     "read_tables",

@@ -3,7 +3,7 @@
 Scoring, the analyses, the report and the cohort profile read a store only through this
 module: :func:`read_tables` / :func:`read_queries` (read-only connection; a missing, locked or
 damaged file is always reported the same way), :func:`load_runs` (table ``runs``, checked),
-:func:`read_meta`, :func:`read_card_facts`, :func:`read_reliability` and
+:func:`read_meta`, :func:`read_card_facts`, :func:`read_plan`, :func:`read_reliability` and
 :func:`skipped_cells`. :func:`select_runs`
 keeps the rows of one slice of the protocol; its defaults are the main protocol's clean,
 full-label rows (frozen regime, logistic probe, last layer, no recalibration, each dataset
@@ -29,6 +29,7 @@ from crsbench.store.files import (
     locked_store,
     refuse_newer_schema,
 )
+from crsbench.store.plan import PLAN_TABLE, StoredPlan
 
 #: Columns every reader of ``runs`` relies on.
 REQUIRED_COLUMNS: tuple[str, ...] = (*IDENTITY_COLUMNS, "auroc", "ece")
@@ -112,6 +113,13 @@ def read_card_facts(store_dir: str | Path) -> CardFacts | None:
     store written before they were recorded."""
     found = read_tables(Path(store_dir) / STORE_FILE, (CARDS_TABLE,))
     return CardFacts.from_table(found[CARDS_TABLE]) if CARDS_TABLE in found else None
+
+
+def read_plan(store_dir: str | Path) -> StoredPlan | None:
+    """The plan recorded in ``store_dir``'s store (:mod:`crsbench.store.plan`); ``None`` for a
+    store written before it was recorded."""
+    found = read_tables(Path(store_dir) / STORE_FILE, (PLAN_TABLE,))
+    return StoredPlan.from_table(found[PLAN_TABLE]) if PLAN_TABLE in found else None
 
 
 def check_runs(runs: pd.DataFrame, source: str = "runs") -> pd.DataFrame:

@@ -35,6 +35,7 @@ from crsbench.store.export import export_store
 from crsbench.store.files import STORE_FILE, damaged_store, locked_store, refuse_newer_schema
 from crsbench.store.lock import StoreLock, check_local_filesystem
 from crsbench.store.outputs import move_run_aside
+from crsbench.store.plan import StoredPlan, write_plan
 from crsbench.store.predictions import PredictionBatch
 from crsbench.store.records import RunRecord
 from crsbench.store.schema import ARROW_SCHEMA, META_DDL, Transaction, metrics_ddl, runs_ddl
@@ -215,6 +216,12 @@ class ResultsStore:
         self._writable()
         with self._transaction():
             write_card_facts(self.con, facts)
+
+    def record_plan(self, plan: StoredPlan) -> None:
+        """Record what each planned cell must hold (table ``plan``, :mod:`crsbench.store.plan`)."""
+        self._writable()
+        with self._transaction():
+            write_plan(self.con, plan)
 
     def append(
         self, records: Sequence[RunRecord], predictions: PredictionBatch | None = None

@@ -32,6 +32,7 @@ from crsbench.protocol import (
 from crsbench.store.cards import ENCODER_GROUP_COLUMN, CardFacts
 from crsbench.store.columns import IDENTITY_COLUMNS, METRIC_COLUMNS, SCHEMA_VERSION
 from crsbench.store.files import STORE_FILE
+from crsbench.store.plan import StoredPlan
 
 #: (name, home dataset or None): the paper's 15 families (groups come from the encoder cards).
 ENCODER_PANEL: tuple[tuple[str, str | None], ...] = (
@@ -193,10 +194,12 @@ def _cell_seed_rows(e, ds, seed, regime, cell_auc, cell_ece, rng) -> list[dict]:
         gap = (auc - 0.5) * 0.09 * e.hunger * (-np.log10(f)) ** 1.3
         row(fraction=f, a=auc - gap + (rng.normal(0, 0.004) if f < 1 else 0.0),
             c=ece + (0.02 * (-np.log10(f)) if f < 1 else 0.0))  # fmt: skip
+    out[-1]["details"] = _val_details(auc)  # the full-label row: depth 1.0's validation
     if regime == "frozen":
         for depth in LAYER_DEPTHS[:-1]:
             gain = 0.015 if depth == e.best_depth else -0.03 * (1.0 - depth) * 2
             row(layer=depth, a=auc + gain + rng.normal(0, 0.004))
+            out[-1]["details"] = _val_details(auc + gain)  # validation: the planted AUROC
         row(probe="mlp", a=auc + rng.normal(0.004, 0.006), c=ece * 1.3)
         row(probe="knn", a=auc - 0.03 + rng.normal(0, 0.008), c=ece * 1.8)
         for method in RECALIBRATORS:
@@ -214,6 +217,11 @@ def _cell_seed_rows(e, ds, seed, regime, cell_auc, cell_ece, rng) -> list[dict]:
         row(eval_ds=SHIFT_TARGET[ds], cond="shift",
             a=auc - shift - 0.02 * e.fragility + rng.normal(0, 0.01), c=ece + 0.05)  # fmt: skip
     return out
+
+
+def _val_details(val_auroc: float) -> str:
+    """A simulated probe row's details with the validation AUROC of its chosen C."""
+    return json.dumps({"simulated": True, "val_auroc": float(val_auroc)})
 
 
 def _extra_shift_rows(seed_rows: list[dict], targets: Sequence[str]) -> list[dict]:
@@ -255,13 +263,19 @@ def _add_provenance(df: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
         [*IDENTITY_COLUMNS, *METRIC_COLUMNS], sort=False)]]  # fmt: skip
 
 
-def write_store(df: pd.DataFrame, store_dir: str | Path, config: dict | None = None) -> Path:
+def write_store(
+    df: pd.DataFrame,
+    store_dir: str | Path,
+    config: dict | None = None,
+    plan: StoredPlan | None = None,
+) -> Path:
     """Write run rows into a new results store through the store's own writer.
 
     ``df`` is appended with :meth:`ResultsStore.append_frame` (validated, ``run_key`` filled)
     and the ``metrics`` table is rebuilt with :meth:`ResultsStore.aggregate`; an
     ``encoder_group`` column goes to the store's card facts (:mod:`crsbench.store.cards`). ``config`` (a
-    mapping) is stored as the ``meta`` table's config text.
+    mapping) is stored as the ``meta`` table's config text; ``plan`` (what each cell must
+    hold, e.g. :func:`crsbench.runs.plan.recorded_plan` of that config) as table ``plan``.
 
     Returns
     -------
@@ -289,6 +303,8 @@ def write_store(df: pd.DataFrame, store_dir: str | Path, config: dict | None = N
         store.append_frame(frame)
         store.aggregate()
         store.record_cards(facts)
+        if plan is not None:
+            store.record_plan(plan)
     return path
 
 

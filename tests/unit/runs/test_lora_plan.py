@@ -59,3 +59,22 @@ def test_status_lists_the_lora_regime_beside_the_frozen_one(tmp_path):
     frozen_rows = [r for r in rows if r["regime"] == "frozen"]
     assert len(frozen_rows) == 6 and len(lora_rows) == 2
     assert all(r["encoder"] == "random_vit" and r["state"] == "todo" for r in lora_rows)
+
+
+def test_the_recorded_plan_holds_the_lora_cells_beside_the_frozen_ones(tmp_path):
+    from crsbench.runs.lora_stage import lora_planned_cells
+    from crsbench.runs.pipeline import _recorded_plan
+
+    cfg = _cfg(tmp_path, fractions=[0.1, 1.0], encoders=["random_vit"])
+    cells = lora_planned_cells(cfg, MODALITIES)
+    assert [(c.encoder, c.dataset, c.regime) for c in cells] == [
+        ("random_vit", "chexpert", "lora"), ("random_vit", "isic2019", "lora")]  # fmt: skip
+    chex = cells[0]
+    assert chex.seeds == (0, 7) and chex.fractions == (0.1, 1.0)
+    assert chex.conditions == (("jpeg", 1), ("jpeg", 3)) and chex.shift_targets == ("mimic_cxr",)
+    assert cells[1].shift_targets == ()
+    plan = _recorded_plan(cfg)  # what the pipeline records: both regimes
+    assert plan.of_regime("lora").cells == tuple(cells)
+    assert len(plan.of_regime("frozen").cells) == 6  # 3 encoders x 2 probe datasets
+    assert plan.get("random_vit", "chexpert").seeds == tuple(cfg.seeds)  # frozen by default
+    assert _recorded_plan(_cfg(tmp_path, enabled=False)).of_regime("lora") is None

@@ -137,3 +137,27 @@ def test_analyze_writes_the_per_target_tables(runs: pd.DataFrame, tmp_path: Path
         f"chexpert->{t}" for t in ("mimic_cxr", *TARGETS)
     }
     assert "leave_one_target_out" in summary["analyses"]
+
+
+def test_the_welch_test_leaves_baseline_encoders_out_of_general():
+    """Hand-worked: medical 0.70, 0.75, 0.72; general 0.50, 0.55, 0.60; two baselines (group
+    ``baseline`` on their cards) at 0.30 and 0.35 are in neither group."""
+    from crsbench.stats.shift import default_groups, shift_welch_by_target
+    from crsbench.store.cards import ENCODER_GROUP_COLUMN
+
+    values = {"m1": 0.70, "m2": 0.75, "m3": 0.72, "g1": 0.50, "g2": 0.55, "g3": 0.60,
+              "pixel": 0.30, "random_cnn": 0.35}  # fmt: skip
+    cards = {**dict.fromkeys(("m1", "m2"), "medical"), "m3": "specialist",
+             **dict.fromkeys(("g1", "g2", "g3"), "general"),
+             **dict.fromkeys(("pixel", "random_cnn"), "baseline")}  # fmt: skip
+    shift = pd.DataFrame({"encoder": list(values), "dataset": "chexpert",
+                          "eval_dataset": "mimic_cxr", "shift_auroc": list(values.values())})  # fmt: skip
+    # the card groups as crsbench.store.load_runs attaches them to the runs
+    runs = pd.DataFrame({"encoder": list(cards), ENCODER_GROUP_COLUMN: list(cards.values())})
+    groups = default_groups(list(values), runs)
+    assert groups["pixel"] == groups["random_cnn"] == "baseline" and groups["m3"] == "medical"
+    row = shift_welch_by_target(shift, groups).iloc[0]
+    ref = sps.ttest_ind([0.70, 0.75, 0.72], [0.50, 0.55, 0.60], equal_var=False)
+    assert row["n_general"] == 3 and row["mean_general"] == pytest.approx(0.55)
+    assert row["n_medical"] == 3 and row["mean_medical"] == pytest.approx(2.17 / 3)
+    assert row["t"] == pytest.approx(ref.statistic) and row["p_value"] == pytest.approx(ref.pvalue)

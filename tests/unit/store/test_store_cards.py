@@ -37,9 +37,9 @@ def test_cards_round_trip_and_groups_reach_the_analyses(tmp_path: Path) -> None:
     assert dict(zip(runs["encoder"], runs[ENCODER_GROUP_COLUMN], strict=True)) == dict(
         facts.encoder_groups
     )
-    # baseline counts as general, as the protocol's COMPARISON_GROUP says
+    # a baseline is neither general nor medical (the protocol's COMPARISON_GROUP)
     assert default_groups(["resnet50", "vit_b16", "clip"], runs) == {
-        "resnet50": "general", "vit_b16": "general", "clip": "medical"}  # fmt: skip
+        "resnet50": "general", "vit_b16": "baseline", "clip": "medical"}  # fmt: skip
 
 
 def test_recording_twice_replaces_the_fact(tmp_path: Path) -> None:
