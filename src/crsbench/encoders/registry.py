@@ -58,6 +58,7 @@ def build(
     weights_path: str | Path | None = None,
     allow_remote_code: bool = False,
     tiny: bool = False,
+    recipe: str | None = None,
 ) -> Encoder:
     """Build a frozen :class:`Encoder`.
 
@@ -77,6 +78,9 @@ def build(
         Pass ``trust_remote_code=True`` to transformers for this encoder only.
     tiny : bool
         Same classes and loading code, small random configuration, no download.
+    recipe : str, optional
+        One of the card's preprocessing recipes (``card.recipe`` and ``card.recipes``);
+        None keeps the card's default.
 
     Raises
     ------
@@ -84,6 +88,7 @@ def build(
         Weights missing (the message says where to put them), unsafe, corrupt or mismatched.
     """
     spec = ENCODERS.get(name)
+    spec.card.with_recipe(recipe)  # an unknown recipe fails before any weights are read
     ctx = BuildContext(
         card=spec.card,
         pretrained=pretrained,
@@ -100,7 +105,7 @@ def build(
             f"encoder {name!r} needs the {spec.card.backend} backend: {exc}. "
             "Install crsbench[clip] (open_clip) or crsbench[hf] (transformers)."
         ) from exc
-    return Encoder(spec.card, backbone, device=device)
+    return Encoder(spec.card, backbone, device=device).use_recipe(recipe)
 
 
 def describe(name: str) -> dict[str, Any]:

@@ -42,7 +42,7 @@ def get_encoder(cfg: BenchmarkConfig, name: str) -> Encoder:
 
     spec = _spec(cfg, name)
     device = resolve_device(cfg.device)
-    key = (name, device, spec.input_size, spec.weights)
+    key = (name, device, spec.input_size, spec.weights, spec.recipe)
     if key not in _ENCODERS:
         enc = build(
             name,
@@ -50,6 +50,7 @@ def get_encoder(cfg: BenchmarkConfig, name: str) -> Encoder:
             device=device,
             weights_path=spec.weights_path,
             allow_remote_code=spec.allow_remote_code,
+            recipe=spec.recipe,
         )
         _ENCODERS[key] = enc.set_input_size(spec.input_size)
     return _ENCODERS[key]

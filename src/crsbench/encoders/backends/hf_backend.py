@@ -174,7 +174,12 @@ def build_siglip(ctx: BuildContext) -> Backbone:
 
 
 def build_medsiglip(ctx: BuildContext) -> Backbone:
-    """MedSigLIP-448 vision tower; embedding = ``pooler_output`` = ``image_embeds`` (1152)."""
+    """MedSigLIP-448 vision tower; embedding = MAP-head ``pooler_output`` (1152).
+
+    Not L2-normalised: Google's serving code returns ``image_embeds`` = ``pooler_output`` divided
+    by its L2 norm (``SiglipModel.forward``); the probe standardises features itself, and the
+    norm is kept as SigLIP's is.
+    """
     return _siglip(ctx, "google/medsiglip-448", {**SO400M, "image_size": 448}, "pooled", True)
 
 
