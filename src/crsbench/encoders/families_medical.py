@@ -22,7 +22,7 @@ from crsbench.encoders.families_general import (
     TIMM_VIT_LORA,
 )
 from crsbench.encoders.registry import lazy, register
-from crsbench.encoders.sources import AllWeights, HubWeights, LocalWeights
+from crsbench.encoders.sources import AllWeights, HubWeights, LocalWeights, ProjectorWeights
 
 L24 = "[5, 11, 17, 23] (24 blocks)"
 CHEXZERO_FILE = "best_64_5e-05_original_22000_0.864.pt"
@@ -130,11 +130,7 @@ register(
     AllWeights(
         (
             HubWeights("llava_med", "openai/clip-vit-large-patch14-336", ("config.json",)),
-            HubWeights(
-                "llava_med",
-                "microsoft/llava-med-v1.5-mistral-7b",
-                ("model.safetensors.index.json",),
-            ),
+            ProjectorWeights("llava_med"),
         )
     ),
 )

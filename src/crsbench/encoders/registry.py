@@ -50,6 +50,21 @@ def weights_available(name: str) -> bool:
         return False
 
 
+def weights_unavailable_reason(name: str) -> str | None:
+    """Why the real weights of ``name`` are not on this machine, or None when they are.
+
+    Sources that can say more than "missing" (LLaVA-Med's projector shard) say it.
+    """
+    fn = ENCODERS.get(name).available_fn
+    why = getattr(fn, "reason", None)
+    try:
+        if callable(why):
+            return why()
+        return None if fn() else "weight file(s) not found locally"
+    except Exception as exc:  # a broken cache is a reason too
+        return f"{type(exc).__name__}: {exc}"
+
+
 def build(
     name: str,
     *,
