@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # encoders and features import torch: loaded when a cell is e
     from crsbench.runs.precision_check import ProbeBatch
     from crsbench.runs.prepare import PreparedDataset
 
-_ENCODERS: dict[tuple[str, str, int | None, str], Encoder] = {}
+_ENCODERS: dict[tuple[str, str, int | None, str, str | None], Encoder] = {}
 
 
 def resolve_device(device: str) -> str:
