@@ -70,6 +70,7 @@ def profile(
     device: str | None = typer.Option(None, "--device", help="auto, cpu or cuda."),
     force: bool = typer.Option(False, help="Write into a non-empty folder crsbench did not create (never overwrites)."),
     skip_missing: bool = typer.Option(False, "--skip-missing", help="Run the encoders whose weights are present."),
+    update_weights_lock: bool = typer.Option(False, "--update-weights-lock", help="Accept weights whose sha256 differs from DIR/weights.lock and record them."),
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
 ) -> None:  # fmt: skip
@@ -99,7 +100,8 @@ def profile(
                     bar(event, info)
 
             result = profile_cohort(spec, on_event=on_event, progress=False, force=force,
-                                    skip_missing=skip_missing)  # fmt: skip
+                                    skip_missing=skip_missing,
+                                    update_weights_lock=update_weights_lock)  # fmt: skip
     except CrsbenchError as exc:
         fail(exc)
         return

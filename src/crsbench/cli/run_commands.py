@@ -74,6 +74,11 @@ def run(
     dry_run_images: int = typer.Option(
         64, "--dry-run-images", help="Images per dataset in a --dry-run.", min=8
     ),
+    update_weights_lock: bool = typer.Option(
+        False,
+        "--update-weights-lock",
+        help="Accept weights whose sha256 differs from OUTPUT_DIR/weights.lock and record them.",
+    ),
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
 ) -> None:
@@ -97,7 +102,8 @@ def run(
         with RunProgress(console, verbosity=level, bars=progress) as bar:
             opts = RunOptions(executor=executor, address=address, progress=bars, jobs=jobs,
                               force_new=force_new, force=force, on_event=bar,
-                              skip_missing=skip_missing)  # fmt: skip
+                              skip_missing=skip_missing,
+                              update_weights_lock=update_weights_lock)  # fmt: skip
             summary = run_benchmark(cfg, opts)
         speeds = _dry_run_speeds(cfg, summary.out_dir) if dry_run else []
     except CrsbenchError as exc:

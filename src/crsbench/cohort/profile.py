@@ -94,6 +94,7 @@ def profile_cohort(
     force: bool = False,
     skip_missing: bool = False,
     verdict: bool = True,
+    update_weights_lock: bool = False,
 ) -> ProfileResult:
     """Check the cohort, run the pipeline on it (resumable), write ``cohort.json`` and the verdict.
 
@@ -103,7 +104,7 @@ def profile_cohort(
     on_event : callable, optional
         Receives the run's events (see :func:`~crsbench.runs.pipeline.run_benchmark`) and
         ``cohort`` (the summary and the reasons) before the run starts.
-    force, skip_missing : bool
+    force, skip_missing, update_weights_lock : bool
         As for ``crsbench run``.
     verdict : bool
         Write the verdict page (``verdict.html``) after the run.
@@ -114,7 +115,8 @@ def profile_cohort(
     ds, summary = check_cohort(spec)
     cfg, reasons = cohort_config(spec, summary.n_images)
     emit("cohort", {"summary": summary, "reasons": reasons})
-    opts = RunOptions(progress=progress, force=force, on_event=emit, skip_missing=skip_missing)
+    opts = RunOptions(progress=progress, force=force, on_event=emit, skip_missing=skip_missing,
+                      update_weights_lock=update_weights_lock)  # fmt: skip
     run = run_benchmark(cfg, opts)
     info = {**summary.as_dict(), "choices": reasons, "csv": str(Path(spec.data).resolve()),
             "images": str(Path(spec.images).resolve()), "label_columns": list(spec.label_columns),

@@ -76,6 +76,8 @@ class EncoderConfig(_Strict):
     weights_path: Path | None = None
     input_size: int | None = Field(default=None, ge=16, le=4096)
     allow_remote_code: bool = False
+    #: One of the card's preprocessing recipes (MedSigLIP: ``model_card`` or ``serving``).
+    recipe: str | None = None
     #: ``pretrained``: the real weights (located, hashed, key-checked). ``random``: the real
     #: architecture at its real size with seeded random weights, for a dry run
     #: (docs/runner.md, dry run); its records are marked and score/report refuse them by default.

@@ -14,7 +14,14 @@ from crsbench.encoders import baselines, families_general, families_medical  # n
 from crsbench.encoders.base import Backbone, BuildContext, Encoder
 from crsbench.encoders.card import EncoderCard, EncoderSpec, tap_index
 from crsbench.encoders.preprocess import Preprocessing, preprocess
-from crsbench.encoders.registry import ENCODERS, build, describe, get_card, weights_available
+from crsbench.encoders.registry import (
+    ENCODERS,
+    build,
+    describe,
+    get_card,
+    weights_available,
+    weights_unavailable_reason,
+)
 from crsbench.encoders.weights import WEIGHTS_ENV, load_state_dict
 
 PAPER_FAMILIES = tuple(n for n in ENCODERS.names() if get_card(n).family_group != "baseline")
@@ -36,4 +43,5 @@ __all__ = [
     "preprocess",
     "tap_index",
     "weights_available",
+    "weights_unavailable_reason",
 ]

@@ -60,6 +60,24 @@ class Backbone:
     weight_files: tuple[Path, ...] = field(default_factory=tuple)
 
 
+def preprocessing_of(card: EncoderCard, input_size: int) -> Preprocessing:
+    """The :class:`Preprocessing` a card asks for, at ``input_size``."""
+    return Preprocessing(
+        input_size=input_size,
+        interpolation=card.interpolation,
+        resize_mode=card.resize_mode,
+        crop_pct=card.crop_pct,
+        mean=card.mean,
+        std=card.std,
+        pad_fill=card.pad_fill,
+        antialias=card.antialias,
+        intensity=card.intensity,
+        luma=card.luma,
+        grey_pad_fill=card.grey_pad_fill,
+        requantise=card.requantise,
+    )
+
+
 def _block_output(out: Any) -> Any:
     import torch
 
@@ -96,15 +114,7 @@ class Encoder:
         self._pool = backbone.pool
         self._weight_files = backbone.weight_files
         self.input_size = backbone.input_size
-        self.preprocessing = Preprocessing(
-            input_size=backbone.input_size,
-            interpolation=card.interpolation,
-            resize_mode=card.resize_mode,
-            crop_pct=card.crop_pct,
-            mean=card.mean,
-            std=card.std,
-            pad_fill=card.pad_fill,
-        )
+        self.preprocessing = preprocessing_of(card, backbone.input_size)
         self.preprocess_hash = self.preprocessing.sha256()
         self._weights_hash: str | None = None
         self._tap_dims: dict[float, int] | None = None
@@ -145,6 +155,19 @@ class Encoder:
         self.input_size = int(size)
         self.preprocessing = dataclasses.replace(self.preprocessing, input_size=int(size))
         self.preprocess_hash = self.preprocessing.sha256()
+        return self
+
+    def use_recipe(self, name: str | None) -> Encoder:
+        """Preprocess with the card's recipe ``name`` (None: keep the current one).
+
+        The card and the preprocessing hash follow, so features of two recipes never share a
+        cache key.
+        """
+        card = self.card.with_recipe(name)
+        if card is not self.card:
+            self.card = card
+            self.preprocessing = preprocessing_of(card, self.input_size)
+            self.preprocess_hash = self.preprocessing.sha256()
         return self
 
     def preprocess(self, images: torch.Tensor) -> torch.Tensor:

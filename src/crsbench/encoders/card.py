@@ -22,7 +22,26 @@ HALF = (0.5, 0.5, 0.5)
 DOMAINS = (None, "dermoscopy", "fundus", "chest_xray")
 POOLINGS = ("cls", "avg", "projection", "pooled")
 RESIZE_MODES = ("crop", "squash", "pad")
+INTENSITIES = ("none", "minmax")
 GRAYSCALE_RULE = "replicate the single channel to 3 channels"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One named way of bringing an image to the encoder's input (an alternative on the card).
+
+    The fields replace the card's own preprocessing fields of the same name when the recipe
+    is chosen (:meth:`EncoderCard.with_recipe`); ``source`` cites where the authors use it.
+    """
+
+    name: str
+    resize_mode: str
+    interpolation: str
+    source: str
+    antialias: bool = True
+    requantise: bool = False
+    crop_pct: float = 1.0
+    pad_fill: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 def tap_index(fraction: float, n_blocks: int) -> int:
@@ -72,6 +91,18 @@ class EncoderCard:
     crop_pct: float = 1.0
     pad_fill: tuple[float, float, float] = (0.0, 0.0, 0.0)
     grayscale: str = GRAYSCALE_RULE
+    #: Authors' pixel steps before scaling (:mod:`crsbench.encoders.pixel_steps`).
+    intensity: str = "none"
+    luma: bool = False
+    antialias: bool = True
+    requantise: bool = False
+    #: Padding colour of grey images (one channel or three equal ones); None: ``pad_fill``.
+    grey_pad_fill: tuple[float, float, float] | None = None
+    #: Name of the recipe the fields above describe, and the alternatives a config may choose.
+    recipe: str = "default"
+    recipes: tuple[Recipe, ...] = ()
+    #: MD5 the authors publish for the weight file (checked when the file is hashed).
+    weights_md5: str | None = None
     weights_sha256: str | None = None
     weight_files: tuple[str, ...] = ()
     lora_targets: tuple[str, ...] = ()
@@ -90,6 +121,7 @@ class EncoderCard:
             ("pooling", self.pooling, POOLINGS),
             ("resize_mode", self.resize_mode, RESIZE_MODES),
             ("interpolation", self.interpolation, ("bilinear", "bicubic", "area")),
+            ("intensity", self.intensity, INTENSITIES),
         ]
         for key, value, allowed in checks:
             if value not in allowed:
@@ -101,6 +133,52 @@ class EncoderCard:
             raise RegistryError(
                 f"encoder card {self.name!r}: crop_pct must be in (0, 1]. Got {self.crop_pct}."
             )
+
+    def with_recipe(self, name: str | None) -> EncoderCard:
+        """This card with the preprocessing of recipe ``name`` (None or the current: itself).
+
+        Raises
+        ------
+        RegistryError
+            ``name`` is not one of this card's recipes.
+        """
+        from dataclasses import replace
+
+        from crsbench.core.errors import RegistryError
+
+        if name is None or name == self.recipe:
+            return self
+        found = [r for r in self.recipes if r.name == name]
+        if not found:
+            known = [self.recipe, *(r.name for r in self.recipes)]
+            raise RegistryError(
+                f"encoder card {self.name!r}: recipe must be one of {known}. Got {name!r} instead."
+            )
+        r = found[0]
+        others = tuple(x for x in self.recipes if x.name != name)
+        return replace(
+            self,
+            resize_mode=r.resize_mode,
+            interpolation=r.interpolation,
+            antialias=r.antialias,
+            requantise=r.requantise,
+            crop_pct=r.crop_pct,
+            pad_fill=r.pad_fill,
+            recipe=r.name,
+            recipes=(*others, self._as_recipe()),
+        )
+
+    def _as_recipe(self) -> Recipe:
+        return Recipe(
+            name=self.recipe,
+            resize_mode=self.resize_mode,
+            interpolation=self.interpolation,
+            source=self.notes,
+            antialias=self.antialias,
+            requantise=self.requantise,
+            crop_pct=self.crop_pct,
+            pad_fill=self.pad_fill,
+        )
 
     @property
     def pretraining(self) -> PretrainingEntry | None:

@@ -214,7 +214,7 @@ register(
         access_note="public, non-commercial licence",
         input_size=224,
         interpolation="bicubic",
-        crop_pct=0.9,
+        crop_pct=224 / 256,
         mean=IMAGENET_MEAN,
         std=IMAGENET_STD,
         embed_dim=768,
@@ -223,7 +223,9 @@ register(
         weight_files=("model.safetensors",),
         lora_targets=TIMM_VIT_LORA,
         ignore_unexpected=("head.*",),
-        notes="MAE features are badly scaled for linear probes: standardise them (the probe does).",
+        notes="Resize 256 → centre-crop 224, bicubic: the authors' linear-probe recipe "
+        "(facebookresearch/mae main_linprobe.py transform_val), not timm's crop 0.9. "
+        "MAE features are badly scaled for linear probes: standardise them (the probe does).",
     ),
     lazy(TIMM, "build_mae"),
     HubWeights("mae", "timm/vit_base_patch16_224.mae", ("model.safetensors",)),

@@ -9,6 +9,7 @@ from crsbench.encoders.card import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     EncoderCard,
+    Recipe,
 )
 from crsbench.encoders.families_general import (
     DINOV2_LORA,
@@ -21,7 +22,7 @@ from crsbench.encoders.families_general import (
     TIMM_VIT_LORA,
 )
 from crsbench.encoders.registry import lazy, register
-from crsbench.encoders.sources import AllWeights, HubWeights, LocalWeights
+from crsbench.encoders.sources import AllWeights, HubWeights, LocalWeights, ProjectorWeights
 
 L24 = "[5, 11, 17, 23] (24 blocks)"
 CHEXZERO_FILE = "best_64_5e-05_original_22000_0.864.pt"
@@ -48,6 +49,14 @@ CAE_EXTRAS = (
     "encoder_to_regresser*",
     "rd_pos_embed",
     "head.*",
+)
+#: Google's serving code: [0, 1] by dtype max, zero-pad to square, SiglipImageProcessor (bicubic).
+MEDSIGLIP_SERVING = Recipe(
+    name="serving",
+    resize_mode="pad",
+    interpolation="bicubic",
+    source="Google-Health/medsiglip python/serving/predictor.py, _InputImageIter._pre_process "
+    "and _zero_pad_image_to_square",
 )
 HAI_DEF = (
     "gated: accept the Health AI Developer Foundations terms on the hub page, then "
@@ -104,6 +113,7 @@ register(
         resize_mode="pad",
         crop_pct=1.0,
         pad_fill=tuple(int(m * 255) / 255 for m in CLIP_MEAN),
+        grey_pad_fill=(114 / 255,) * 3,
         mean=CLIP_MEAN,
         std=CLIP_STD,
         embed_dim=4096,
@@ -112,17 +122,15 @@ register(
         "mm_projector(patch tokens of layer -2) (4096)",
         lora_targets=HF_ATTN_LORA,
         ignore_unexpected=(*HF_CLIP_TEXT, *LLAVA_LM),
-        notes="Pad to square with the CLIP mean colour (deterministic, no ±1 px jitter).",
+        notes="Pad to square with the CLIP mean colour, grey images with grey 114 "
+        "(LLaVA-Med llava/mm_utils.py process_images/expand2square); centred, without "
+        "upstream's random +1 px offset.",
     ),
     lazy(HF, "build_llava_med"),
     AllWeights(
         (
             HubWeights("llava_med", "openai/clip-vit-large-patch14-336", ("config.json",)),
-            HubWeights(
-                "llava_med",
-                "microsoft/llava-med-v1.5-mistral-7b",
-                ("model.safetensors.index.json",),
-            ),
+            ProjectorWeights("llava_med"),
         )
     ),
 )
@@ -140,18 +148,24 @@ register(
         gated=True,
         access_note=HAI_DEF,
         input_size=448,
-        interpolation="bicubic",
-        resize_mode="pad",
-        crop_pct=1.0,
+        interpolation="bilinear",
+        resize_mode="squash",
+        antialias=False,
+        requantise=True,
+        recipe="model_card",
+        recipes=(MEDSIGLIP_SERVING,),
         mean=HALF,
         std=HALF,
         embed_dim=1152,
         pooling="pooled",
-        layer_taps="mean of post_layernorm tokens of layers [6, 13, 19, 26]; 100 % = pooler_output",
+        layer_taps="mean of post_layernorm tokens of layers [6, 13, 19, 26]; 100 % = pooler_output "
+        "(not L2-normalised; the serving code's image_embeds = pooler_output / its L2 norm)",
         weight_files=("model.safetensors",),
         lora_targets=HF_ATTN_LORA,
         ignore_unexpected=HF_SIGLIP_TEXT,
-        notes="Zero-pad to square before resizing, as Google's serving code.",
+        notes="Default recipe 'model_card': squash to 448 with tf.image.resize bilinear, no "
+        "antialias, truncated to 8 bits (medsiglip notebooks/quick_start_with_hugging_face.ipynb, "
+        "'to reproduce the results from MedSigLIP evals'); recipe 'serving' zero-pads instead.",
     ),
     lazy(HF, "build_medsiglip"),
     HubWeights(
@@ -205,7 +219,7 @@ register(
         backend="checkpoint",
         source=PANDERM_FILE,
         revision=None,
-        licence="none stated (github.com/SiyuanYan1/PanDerm has no LICENSE file)",
+        licence="CC-BY-NC-ND-4.0 (PanDerm README)",
         gated=False,
         access_note="Google Drive link in the PanDerm README; place the file in "
         "$CRSBENCH_WEIGHTS_DIR/panderm/",
@@ -305,13 +319,19 @@ register(
         crop_pct=480 / 512,
         mean=(0.0, 0.0, 0.0),
         std=(1.0, 1.0, 1.0),
+        intensity="minmax",
+        luma=True,
+        grayscale="stretch each image min-max to 0..255 (truncated), convert to grey 'L', "
+        "replicate to 3 channels",
+        weights_md5="02ce6ee460f72efd599295f440dbb453",
         embed_dim=2048,
         pooling="avg",
         layer_taps="global average of stages layer1..layer4 (256/512/1024/2048 channels)",
         weight_files=("biovil_image_resnet50_proj_size_128.pt",),
         lora_targets=("layer*.*.conv2",),
         ignore_unexpected=("encoder.encoder.fc.*", "projector.*"),
-        notes="Resize 512 → crop 480, [0, 1] range, no mean/std (hi-ml-multimodal transforms).",
+        notes="hi-ml load_image (remap_to_uint8, convert('L')), then Resize 512 → crop 480, "
+        "[0, 1] range, no mean/std (create_chest_xray_transform_for_inference).",
     ),
     lazy(TIMM, "build_biovil"),
     HubWeights(

@@ -50,6 +50,21 @@ def weights_available(name: str) -> bool:
         return False
 
 
+def weights_unavailable_reason(name: str) -> str | None:
+    """Why the real weights of ``name`` are not on this machine, or None when they are.
+
+    Sources that can say more than "missing" (LLaVA-Med's projector shard) say it.
+    """
+    fn = ENCODERS.get(name).available_fn
+    why = getattr(fn, "reason", None)
+    try:
+        if callable(why):
+            return why()
+        return None if fn() else "weight file(s) not found locally"
+    except Exception as exc:  # a broken cache is a reason too
+        return f"{type(exc).__name__}: {exc}"
+
+
 def build(
     name: str,
     *,
@@ -58,6 +73,7 @@ def build(
     weights_path: str | Path | None = None,
     allow_remote_code: bool = False,
     tiny: bool = False,
+    recipe: str | None = None,
 ) -> Encoder:
     """Build a frozen :class:`Encoder`.
 
@@ -77,6 +93,9 @@ def build(
         Pass ``trust_remote_code=True`` to transformers for this encoder only.
     tiny : bool
         Same classes and loading code, small random configuration, no download.
+    recipe : str, optional
+        One of the card's preprocessing recipes (``card.recipe`` and ``card.recipes``);
+        None keeps the card's default.
 
     Raises
     ------
@@ -84,6 +103,7 @@ def build(
         Weights missing (the message says where to put them), unsafe, corrupt or mismatched.
     """
     spec = ENCODERS.get(name)
+    spec.card.with_recipe(recipe)  # an unknown recipe fails before any weights are read
     ctx = BuildContext(
         card=spec.card,
         pretrained=pretrained,
@@ -100,7 +120,7 @@ def build(
             f"encoder {name!r} needs the {spec.card.backend} backend: {exc}. "
             "Install crsbench[clip] (open_clip) or crsbench[hf] (transformers)."
         ) from exc
-    return Encoder(spec.card, backbone, device=device)
+    return Encoder(spec.card, backbone, device=device).use_recipe(recipe)
 
 
 def describe(name: str) -> dict[str, Any]:

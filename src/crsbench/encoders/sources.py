@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from crsbench.encoders.llava_projector import ProjectorWeights
 from crsbench.encoders.weights import WEIGHTS_ENV, file_available, hub_available
 
 
@@ -60,7 +61,7 @@ class LocalWeights:
 class AllWeights:
     """Several sources that must all be present (e.g. a vision tower plus a checkpoint)."""
 
-    parts: tuple[HubWeights | LocalWeights, ...]
+    parts: tuple[HubWeights | LocalWeights | ProjectorWeights, ...]
 
     @property
     def downloadable(self) -> bool:
@@ -72,3 +73,22 @@ class AllWeights:
     def places(self) -> list[str]:
         """Where to put the files of every part that is still missing."""
         return [line for p in self.parts if not p() for line in p.places()]
+
+    def reason(self) -> str | None:
+        """Why the weights are not on this machine (each missing part), or None."""
+        return unavailable_reason(self.parts)
+
+
+def unavailable_reason(parts: tuple[object, ...]) -> str | None:
+    """The reasons of the missing ``parts`` joined, or None when all are present."""
+    found: list[str] = []
+    for part in parts:
+        why = getattr(part, "reason", None)
+        if callable(why):
+            text = why()
+            if text:
+                found.append(text)
+        elif callable(part) and not part():
+            files = ", ".join(getattr(part, "files", ()))
+            found.append(f"{getattr(part, 'repo_id', 'local')} file(s) {files} not found locally")
+    return "; ".join(found) or None

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # encoders and features import torch: loaded when a cell is e
     from crsbench.runs.precision_check import ProbeBatch
     from crsbench.runs.prepare import PreparedDataset
 
-_ENCODERS: dict[tuple[str, str, int | None, str], Encoder] = {}
+_ENCODERS: dict[tuple[str, str, int | None, str, str | None], Encoder] = {}
 
 
 def resolve_device(device: str) -> str:
@@ -42,7 +42,7 @@ def get_encoder(cfg: BenchmarkConfig, name: str) -> Encoder:
 
     spec = _spec(cfg, name)
     device = resolve_device(cfg.device)
-    key = (name, device, spec.input_size, spec.weights)
+    key = (name, device, spec.input_size, spec.weights, spec.recipe)
     if key not in _ENCODERS:
         enc = build(
             name,
@@ -50,6 +50,7 @@ def get_encoder(cfg: BenchmarkConfig, name: str) -> Encoder:
             device=device,
             weights_path=spec.weights_path,
             allow_remote_code=spec.allow_remote_code,
+            recipe=spec.recipe,
         )
         _ENCODERS[key] = enc.set_input_size(spec.input_size)
     return _ENCODERS[key]

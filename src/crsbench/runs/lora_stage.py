@@ -134,7 +134,7 @@ def _adapted_encoder(cfg: BenchmarkConfig, spec: Any) -> tuple[Any, str]:
 
     enc = build(spec.name, pretrained=spec.weights == "pretrained",
                 device=resolve_device(cfg.device), weights_path=spec.weights_path,
-                allow_remote_code=spec.allow_remote_code)  # fmt: skip
+                allow_remote_code=spec.allow_remote_code, recipe=spec.recipe)  # fmt: skip
     enc = enc.set_input_size(spec.input_size)
     # the base weights, and the arithmetic fine-tuning uses (bf16 autocast on CUDA, fp32 on
     # CPU: crsbench.adapt), in the frozen rows' form so mixed precisions are never averaged

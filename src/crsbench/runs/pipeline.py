@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from crsbench.runs.plan import (
 from crsbench.runs.prediction_keeper import pop_predictions
 from crsbench.runs.prepare import PreparedDataset, prepare_datasets
 from crsbench.runs.rows import Provenance, to_records
+from crsbench.runs.weights_lock_stage import lock_run_weights
 from crsbench.store import LAST_RUN_FILE, ResultsStore
 from crsbench.store.cards import CardFacts
 from crsbench.store.plan import StoredPlan
@@ -159,6 +160,8 @@ class RunOptions:
         Worker processes fitting the frozen probes with the local executor (``None``: every
         available core; see :class:`crsbench.runs.executors.LocalExecutor`). The records do
         not depend on it.
+    update_weights_lock : bool
+        Replace the entries of ``weights.lock`` whose files changed instead of refusing.
     """
 
     executor: str = "local"
@@ -170,6 +173,7 @@ class RunOptions:
     skip_missing: bool = False
     check: bool = True
     jobs: int | None = None
+    update_weights_lock: bool = False
 
     def emit(self, event: str, info: dict[str, Any]) -> None:
         """Send ``event`` to :attr:`on_event` (nothing when unset)."""
@@ -348,7 +352,8 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
     with ResultsStore(out, h, config_json=cfg_json, force_new=opts.force_new) as store:
         if store.moved_aside:
             opts.emit("moved", {"moved": [(str(a), str(b)) for a, b in store.moved_aside]})
-        store.record_cards(card_facts(cfg, run.prepared))
+        locked = lock_run_weights(cfg, out, opts.update_weights_lock)
+        store.record_cards(replace(card_facts(cfg, run.prepared), weights_lock=locked))
         store.record_plan(planned)
         todo, done_before = _split_done(cells, store.done_keys(), h)
         n_total = _announce_plan(run, cells, done_before, len(skipped), modalities)

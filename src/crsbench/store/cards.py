@@ -42,6 +42,8 @@ class CardFacts:
 
     encoder_groups: Mapping[str, str] = field(default_factory=dict)
     label_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Encoder name → its ``weights.lock`` entry (source, revision, files and sha256).
+    weights_lock: Mapping[str, Any] = field(default_factory=dict)
 
     def rows(self) -> list[tuple[str, str, str, str]]:
         """The ``(kind, name, fact, value)`` rows of table ``cards``."""
@@ -50,6 +52,8 @@ class CardFacts:
         ]
         out += [("dataset", n, "label_names", json.dumps(list(v)))
                 for n, v in self.label_names.items()]  # fmt: skip
+        out += [("encoder", n, "weights_lock", json.dumps(e, sort_keys=True))
+                for n, e in self.weights_lock.items()]  # fmt: skip
         return out
 
     @classmethod
@@ -57,6 +61,7 @@ class CardFacts:
         """Parse the rows of table ``cards`` (unknown facts are ignored)."""
         groups: dict[str, str] = {}
         labels: dict[str, tuple[str, ...]] = {}
+        locks: dict[str, Any] = {}
         for kind, name, fact, value in table[["kind", "name", "fact", "value"]].itertuples(
             index=False
         ):
@@ -64,7 +69,9 @@ class CardFacts:
                 groups[str(name)] = str(json.loads(value))
             elif (kind, fact) == ("dataset", "label_names"):
                 labels[str(name)] = tuple(str(v) for v in json.loads(value))
-        return cls(groups, labels)
+            elif (kind, fact) == ("encoder", "weights_lock"):
+                locks[str(name)] = json.loads(value)
+        return cls(groups, labels, locks)
 
 
 def write_card_facts(con: Any, facts: CardFacts) -> None:

@@ -71,7 +71,7 @@ def resolve_dir(
         local.append(weights_dir() / name / sub)
     for cand in local:
         tried.append(str(cand))
-        if (cand / "config.json").is_file() or (cand / "mm_projector.safetensors").is_file():
+        if (cand / "config.json").is_file():
             return cand
     from huggingface_hub import snapshot_download
 
@@ -174,7 +174,12 @@ def build_siglip(ctx: BuildContext) -> Backbone:
 
 
 def build_medsiglip(ctx: BuildContext) -> Backbone:
-    """MedSigLIP-448 vision tower; embedding = ``pooler_output`` = ``image_embeds`` (1152)."""
+    """MedSigLIP-448 vision tower; embedding = MAP-head ``pooler_output`` (1152).
+
+    Not L2-normalised: Google's serving code returns ``image_embeds`` = ``pooler_output`` divided
+    by its L2 norm (``SiglipModel.forward``); the probe standardises features itself, and the
+    norm is kept as SigLIP's is.
+    """
     return _siglip(ctx, "google/medsiglip-448", {**SO400M, "image_size": 448}, "pooled", True)
 
 
@@ -283,6 +288,25 @@ def _load_card_checked(
     )
 
 
+def _llava_dir(ctx: BuildContext) -> tuple[Path, tuple[Path, ...]]:
+    """The LLaVA-Med folder and its projector shard(s): config and index first, then (when
+    the index names shards that are not there yet) the same fetch with those shards added."""
+    from crsbench.encoders.llava_projector import INDEX, LLAVA_REPO, projector_files
+    from crsbench.encoders.llava_projector import projector_shards as shards_of
+
+    base = ["config.json", INDEX]
+    path = resolve_dir(ctx, LLAVA_REPO, patterns=base)
+    if not (path / INDEX).is_file():
+        raise EncoderError(
+            f"weights of encoder {ctx.card.name!r}: {path} has no {INDEX}, which names the "
+            "shard holding model.mm_projector.*"
+        )
+    shards = shards_of(path / INDEX)
+    if not all((path / s).is_file() for s in shards):
+        path = resolve_dir(ctx, LLAVA_REPO, patterns=[*base, *shards])
+    return path, projector_files(path)
+
+
 def build_llava_med(ctx: BuildContext) -> Backbone:
     """LLaVA-Med v1.5: CLIP-L/14-336 tower, layer -2 patch tokens → mm_projector → mean (4096)."""
     from transformers import CLIPVisionConfig, CLIPVisionModel
@@ -296,11 +320,7 @@ def build_llava_med(ctx: BuildContext) -> Backbone:
             patterns=["config.json", "*.safetensors", "pytorch_model.bin"],
         )
         model = _from_pretrained(CLIPVisionModel, tower_dir, ctx)
-        proj_dir = resolve_dir(
-            ctx,
-            "microsoft/llava-med-v1.5-mistral-7b",
-            patterns=["config.json", "*.index.json", "mm_projector.safetensors"],
-        )
+        proj_dir, proj_files = _llava_dir(ctx)
         sd = ShardedTensors(proj_dir)
         prefix = _find_prefix(sd, (LLAVA_PROJECTOR,), ctx.card.name)
         out_dim, hidden = sd[f"{prefix}0.weight"].shape
@@ -308,7 +328,7 @@ def build_llava_med(ctx: BuildContext) -> Backbone:
             nn.Linear(hidden, out_dim), nn.GELU(), nn.Linear(out_dim, out_dim)
         )
         _load_card_checked(projector, sd, ctx, proj_dir, prefix)
-        files = _weight_files(tower_dir) + tuple(proj_dir.glob("mm_projector.safetensors"))
+        files = _weight_files(tower_dir) + proj_files
     else:
         cfg = TINY if ctx.tiny else CLIP_L336
         out_dim = 32 if ctx.tiny else ctx.card.embed_dim
