@@ -51,7 +51,9 @@ def _speeds(cfg, given: dict[str, float], documented: bool, images: int):
 
     sizes = input_sizes(cfg)
     rest = [n for n in sizes if n not in given]
-    other = documented_speeds(cfg, rest) if documented else measured_speeds(cfg, rest, images)
+    other = []
+    if rest:
+        other = documented_speeds(cfg, rest) if documented else measured_speeds(cfg, rest, images)
     by_name = {s.encoder: s for s in other}
     by_name.update({n: EncoderSpeed(n, sizes[n], v, "given") for n, v in given.items()})
     return [by_name[n] for n in sizes], bool(rest) and not documented
