@@ -114,15 +114,21 @@ def _json(proj, node, paper_node, check, assumptions: list[str]) -> None:
 def estimate(
     config: Path = typer.Argument(..., help="Benchmark config (YAML)."),
     throughput: list[str] = typer.Option(
-        [], "--throughput", help="ENCODER=IMG_PER_S: forward img/s of an encoder on your "
+        [],
+        "--throughput",
+        help="ENCODER=IMG_PER_S: forward img/s of an encoder on your "
         "device (repeatable); the others are measured here (or --documented).",
     ),
     documented: bool = typer.Option(
-        False, "--documented", help="Use the documented H200 figures for the encoders without "
+        False,
+        "--documented",
+        help="Use the documented H200 figures for the encoders without "
         "--throughput instead of measuring them here.",
     ),
     measure_probes: bool = typer.Option(
-        False, "--measure-probes", help="Time the probes here even when no encoder is measured "
+        False,
+        "--measure-probes",
+        help="Time the probes here even when no encoder is measured "
         "(default: documented probe costs then).",
     ),
     images: int = typer.Option(8, "--images", min=1, help="Images timed per measured encoder."),
