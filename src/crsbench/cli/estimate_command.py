@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from crsbench.cli.app import app, console, fail
+from crsbench.cli.app import app, console, err_console, fail
 from crsbench.cli.output import EXIT_CODES_HELP, print_json, print_table
 from crsbench.core.errors import ConfigError, CrsbenchError
 
@@ -40,6 +40,11 @@ def parse_throughputs(values: list[str], encoders: list[str]) -> dict[str, float
     return out
 
 
+def _tell(name: str) -> None:
+    """A line on stderr before each encoder is built and timed (it can take minutes)."""
+    err_console.print(f"measuring {name} (true size, random weights) ...", highlight=False)
+
+
 def _speeds(cfg, given: dict[str, float], documented: bool, images: int):
     """Every encoder's speed: given, else documented (``--documented``), else measured."""
     from crsbench.runs.estimate import (
@@ -53,7 +58,11 @@ def _speeds(cfg, given: dict[str, float], documented: bool, images: int):
     rest = [n for n in sizes if n not in given]
     other = []
     if rest:
-        other = documented_speeds(cfg, rest) if documented else measured_speeds(cfg, rest, images)
+        other = (
+            documented_speeds(cfg, rest)
+            if documented
+            else measured_speeds(cfg, rest, images, _tell)
+        )
     by_name = {s.encoder: s for s in other}
     by_name.update({n: EncoderSpeed(n, sizes[n], v, "given") for n, v in given.items()})
     return [by_name[n] for n in sizes], bool(rest) and not documented

@@ -11,7 +11,7 @@ projected on one 8-GPU node from the documented figures.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from crsbench.config import BenchmarkConfig
@@ -142,15 +142,25 @@ def documented_speeds(cfg: BenchmarkConfig, names: list[str] | None = None) -> l
             for n in chosen]  # fmt: skip
 
 
-def measured_speeds(cfg: BenchmarkConfig, names: list[str], n_images: int) -> list[EncoderSpeed]:
+def measured_speeds(
+    cfg: BenchmarkConfig,
+    names: list[str],
+    n_images: int,
+    on_encoder: Callable[[str], None] | None = None,
+) -> list[EncoderSpeed]:
     """Forward img/s of ``names`` on this machine: the dry run's timing (true size, random
-    weights, the run's forward-pass size), ``n_images`` images each after a warm-up batch."""
+    weights, the run's forward-pass size), ``n_images`` images each after a warm-up batch;
+    ``on_encoder`` is told each name before it is built and timed."""
     from crsbench.runs.dryrun import dry_run_config, dry_run_throughputs
 
-    if not names:
-        return []
-    got = dry_run_throughputs(dry_run_config(cfg), n_images, names=names)
-    return [EncoderSpeed(t.encoder, t.input_size, t.img_per_s, "measured") for t in got]
+    dry = dry_run_config(cfg)
+    out = []
+    for name in names:
+        if on_encoder is not None:
+            on_encoder(name)
+        for t in dry_run_throughputs(dry, n_images, names=[name]):
+            out.append(EncoderSpeed(t.encoder, t.input_size, t.img_per_s, "measured"))
+    return out
 
 
 def _cell(cfg: BenchmarkConfig, plan: CellPlan, rows: Mapping[str, DatasetRows],

@@ -190,3 +190,24 @@ def test_bad_throughput_is_refused_naming_the_encoder(tmp_path, monkeypatch, arg
     res = CliRunner().invoke(app, ["estimate", str(cfg_file), "--throughput", arg])
     assert res.exit_code == 2
     assert message in " ".join(res.output.split())
+
+
+@pytest.mark.slow
+def test_measured_path_times_encoders_and_probes_here(tmp_path):
+    cfg = parse_config(
+        {"encoders": ["random_cnn"], "datasets": {"isic2019": {"root": "nowhere", "max_images": 50}},
+         "output_dir": str(tmp_path / "out")},
+        base_dir=tmp_path,
+    )  # fmt: skip
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(json.dumps(cfg.model_dump(mode="json")))
+    res = _run(cfg_file, "--json", "--images", "2")
+    assert res.exit_code == 0, res.output
+    out = _strict(res.stdout)
+    assert [s["source"] for s in out["speeds"]] == ["measured"]
+    assert out["probe_rates"]["source"] == "measured on this machine"
+    assert out["probe_scaling_check"]["rows"] == [1000, 2000]
+    cell = out["cells"][0]
+    assert cell["extract_h"] == pytest.approx(
+        cell["images"] / cell["img_per_s"] / 3600, rel=1e-2
+    )  # img/s rounded to 0.01
