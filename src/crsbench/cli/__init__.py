@@ -21,6 +21,7 @@ from crsbench.cli import (  # noqa: F401  (importing registers the commands)
     datasets_commands,
     demo_command,
     encoder_commands,
+    estimate_command,
     report_command,
     run_commands,
     store_commands,

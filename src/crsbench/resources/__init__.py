@@ -8,6 +8,8 @@ One folder per kind of data::
     calibration/  recal_v1.yaml                     (crsbench.calibration.load_recal_protocol)
     label_maps/   <dataset>_v<N>.yaml               (crsbench.datasets.labelmap.load_label_map)
     pretraining/  v1.yaml                           (crsbench.pretraining.load_pretraining)
+    throughput/   v1.yaml                           (crsbench.runs.estimate_data)
+    dataset_sizes/ v1.yaml                          (crsbench.runs.estimate_data)
     report/       report.css, sortable.js           (crsbench.report.html)
 
 This module imports nothing else of the package, so every layer may read its data here; each

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,14 +143,19 @@ def encoder_throughput(encoder: Any, n_images: int = 8, batch_size: int = 8) -> 
     )
 
 
-def dry_run_throughputs(cfg: BenchmarkConfig, n_images: int = 8) -> list[Throughput]:
-    """:func:`encoder_throughput` of every encoder of ``cfg``, built as the run builds it and
-    fed forward passes of the run's size (:func:`crsbench.features.runner.forward_chunk`)."""
+def dry_run_throughputs(
+    cfg: BenchmarkConfig, n_images: int = 8, names: Sequence[str] | None = None
+) -> list[Throughput]:
+    """:func:`encoder_throughput` of every encoder of ``cfg`` (or of ``names`` only), built as
+    the run builds it and fed forward passes of the run's size
+    (:func:`crsbench.features.runner.forward_chunk`)."""
     from crsbench.features.runner import forward_chunk
     from crsbench.runs.extract_cell import get_encoder
 
     out = []
     for e in cfg.encoders:
+        if names is not None and e.name not in names:
+            continue
         enc = get_encoder(cfg, e.name)
         chunk = forward_chunk(cfg.batch_size, enc.input_size, str(enc.device).startswith("cuda"))
         out.append(encoder_throughput(enc, n_images, chunk))
