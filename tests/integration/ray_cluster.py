@@ -74,9 +74,10 @@ class LocalRayCluster:
     def alive_cpu_nodes(self) -> int:
         """Worker nodes (with CPUs) the head reports alive, asked from a fresh process."""
         code = (
-            "import ray; ray.init(address=%r, log_to_driver=False, logging_level='ERROR'); "
+            f"import ray; ray.init(address={self.address!r}, log_to_driver=False, "
+            "logging_level='ERROR'); "
             "print(sum(1 for n in ray.nodes() if n['Alive'] and n['Resources'].get('CPU')))"
-        ) % self.address
+        )
         out = subprocess.run([sys.executable, "-c", code], env=self.env, capture_output=True,
                              text=True, timeout=START_GUARD_S, check=True)  # fmt: skip
         return int(out.stdout.strip().splitlines()[-1])
