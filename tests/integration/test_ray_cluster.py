@@ -156,3 +156,24 @@ def test_a_killed_driver_resumes_to_the_same_store(
     done_before = next(line for line in text.splitlines() if line.startswith("plan:"))
     assert "0 already done" not in done_before, done_before
     assert_same_runs(runs_table(out), local_store)
+
+
+def test_without_address_a_local_instance_starts_beside_a_running_cluster(
+    cluster: LocalRayCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ray start` leaves this machine's cluster address behind; the executor without
+    ``--address`` still starts its own local instance (plain ``ray.init()`` would join)."""
+    import ray
+
+    from crsbench.runs.ray_executor import RayExecutor
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    ex = RayExecutor(num_cpus=1)
+    try:
+        ex.start()
+        assert ex.owns_instance
+        nodes = [n for n in ray.nodes() if n["Alive"]]
+        assert len(nodes) == 1 and nodes[0]["Resources"].get("CPU") == 1.0
+    finally:
+        ex.close()
+    assert not ray.is_initialized()

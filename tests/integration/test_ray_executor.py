@@ -117,6 +117,7 @@ def local_runs(data_root: Path, tmp_path_factory: pytest.TempPathFactory) -> pd.
 def ray_session() -> Any:
     """One local Ray instance for the module; executors use it and leave it running."""
     ray.init(
+        address="local",  # never a cluster another `ray start` on this machine left behind
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,
@@ -383,7 +384,7 @@ def test_local_instance_is_started_lazily_and_shut_down_on_close(
     assert fake.init_calls == []  # nothing starts before there is work
     ex.start()
     (kw,) = fake.init_calls
-    assert kw["address"] is None and kw["num_cpus"] == 2 and kw["object_store_memory"] == 123
+    assert kw["address"] == "local" and kw["num_cpus"] == 2 and kw["object_store_memory"] == 123
     assert kw["include_dashboard"] is False and kw["log_to_driver"] is False
     assert kw["ignore_reinit_error"] is True
     ex.close()

@@ -173,7 +173,10 @@ class RayExecutor:
         }
         local = address is None and not os.environ.get("RAY_ADDRESS")
         if local:
+            # "local": a new instance even where `ray start` left a cluster address on this
+            # machine (plain ray.init() would join that cluster, or fail if it is gone).
             kwargs.update(num_cpus=num_cpus, object_store_memory=int(store_bytes))
+            address = "local"
         else:
             check_reachable(address or os.environ.get("RAY_ADDRESS"), self.connect_timeout_s)
         try:
