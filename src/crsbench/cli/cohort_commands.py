@@ -69,6 +69,7 @@ def profile(
     device: str | None = typer.Option(None, "--device", help="auto, cpu or cuda."),
     force: bool = typer.Option(False, help="Write into a non-empty folder crsbench did not create (never overwrites)."),
     skip_missing: bool = typer.Option(False, "--skip-missing", help="Run the encoders whose weights are present."),
+    jobs: int | None = typer.Option(None, "--jobs", min=1, help="Worker processes fitting the probes (default: every available core). The records do not depend on it."),
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
 ) -> None:  # fmt: skip
@@ -96,7 +97,7 @@ def profile(
                     bar(event, info)
 
             result = profile_cohort(spec, on_event=on_event, progress=False, force=force,
-                                    skip_missing=skip_missing)  # fmt: skip
+                                    skip_missing=skip_missing, jobs=jobs)  # fmt: skip
     except CrsbenchError as exc:
         fail(str(exc))
         return

@@ -94,6 +94,7 @@ def profile_cohort(
     force: bool = False,
     skip_missing: bool = False,
     verdict: bool = True,
+    jobs: int | None = None,
 ) -> ProfileResult:
     """Check the cohort, run the pipeline on it (resumable), write ``cohort.json`` and the verdict.
 
@@ -107,6 +108,9 @@ def profile_cohort(
         As for ``crsbench run``.
     verdict : bool
         Write the verdict page (``verdict.html``) after the run.
+    jobs : int, optional
+        Worker processes fitting the probes (``None``: every available core); the records
+        do not depend on it.
     """
     from crsbench.runs.pipeline import RunOptions, run_benchmark
 
@@ -114,7 +118,8 @@ def profile_cohort(
     ds, summary = check_cohort(spec)
     cfg, reasons = cohort_config(spec, summary.n_images)
     emit("cohort", {"summary": summary, "reasons": reasons})
-    opts = RunOptions(progress=progress, force=force, on_event=emit, skip_missing=skip_missing)
+    opts = RunOptions(progress=progress, force=force, on_event=emit, skip_missing=skip_missing,
+                      jobs=jobs)  # fmt: skip
     run = run_benchmark(cfg, opts)
     info = {**summary.as_dict(), "choices": reasons, "csv": str(Path(spec.data).resolve()),
             "images": str(Path(spec.images).resolve()), "label_columns": list(spec.label_columns),
