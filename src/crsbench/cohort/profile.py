@@ -123,7 +123,7 @@ def profile_cohort(
     run = run_benchmark(cfg, opts)
     info = {**summary.as_dict(), "choices": reasons, "csv": str(Path(spec.data).resolve()),
             "images": str(Path(spec.images).resolve()), "label_columns": list(spec.label_columns),
-            "group_column": spec.group_column,
+            "group_column": spec.group_column, "revision": ds.revision,
             "metadata_columns": [str(c) for c in ds.metadata.columns]}  # fmt: skip
     text = json.dumps(info, indent=2)
     write_output_file(run.out_dir / COHORT_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
