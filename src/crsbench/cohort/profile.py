@@ -66,6 +66,7 @@ def check_cohort(spec: CohortSpec, split_seed: int = 0) -> tuple[Any, checks.Coh
     ds, rows = _load(spec, spec.max_images)
     if spec.group_column and not spec.labels_per_image:
         checks.check_patient_labels(ds, csv, spec.group_column, rows)
+    checks.check_two_classes(ds, csv, spec.label_columns)
     checks.check_class_counts(ds, csv, spec.label_columns)
     try:
         splits = make_splits(ds, seed=split_seed)
