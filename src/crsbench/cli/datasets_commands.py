@@ -80,9 +80,9 @@ def _print_report(report: Any) -> None:
     if console.is_terminal:
         console.print(report.to_rich())
         return
-    for line in report.head_lines():
-        typer.echo(line)
+    typer.echo(report.head_lines()[0])
     if report.n_images:
+        typer.echo(report.summary_line())
         columns = {k: k for k in ("label", "positives", "masked", "prevalence")}
         print_table(console, report.label_rows(), columns)
     for line in report.tail_lines():

@@ -80,6 +80,12 @@ class CheckReport:
             out.append("splits: " + ", ".join(f"{k}={v}" for k, v in self.split_counts.items()))
         return out
 
+    def summary_line(self) -> str:
+        """Size, task, groups, splits and revision in one line (the terminal's wording)."""
+        splits = ", ".join(f"{k}={v}" for k, v in self.split_counts.items())
+        return (f"{self.n_images} images ({self.task}), {self.n_groups} groups; "
+                f"splits: {splits}; revision {self.revision[:16]}")  # fmt: skip
+
     def label_rows(self) -> list[dict[str, Any]]:
         """One row per label: ``label``, ``positives``, ``masked``, ``prevalence``."""
         return [{"label": label, "positives": self.n_positive[label],
@@ -128,13 +134,7 @@ class CheckReport:
         head.append_text(Text.from_markup(status))
         parts: list[Any] = [head]
         if self.n_images:
-            splits = ", ".join(f"{k}={v}" for k, v in self.split_counts.items())
-            parts.append(
-                Text(
-                    f"{self.n_images} images ({self.task}), {self.n_groups} groups; "
-                    f"splits: {splits}; revision {self.revision[:16]}"
-                )
-            )
+            parts.append(Text(self.summary_line()))
             table = Table(title="labels")
             for column in ("label", "positives", "masked", "prevalence"):
                 table.add_column(column, justify="left" if column == "label" else "right")
