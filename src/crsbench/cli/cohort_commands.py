@@ -71,6 +71,7 @@ def profile(
     force: bool = typer.Option(False, help="Write into a non-empty folder crsbench did not create (never overwrites)."),
     skip_missing: bool = typer.Option(False, "--skip-missing", help="Run the encoders whose weights are present."),
     update_weights_lock: bool = typer.Option(False, "--update-weights-lock", help="Accept weights whose sha256 differs from DIR/weights.lock and record them."),
+    jobs: int | None = typer.Option(None, "--jobs", min=1, help="Worker processes fitting the probes (default: every available core). The records do not depend on it."),
     quiet: bool = QUIET_OPTION,
     verbose: bool = VERBOSE_OPTION,
 ) -> None:  # fmt: skip
@@ -100,7 +101,7 @@ def profile(
                     bar(event, info)
 
             result = profile_cohort(spec, on_event=on_event, progress=False, force=force,
-                                    skip_missing=skip_missing,
+                                    skip_missing=skip_missing, jobs=jobs,
                                     update_weights_lock=update_weights_lock)  # fmt: skip
     except CrsbenchError as exc:
         fail(exc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -68,9 +69,24 @@ def check_command(
     except CrsbenchError as exc:
         fail(exc)
         return
-    console.print(report.to_rich())
+    _print_report(report)
     if not report.ok:
         raise typer.Exit(EXIT_FAILED)
+
+
+def _print_report(report: Any) -> None:
+    """The check report: rich on a terminal; lines and a TSV label table in a pipe (through
+    :func:`crsbench.cli.output.print_table`, as every other command)."""
+    if console.is_terminal:
+        console.print(report.to_rich())
+        return
+    typer.echo(report.head_lines()[0])
+    if report.n_images:
+        typer.echo(report.summary_line())
+        columns = {k: k for k in ("label", "positives", "masked", "prevalence")}
+        print_table(console, report.label_rows(), columns)
+    for line in report.tail_lines():
+        typer.echo(line)
 
 
 def _parse_value(text: str) -> object:

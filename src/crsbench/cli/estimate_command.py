@@ -162,7 +162,7 @@ def estimate(
         proj = project(cfg, speeds, rates)
         _, paper_node = paper_node_projection()
     except CrsbenchError as exc:
-        fail(str(exc))
+        fail(exc)
         return
     assumptions = [a.format(ratio=table.training_cost_ratio) for a in ASSUMPTIONS]
     out = _json if as_json else _text

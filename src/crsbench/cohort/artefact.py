@@ -166,6 +166,25 @@ def verify_checksums(doc: dict[str, Any], blob: bytes, model_dir: Path) -> None:
         )
 
 
+def check_shapes(doc: dict[str, Any], arrays: dict[str, np.ndarray], path: Path) -> None:
+    """Refuse tensors whose shapes disagree with the JSON (``n_features``, ``labels``)."""
+    coef = arrays.get("probe.coef")
+    if coef is None or coef.ndim != 2:
+        raise DataError(f"{path}: the tensors hold no 2-D probe.coef; export the model again.")
+    width = doc.get("probe", {}).get("n_features")
+    if width != coef.shape[0]:
+        raise DataError(
+            f"{path}: probe.n_features is {width!r}, but probe.coef has {coef.shape[0]} rows "
+            "(one per feature): the JSON and the tensors are of different models. Export again."
+        )
+    for name in ("probe.mean", "probe.scale"):
+        got = arrays.get(name)
+        if got is None or got.shape != (coef.shape[0],):
+            shape = None if got is None else got.shape
+            raise DataError(f"{path}: {name} has shape {shape}; n_features is {width}. "
+                            "Export the model again.")  # fmt: skip
+
+
 def load_model(model_dir: Path) -> ModelArtefact:
     """Read and verify an exported model (checksums first; no pickle is ever loaded)."""
     from safetensors.numpy import load
@@ -176,6 +195,7 @@ def load_model(model_dir: Path) -> ModelArtefact:
     doc, blob = _read_doc(model_dir)
     verify_checksums(doc, blob, model_dir)
     arrays = load(blob)
+    check_shapes(doc, arrays, model_dir / MODEL_JSON)
     recal = doc.get("recalibrator")
     probe = {k: v for k, v in doc["probe"].items() if k not in ("logits", "n_features")}
     return ModelArtefact(

@@ -116,6 +116,19 @@ def _patients_with(ds: Any, value: float) -> np.ndarray:
     return out
 
 
+def check_two_classes(ds: Any, csv: Path, label_columns: tuple[str, ...]) -> None:
+    """Refuse a single-class column: no probe, AUROC or calibration is defined on it."""
+    if ds.task != "multiclass" or len(ds.label_names) >= 2:
+        return
+    only = ds.label_names[0] if ds.label_names else ""
+    raise CohortError(
+        f"{csv}: column {label_columns[0]!r} holds one class only ({only!r} in all "
+        f"{len(ds)} rows); a profile needs at least two classes.",
+        "add images of another class (e.g. the negatives: 'normal', 0), or pass several 0/1 "
+        "columns with --label-columns for a multi-label cohort.",
+    )
+
+
 def check_class_counts(ds: Any, csv: Path, label_columns: tuple[str, ...]) -> None:
     """Refuse a class held by fewer patients than the four splits need."""
     sides = [(1.0, "positive")] + ([(0.0, "negative")] if ds.task == "multilabel" else [])

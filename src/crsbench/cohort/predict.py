@@ -103,13 +103,40 @@ def encode(model: ModelArtefact, enc: Any, ids: list[str], paths: list[str],
         return np.asarray(fa.features, dtype=np.float64), [str(i) for i in fa.ids], failed
 
 
+def _nothing_decoded(source: Path, skipped: list[dict[str, Any]], n: int) -> DataError:
+    """The error of a folder (or CSV) where no image decoded, naming it and the first few."""
+    first = "; ".join(f"{q.get('path')} ({q.get('error_class')})" for q in skipped[:5])
+    return DataError(
+        f"{source}: none of its {n} image(s) could be decoded"
+        + (f"; first: {first}" if first else "")
+        + ". Give a folder (or CSV) of readable images (PNG, JPEG, TIFF, DICOM)."
+    )
+
+
+def check_feature_width(model: ModelArtefact, width: int) -> None:
+    """Refuse features whose width is not the probe's (``n_features`` in model.json)."""
+    expected = int(model.coef.shape[0])
+    if width != expected:
+        raise DataError(
+            f"encoder {model.encoder.get('name')!r} gives {width} features per image; the "
+            f"model's probe takes {expected} (n_features in model.json): the model was not "
+            "exported for this encoder. Export it again with `crsbench export`."
+        )
+
+
 def predict_images(model: ModelArtefact, source: Path, *, device: str = "cpu",
                    weights_path: Path | None = None, batch_size: int = 64,
                    path_column: str = "path") -> Predictions:  # fmt: skip
     """Calibrated probabilities of every image of ``source`` (folder or CSV)."""
     enc = load_encoder(model, device, weights_path)
+    from crsbench.features.engine import NoImageDecoded
+
     ids, paths = list_images(source, path_column)
-    X, done, failed = encode(model, enc, ids, paths, batch_size)
+    try:
+        X, done, failed = encode(model, enc, ids, paths, batch_size)
+    except NoImageDecoded as exc:
+        raise _nothing_decoded(Path(source), exc.skipped, len(paths)) from None
+    check_feature_width(model, int(X.shape[1]))
     where = {i: p for i, p in zip(ids, paths, strict=True)}
     return Predictions(done, [where[i] for i in done], model.predict_proba(X),
                        list(model.labels), failed)  # fmt: skip

@@ -66,6 +66,7 @@ def check_cohort(spec: CohortSpec, split_seed: int = 0) -> tuple[Any, checks.Coh
     ds, rows = _load(spec, spec.max_images)
     if spec.group_column and not spec.labels_per_image:
         checks.check_patient_labels(ds, csv, spec.group_column, rows)
+    checks.check_two_classes(ds, csv, spec.label_columns)
     checks.check_class_counts(ds, csv, spec.label_columns)
     try:
         splits = make_splits(ds, seed=split_seed)
@@ -95,6 +96,7 @@ def profile_cohort(
     skip_missing: bool = False,
     verdict: bool = True,
     update_weights_lock: bool = False,
+    jobs: int | None = None,
 ) -> ProfileResult:
     """Check the cohort, run the pipeline on it (resumable), write ``cohort.json`` and the verdict.
 
@@ -108,6 +110,9 @@ def profile_cohort(
         As for ``crsbench run``.
     verdict : bool
         Write the verdict page (``verdict.html``) after the run.
+    jobs : int, optional
+        Worker processes fitting the probes (``None``: every available core); the records
+        do not depend on it.
     """
     from crsbench.runs.pipeline import RunOptions, run_benchmark
 
@@ -116,11 +121,11 @@ def profile_cohort(
     cfg, reasons = cohort_config(spec, summary.n_images)
     emit("cohort", {"summary": summary, "reasons": reasons})
     opts = RunOptions(progress=progress, force=force, on_event=emit, skip_missing=skip_missing,
-                      update_weights_lock=update_weights_lock)  # fmt: skip
+                      jobs=jobs, update_weights_lock=update_weights_lock)  # fmt: skip
     run = run_benchmark(cfg, opts)
     info = {**summary.as_dict(), "choices": reasons, "csv": str(Path(spec.data).resolve()),
             "images": str(Path(spec.images).resolve()), "label_columns": list(spec.label_columns),
-            "group_column": spec.group_column,
+            "group_column": spec.group_column, "revision": ds.revision,
             "metadata_columns": [str(c) for c in ds.metadata.columns]}  # fmt: skip
     text = json.dumps(info, indent=2)
     write_output_file(run.out_dir / COHORT_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))

@@ -102,6 +102,63 @@ def _cell_inputs(cfg: Any, encoder: str, dataset: str) -> tuple[Any, Any, str, A
     return cell_data(plan, prep, feats, None), enc, feats["precision"]["precision"], prep.dataset
 
 
+def _fit_probe(cfg: Any, cell: Any, seed: int, details: dict[str, Any]) -> tuple[Any, Any]:
+    """The full-label logistic probe of ``seed``, refitted; refused when C differs."""
+    from crsbench.probes import fit_probe_grid
+    from crsbench.runs.cell_scoring import targets
+
+    X, y = cell.features[1.0], targets(cell.labels, cell.task)
+    lg = cfg.probes.logistic
+    fit = fit_probe_grid(X[cell.train], y[cell.train], X[cell.val], y[cell.val], cell.task,
+                         Cs=np.asarray(lg.c_grid), subsets={"full": cell.subsets[(1.0, seed)]},
+                         n_outputs=cell.n_outputs, max_iter=lg.max_iter, tol=lg.tol)["full"]  # fmt: skip
+    if not _equal(fit.C, details.get("C")):
+        raise DataError(f"the refit probe chose C={fit.C}; the stored run chose "
+                        f"{details.get('C')}. Run `crsbench profile` again, then export.")  # fmt: skip
+    return fit, y
+
+
+def _fit_recal(cell: Any, fit: Any, y: Any, name: str, seed: int,
+               details: dict[str, Any]) -> Any:  # fmt: skip
+    """The recalibrator ``name`` on the calibration split (None for ``none``)."""
+    from crsbench.calibration import CalibrationSplitTooSmall, fit_recalibrator
+
+    if name == "none":
+        return None
+    X = cell.features[1.0]
+    try:
+        recal = fit_recalibrator(name, fit.predict_proba(X[cell.calib]), y[cell.calib],
+                                 cell.task, seed)  # fmt: skip
+    except CalibrationSplitTooSmall as exc:
+        raise DataError(
+            f"recalibrator {name!r} is undefined on this cohort ({exc}); the "
+            "profile's recalibrated rows are NaN for the same reason. Export with "
+            "--recalibrator none, or profile a cohort with more images per class."
+        ) from None
+    if recal.record() != details.get("recal"):
+        raise DataError(f"the refit {name} recalibration differs from the stored "
+                        "one (details.recal). Run `crsbench profile` again, then export.")  # fmt: skip
+    return recal
+
+
+def _refit(cfg: Any, cell: Any, stored: Any, recalibrator: str,
+           seed: int) -> tuple[Any, Any, np.ndarray, dict[str, Any]]:  # fmt: skip
+    """Probe, recalibrator, test probabilities and the proven metrics, under the run's numeric
+    settings (:func:`crsbench.runs.cell.probe_numerics`, the helper the run fits under)."""
+    from crsbench.runs.cell import probe_numerics
+    from crsbench.runs.cell_scoring import score
+
+    details = json.loads(stored["details"]) if isinstance(stored["details"], str) else {}
+    with probe_numerics():
+        fit, y = _fit_probe(cfg, cell, seed, details)
+        recal = _fit_recal(cell, fit, y, recalibrator, seed, details)
+        proba = fit.predict_proba(cell.features[1.0][cell.test])
+        if recal is not None:
+            proba = recal.predict_proba(proba)
+        checked = _prove(stored, score(y[cell.test], proba, cell.task), f"{cell.encoder} model")
+    return fit, recal, proba, checked
+
+
 def refit_cell(store_dir: Path, encoder: str, recalibrator: str = "none",
                seed: int | None = None, dataset: str | None = None) -> CellRefit:  # fmt: skip
     """Refit the stored cell's model and prove it equal to the run's (see the module).
@@ -114,11 +171,8 @@ def refit_cell(store_dir: Path, encoder: str, recalibrator: str = "none",
         The refit does not reproduce the stored choices or metrics.
     """
     from crsbench import __version__
-    from crsbench.calibration import CalibrationSplitTooSmall, fit_recalibrator
     from crsbench.cohort.artefact import ModelArtefact
-    from crsbench.probes import fit_probe_grid
     from crsbench.probes._basis import standardisation
-    from crsbench.runs.cell_scoring import score, targets
     from crsbench.runs.extract_cell import encoder_revision, run_working_size
 
     cfg, runs = _store_tables(Path(store_dir))
@@ -129,35 +183,8 @@ def refit_cell(store_dir: Path, encoder: str, recalibrator: str = "none",
                          f"({', '.join(e.name for e in cfg.encoders)}).")  # fmt: skip
     stored = _stored_row(runs, encoder, dataset, seed, recalibrator)
     cell, enc, precision, ds = _cell_inputs(cfg, encoder, dataset)
-    X, y = cell.features[1.0], targets(cell.labels, cell.task)
-    lg = cfg.probes.logistic
-    rows = cell.subsets[(1.0, seed)]
-    fit = fit_probe_grid(X[cell.train], y[cell.train], X[cell.val], y[cell.val], cell.task,
-                         Cs=np.asarray(lg.c_grid), subsets={"full": rows},
-                         n_outputs=cell.n_outputs, max_iter=lg.max_iter, tol=lg.tol)["full"]  # fmt: skip
-    details = json.loads(stored["details"]) if isinstance(stored["details"], str) else {}
-    if not _equal(fit.C, details.get("C")):
-        raise DataError(f"the refit probe chose C={fit.C}; the stored run chose "
-                        f"{details.get('C')}. Run `crsbench profile` again, then export.")  # fmt: skip
-    test = X[cell.test]
-    proba = fit.predict_proba(test)
-    recal = None
-    if recalibrator != "none":
-        try:
-            recal = fit_recalibrator(recalibrator, fit.predict_proba(X[cell.calib]),
-                                     y[cell.calib], cell.task, seed)  # fmt: skip
-        except CalibrationSplitTooSmall as exc:
-            raise DataError(
-                f"recalibrator {recalibrator!r} is undefined on this cohort ({exc}); the "
-                "profile's recalibrated rows are NaN for the same reason. Export with "
-                "--recalibrator none, or profile a cohort with more images per class."
-            ) from None
-        if recal.record() != details.get("recal"):
-            raise DataError(f"the refit {recalibrator} recalibration differs from the stored "
-                            "one (details.recal). Run `crsbench profile` again, then export.")  # fmt: skip
-        proba = recal.predict_proba(proba)
-    checked = _prove(stored, score(y[cell.test], proba, cell.task), f"{encoder} model")
-    mean, scale, _ = standardisation(X[cell.train][rows])
+    fit, recal, proba, checked = _refit(cfg, cell, stored, recalibrator, seed)
+    mean, scale, _ = standardisation(cell.features[1.0][cell.train][cell.subsets[(1.0, seed)]])
     model = ModelArtefact(
         encoder={"name": encoder, "weights_sha256": enc.weights_hash,
                  "input_size": int(getattr(enc, "input_size", enc.card.input_size)),

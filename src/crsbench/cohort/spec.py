@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from crsbench.core.errors import ConfigError
 
 #: Where a profile goes when neither ``--out`` nor the YAML's ``out`` says.
@@ -75,6 +73,35 @@ class CohortSpec:
 _FIELDS = {f.name for f in dataclasses.fields(CohortSpec)}
 _LISTS = ("label_columns", "classes", "encoders", "seeds")
 _PATHS = ("data", "images", "out")
+#: Scalar keys and the type YAML must give them (a quoted "true" or "8" is refused).
+_TYPES: dict[str, tuple[type, str]] = {
+    "labels_per_image": (bool, "true or false (unquoted)"),
+    "max_images": (int, "an integer (unquoted)"),
+    "batch_size": (int, "an integer (unquoted)"),
+    "num_workers": (int, "an integer (unquoted)"),
+    "group_column": (str, "a column name"),
+    "path_column": (str, "a column name"),
+    "id_column": (str, "a column name"),
+    "missing": (str, "error or mask"),
+    "device": (str, "auto, cpu or cuda"),
+}
+
+
+def _wrong_type(value: Any, kind: type) -> bool:
+    if value is None:
+        return False
+    if kind is int:
+        return isinstance(value, bool) or not isinstance(value, int)
+    return not isinstance(value, kind)
+
+
+def _check_types(data: Mapping[str, Any], source: str) -> None:
+    """Refuse a scalar key whose YAML value has the wrong type, naming the key."""
+    for key, (kind, wanted) in _TYPES.items():
+        value = data.get(key)
+        if _wrong_type(value, kind):
+            shown = f"{value!r} (a string)" if isinstance(value, str) else repr(value)
+            raise ConfigError(f"{source}: key {key!r} must be {wanted}. Got {shown} instead.")
 
 
 def names_list(value: Any, key: str) -> tuple[str, ...] | None:
@@ -100,6 +127,7 @@ def spec_from_mapping(data: Mapping[str, Any], base_dir: Path, source: str) -> C
     for key in ("data", "images", "label_columns"):
         if data.get(key) in (None, ""):
             raise ConfigError(f"{source}: key {key!r} is required. Got none.")
+    _check_types(data, source)
     values: dict[str, Any] = dict(data)
     for key in _LISTS:
         if key in values:
@@ -118,12 +146,12 @@ def spec_from_mapping(data: Mapping[str, Any], base_dir: Path, source: str) -> C
 
 def read_spec(path: Path) -> CohortSpec:
     """Read a cohort YAML (keys: the fields of :class:`CohortSpec`)."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    from crsbench.config import read_yaml_file
+
+    try:  # the benchmark config's strict reader: duplicate keys, alias bombs, not UTF-8
+        data = read_yaml_file(path)
     except OSError as exc:
         raise ConfigError(f"cannot read cohort file {path}: {exc.strerror}.") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc}).") from None
     if not isinstance(data, Mapping):
         raise ConfigError(f"{path}: the top level must be a mapping of keys. Got {data!r}.")
     return spec_from_mapping(data, path.resolve().parent, str(path))

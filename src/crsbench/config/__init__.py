@@ -24,6 +24,7 @@ from crsbench.config.loading import (
     load_packaged_config,
     packaged_config_path,
     parse_config,
+    read_yaml_file,
 )
 from crsbench.config.models import (
     CONFIG_SCHEMA_VERSION,
@@ -65,6 +66,7 @@ __all__ = [
     "config_hash",
     "config_json",
     "load_config",
+    "read_yaml_file",
     "load_packaged_config",
     "packaged_config_path",
     "parse_config",

@@ -183,8 +183,34 @@ class _DuplicateKey(yaml.YAMLError):
         super().__init__(f"key {key!r} at line {line} is written twice (first at line {first})")
 
 
+#: Alias uses (``*name``) a YAML file may make: a config never needs many, and a few nested
+#: ones expand exponentially (an "alias bomb") when the parsed value is walked.
+MAX_ALIASES = 100
+
+
+class _TooManyAliases(yaml.YAMLError):
+    """More alias uses than :data:`MAX_ALIASES`."""
+
+    def __init__(self, anchor: str, line: int) -> None:
+        super().__init__(
+            f"more than {MAX_ALIASES} aliases (the last *{anchor} at line {line}): nested "
+            "aliases expand exponentially (an alias bomb)"
+        )
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a key written twice in one mapping."""
+    """``yaml.SafeLoader`` that refuses a key written twice in one mapping and more than
+    :data:`MAX_ALIASES` alias uses."""
+
+    _aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):  # type: ignore[no-untyped-call]
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                event = self.peek_event()  # type: ignore[no-untyped-call]
+                raise _TooManyAliases(str(event.anchor), event.start_mark.line + 1)
+        return super().compose_node(parent, index)  # type: ignore[no-untyped-call]
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -203,6 +229,8 @@ def _read_yaml(text: str, source: str) -> Any:
         data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except _DuplicateKey as exc:
         raise ConfigError(f"invalid config {source}: {exc}; remove one of them.") from None
+    except _TooManyAliases as exc:
+        raise ConfigError(f"invalid config {source}: {exc}; write the values out.") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -223,6 +251,20 @@ def _read_text(path: Path) -> str:
             f"invalid config {path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at line {line}); "
             "save the file as UTF-8."
         ) from None
+
+
+def read_yaml_file(path: Path) -> Any:
+    """A YAML file through the config's strict reader: UTF-8, no key written twice, at most
+    :data:`MAX_ALIASES` aliases, safe tags only (the benchmark config and the cohort YAML).
+
+    Raises
+    ------
+    ConfigError
+        Naming the file and, where YAML says, the line.
+    """
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist or is not a file.")
+    return _read_yaml(_read_text(path), str(path))
 
 
 def load_config(path: Path | str, *, output_dir: Path | str | None = None) -> BenchmarkConfig:

@@ -71,13 +71,38 @@ class CheckReport:
                 lines.append(f"  ... and {count - SHOWN} more")
         return lines
 
-    def to_text(self) -> str:
-        """Plain-text report."""
+    def head_lines(self) -> list[str]:
+        """The lines above the label table: status, size, revision, splits."""
         out = [f"dataset {self.name} at {self.root}: {'OK' if self.ok else 'FAILED'}"]
         if self.n_images:
             out.append(f"images: {self.n_images} ({self.task}), groups: {self.n_groups}")
             out.append(f"revision: {self.revision[:16]}")
             out.append("splits: " + ", ".join(f"{k}={v}" for k, v in self.split_counts.items()))
+        return out
+
+    def summary_line(self) -> str:
+        """Size, task, groups, splits and revision in one line (the terminal's wording)."""
+        splits = ", ".join(f"{k}={v}" for k, v in self.split_counts.items())
+        return (f"{self.n_images} images ({self.task}), {self.n_groups} groups; "
+                f"splits: {splits}; revision {self.revision[:16]}")  # fmt: skip
+
+    def label_rows(self) -> list[dict[str, Any]]:
+        """One row per label: ``label``, ``positives``, ``masked``, ``prevalence``."""
+        return [{"label": label, "positives": self.n_positive[label],
+                 "masked": self.n_masked[label], "prevalence": f"{self.prevalence[label]:.4f}"}
+                for label in self.label_names]  # fmt: skip
+
+    def tail_lines(self) -> list[str]:
+        """The lines below the label table: file problems, errors, warnings, notes."""
+        return self.to_text().splitlines()[len(self.head_lines()) + self._table_height() :]
+
+    def _table_height(self) -> int:
+        return 1 + len(self.label_names) if self.n_images else 0
+
+    def to_text(self) -> str:
+        """Plain-text report."""
+        out = self.head_lines()
+        if self.n_images:
             out.append("label              positives   masked   prevalence")
             for label in self.label_names:
                 out.append(
@@ -109,13 +134,7 @@ class CheckReport:
         head.append_text(Text.from_markup(status))
         parts: list[Any] = [head]
         if self.n_images:
-            splits = ", ".join(f"{k}={v}" for k, v in self.split_counts.items())
-            parts.append(
-                Text(
-                    f"{self.n_images} images ({self.task}), {self.n_groups} groups; "
-                    f"splits: {splits}; revision {self.revision[:16]}"
-                )
-            )
+            parts.append(Text(self.summary_line()))
             table = Table(title="labels")
             for column in ("label", "positives", "masked", "prevalence"):
                 table.add_column(column, justify="left" if column == "label" else "right")

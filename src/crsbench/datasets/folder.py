@@ -34,6 +34,14 @@ from .csvio import parse_cells, raise_bad_rows, raise_duplicates, read_csv, read
 from .files import require_files
 
 BINARY_CELLS = {"1": 1.0, "1.0": 1.0, "0": 0.0, "0.0": 0.0, "": -2.0}
+#: Cells that mean "no value" to pandas, R and spreadsheets (compared lower-case): never a class
+#: or a patient id.
+MISSING_MARKERS = frozenset({"na", "n/a", "nan", "-nan", "null", "<na>", "#n/a", "#na"})
+
+
+def _missing(values: pd.Series) -> np.ndarray:
+    """Blank cells and missing-value markers (:data:`MISSING_MARKERS`)."""
+    return ((values == "") | values.str.lower().isin(MISSING_MARKERS)).to_numpy()
 
 
 def _columns(value: Any, option: str) -> list[str] | None:
@@ -132,8 +140,9 @@ class Folder(DatasetAdapter):
             task = "multiclass"
             column = label_cols[0]
             values = frame[column].str.strip()
-            raise_bad_rows(csv_path, column, (values == "").to_numpy(), values,
-                           "a class (integer or name), not blank")  # fmt: skip
+            raise_bad_rows(csv_path, column, _missing(values), values,
+                           "a class (integer or name), not blank or a missing-value marker "
+                           "(NA, nan, ...); give the row its class or delete it")  # fmt: skip
             allowed = _columns(options["classes"], "classes")
             if allowed is not None:
                 outside = ~values.isin(allowed).to_numpy()
@@ -157,6 +166,10 @@ class Folder(DatasetAdapter):
         if options["check_files"]:
             require_files(paths, csv_path, image_dir)
         groups = frame[options["group_column"]].str.strip() if options["group_column"] else ids
+        if options["group_column"]:  # blank ids would make one patient of unrelated images
+            raise_bad_rows(csv_path, options["group_column"], _missing(groups), groups,
+                           "a patient id, not blank or a missing-value marker (NA, nan, "
+                           "...); give each image its patient's id")  # fmt: skip
         card = dataclasses.replace(
             self.card, label_names=names, task=task, modality=options["modality"]
         )

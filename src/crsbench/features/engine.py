@@ -323,6 +323,14 @@ def extract(
     return result
 
 
+class NoImageDecoded(DataError):
+    """Not one image of an extraction decoded; ``skipped`` lists each with its error."""
+
+    def __init__(self, message: str, skipped: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.skipped = skipped
+
+
 def _assemble(
     cache: FeatureCache,
     key: str,
@@ -334,7 +342,9 @@ def _assemble(
     ids = [str(i) for r in reads for i in r.ids]
     nonempty = [np.asarray(r.array) for r in reads if r.array.shape[0]]
     if not ids:
-        raise DataError(f"no image of dataset {parts['dataset_revision']} could be decoded")
+        raise NoImageDecoded(
+            f"no image of dataset {parts['dataset_revision']} could be decoded", skipped
+        )
     first = nonempty[0][0]
     if len(ids) > 1 and not any(bool((a != first).any()) for a in nonempty):
         raise DataError(

@@ -31,7 +31,8 @@ def _verdict_section(d: VerdictData) -> Section:
     c = d.cohort
     stats = [("images", str(c.get("n_images", "—"))), ("patients", str(c.get("n_patients", "—"))),
              ("task", str(c.get("task", "—"))), ("recommended encoder", d.recommended or "—"),
-             ("recommended recalibrator", d.recommended_recal)]  # fmt: skip
+             ("recommended recalibrator", d.recommended_recal),
+             ("data revision", ", ".join(r[:12] for r in d.revisions.values()) or "—")]  # fmt: skip
     items = "".join(
         f"<li><strong>{esc(enc)}</strong>: {esc(text)}</li>" for enc, text in d.sentences.items()
     )
@@ -81,7 +82,9 @@ def _cohort_section(d: VerdictData) -> Section:
     facts = [("CSV", c.get("csv", "")), ("images", c.get("images", "")),
              ("label columns", ", ".join(c.get("label_columns", []))),
              ("patient column", c.get("group_column") or "none (one image per patient)"),
-             ("splits", ", ".join(f"{k} {v}" for k, v in c.get("split_sizes", {}).items()))]  # fmt: skip
+             ("splits", ", ".join(f"{k} {v}" for k, v in c.get("split_sizes", {}).items())),
+             ("revision", "; ".join(f"{k} {v}" for k, v in d.revisions.items())
+              + " (sha256 of the CSV and the label options: the data these results describe)")]  # fmt: skip
     parts = [kv_html(facts), table_html(prev), "<ul>"
              + "".join(f"<li>{esc(x)}</li>" for x in [*c.get("choices", []),
                                                       *c.get("warnings", [])]) + "</ul>"]  # fmt: skip

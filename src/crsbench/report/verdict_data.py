@@ -46,6 +46,8 @@ class VerdictData:
     interval: str = ""
     interval_note: str = ""
     n_patients: dict[str, int] = field(default_factory=dict)
+    #: Per dataset: the revision (label file and image list sha256) the runs describe.
+    revisions: dict[str, str] = field(default_factory=dict)
 
 
 def _worst_condition(runs: pd.DataFrame) -> pd.DataFrame:
@@ -198,6 +200,8 @@ def compute_verdict(store_dir: Path, compare: Path | None = None,
     else:
         best, why = None, "no encoder has a defined AUROC on this cohort"
     recal_method = best_recalibrator(recal, best)[0] if best else "none"
+    revisions = {str(k): ", ".join(sorted(set(v))) for k, v
+                 in runs.groupby("dataset")["dataset_revision"]}  # fmt: skip
     return VerdictData(board, recal, cohort, sentences, best, recal_method, why,
                        None if compare is None else _compare(board, compare), notes,
-                       method, note, n_patients)  # fmt: skip
+                       method, note, n_patients, revisions)  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,28 @@ from crsbench.runs.identity import CellIdentity, RunIdentity
 from crsbench.runs.prediction_keeper import cell_keeper, shift_split
 from crsbench.store.prediction_layout import EVAL_SPLIT, VAL_SPLIT
 
-__all__ = ["CellData", "CellSettings", "ShiftData", "evaluate_cell", "score", "targets"]
+__all__ = ["CellData", "CellSettings", "ShiftData", "evaluate_cell", "probe_numerics", "score",
+           "targets"]  # fmt: skip
+
+
+def probe_numerics() -> AbstractContextManager:
+    """The numeric settings every probe fit runs under, in the run and in the export's refit.
+
+    BLAS and OpenMP pools on :data:`crsbench.protocol.PROBE_BLAS_THREADS` threads (through
+    ``threadpoolctl``), as in the run's worker processes, whatever the core count or the
+    ``OMP_NUM_THREADS`` of the process: a threaded matrix product sums in another order, so a
+    fit outside this context may differ from the stored run by more than the export's check
+    allows. The dtypes are the probe's own (:func:`crsbench.probes.fit_probe_grid` on the
+    cached features), the same in both.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        Restores the previous limits on exit.
+    """
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=PROBE_BLAS_THREADS)
 
 
 def _conditions(run: CellRun, model: FittedProbe, keep: bool) -> list[RunRow]:
@@ -239,12 +261,10 @@ def evaluate_cell(cell: CellData, settings: CellSettings) -> list[RunRow]:
         One dict per run: identity columns, ``auroc``, ``ece``, ``brier``, ``nll``,
         ``sens_at_spec90``, ``sens_at_spec95``, ``details`` and ``wall_time_s``.
     """
-    from threadpoolctl import threadpool_limits
-
     y = targets(cell.labels, cell.task)
     ids = CellIdentity(cell.encoder, cell.dataset)
     run = CellRun(cell, settings, y, RowScorer(cell.task), cell_keeper(cell, y), ids)
-    with threadpool_limits(limits=PROBE_BLAS_THREADS, user_api="blas"):  # same numbers anywhere
+    with probe_numerics():  # same numbers anywhere, and in the export's refit
         rows = _logistic(run) + _layers(run) + _controls(run)
     if cell.n_quarantined:
         counts = dict(cell.n_quarantined)

@@ -349,9 +349,12 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
     _timed(run, "datasets_and_splits", lambda: run.prepared.update(prepare_datasets(cfg)))
     modalities = {name: p.dataset.card.modality for name, p in run.prepared.items()}
     cells = plan_cells(cfg, modalities)
-    with ResultsStore(out, h, config_json=cfg_json, force_new=opts.force_new) as store:
+    revisions = {name: p.dataset.revision for name, p in run.prepared.items()}
+    with ResultsStore(out, h, config_json=cfg_json, force_new=opts.force_new,
+                      dataset_revisions=revisions) as store:  # fmt: skip
         if store.moved_aside:
-            opts.emit("moved", {"moved": [(str(a), str(b)) for a, b in store.moved_aside]})
+            opts.emit("moved", {"moved": [(str(a), str(b)) for a, b in store.moved_aside],
+                                "reason": store.moved_because})  # fmt: skip
         locked = lock_run_weights(cfg, out, opts.update_weights_lock)
         store.record_cards(replace(card_facts(cfg, run.prepared), weights_lock=locked))
         store.record_plan(planned)

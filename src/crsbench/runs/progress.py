@@ -67,7 +67,7 @@ class RunProgress:
             self.say(quarantine_line(info), QUIET)
         elif event == "moved":
             for source, target in info["moved"]:
-                self.say(f"moved {source} -> {target} (another config)")
+                self.say(f"moved {source} -> {target} ({info.get('reason') or 'another config'})")
         elif event == "plan":
             self._plan(info)
         elif event == "stage_start":

@@ -37,9 +37,11 @@ MARKER_NAME = ".crsbench-output"
 SYNTH_MARKER = ".crsbench-synth.json"
 #: A results store's own files: never written through :func:`write_output_file`.
 STORE_NAMES: tuple[str, ...] = (STORE_FILE, STORE_FILE + ".wal", LOCK_FILE)
-#: What a superseded run leaves behind and ``--force-new`` moves aside with its store.
+#: What a superseded run leaves behind and ``--force-new`` (or a dataset's new revision) moves
+#: aside with its store (``cohort.json`` and ``verdict.html``: a cohort profile's).
 RUN_OUTPUTS: tuple[str, ...] = (
     STORE_FILE, STORE_FILE + ".wal", "export", "scores", "analysis", "report", LAST_RUN_FILE,
+    "cohort.json", "verdict.html",
 )  # fmt: skip
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
 

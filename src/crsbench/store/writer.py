@@ -10,7 +10,7 @@ batches it committed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,6 +38,7 @@ from crsbench.store.outputs import move_run_aside
 from crsbench.store.plan import StoredPlan, write_plan
 from crsbench.store.predictions import PredictionBatch
 from crsbench.store.records import RunRecord
+from crsbench.store.revisions import changed_revision
 from crsbench.store.schema import ARROW_SCHEMA, META_DDL, Transaction, metrics_ddl, runs_ddl
 from crsbench.store.validate import validate_frame
 
@@ -64,6 +65,10 @@ class ResultsStore:
         Warn instead of refusing when ``out_dir`` is on NFS/SMB.
     lock : StoreLock, optional
         The store's lock, already held by the caller (``store repair``); released on close.
+    dataset_revisions : mapping dataset → revision, optional
+        The revisions the run uses; a store whose runs carry another revision of a dataset is
+        moved aside like ``force_new`` (:mod:`crsbench.store.revisions`), with the reason in
+        :attr:`moved_because`.
 
     Raises
     ------
@@ -82,6 +87,7 @@ class ResultsStore:
         force_new: bool = False,
         allow_network_fs: bool = False,
         lock: StoreLock | None = None,
+        dataset_revisions: Mapping[str, str] | None = None,
     ) -> None:
         if mode not in ("rw", "r"):
             raise StoreError(f"mode must be 'rw' or 'r'. Got {mode!r} instead.")
@@ -92,6 +98,8 @@ class ResultsStore:
         self._lock: StoreLock | None = None
         #: ``(from, to)`` paths moved to ``superseded/`` by ``force_new`` (empty otherwise).
         self.moved_aside: list[tuple[Path, Path]] = []
+        #: Why :attr:`moved_aside` moved: another config, or a dataset's new revision.
+        self.moved_because = ""
         self._con: duckdb.DuckDBPyConnection | None = None
         if mode == "r":
             if not self.path.is_file():
@@ -111,11 +119,22 @@ class ResultsStore:
             self._con = self._connect(read_only=False)
             if not self._has_table("meta"):
                 self._create(config_json)
-            elif self._check_meta(force_new=force_new):
+            elif label := self._supersede_label(force_new, dataset_revisions):
                 self._con.close()
-                self._move_aside()
+                self.moved_aside = move_run_aside(self.out_dir, label)
                 self._con = self._connect(read_only=False)
                 self._create(config_json)
+
+    def _supersede_label(self, force_new: bool, revisions: Mapping[str, str] | None) -> str:
+        """The ``superseded/`` label when the store on disk must be moved aside, else ``""``."""
+        if self._check_meta(force_new=force_new):
+            self.moved_because = "another config"
+            return f"config-{str(self.meta['config_hash'])[:12]}"
+        changed = changed_revision(self.con, revisions)
+        if changed is None:
+            return ""
+        self.moved_because, label = changed
+        return label
 
     # ------------------------------------------------------------------ opening
 
@@ -188,19 +207,6 @@ class ResultsStore:
                 f"this config is {self.config_hash[:12]}. Use another --out or --force-new."
             )
         return False
-
-    def _move_aside(self) -> None:
-        """Move the other config's store and its derived folders to ``superseded/``."""
-        label = f"config-{self.meta_hash_prefix()}"
-        self.moved_aside = move_run_aside(self.out_dir, label)
-
-    def meta_hash_prefix(self) -> str:
-        """First 12 characters of the config hash recorded in the file on disk."""
-        con = duckdb.connect(str(self.path), read_only=True)
-        try:
-            return str(con.execute("SELECT config_hash FROM meta").fetchall()[0][0])[:12]
-        finally:
-            con.close()
 
     # ------------------------------------------------------------------ writing
 
