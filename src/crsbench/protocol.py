@@ -88,7 +88,7 @@ PRETRAINING_VERSION = "v1"
 # ----------------------------------------------------------------------------- scoring
 
 #: The anchors version a config and the scoring use when none is named.
-ANCHORS_VERSION = "v1"
+ANCHORS_VERSION = "v2"
 
 # ----------------------------------------------------------------------------- adaptation regime
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from crsbench.core.errors import DataError
 from crsbench.scoring.aggregate import aggregate_by_encoder, encoder_means, score_cells
-from crsbench.scoring.anchors import load_anchors
+from crsbench.scoring.anchors import anchors_for_runs
 from crsbench.scoring.planned import (
     add_unrun_cells,
     incomplete_sentences,
@@ -97,7 +97,8 @@ def run_analyses(
     seed : int
         Seed of every resampling.
     anchors : anchors source, optional
-        Default: the shipped current version.
+        Default: the version the store's runs recorded (the config's ``anchors``), else the
+        shipped current version (:func:`crsbench.scoring.anchors.anchors_for_runs`).
     groups : mapping, optional
         Encoder → ``general`` / ``medical`` for the shift test (default: encoder cards, then
         the ``encoder_group`` column).
@@ -116,7 +117,7 @@ def run_analyses(
     out = Path(out_dir)
     if runs.empty:
         raise DataError("the store has no run records: run `crsbench run` first.")
-    anc = load_anchors(anchors)
+    anc = anchors_for_runs(anchors, runs)  # default: what the store's runs recorded
     summary: dict = {"anchors_version": anc.version, "analyses": {}, "skipped": {},
                      "notes": plan_notes(store)}  # fmt: skip
     plan = store_plan(store)
