@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import CrsbenchError, DataError, StoreError
+from crsbench.protocol import BOOTSTRAP_REPLICATES
 from crsbench.scoring.planned import (
     add_unrun_cells,
     incomplete_sentences,
@@ -252,7 +253,7 @@ def _add_control_probes(data: ReportData, anchors: Any) -> None:
 def compute_report_data(
     store_dir: str | Path,
     *,
-    n_replicates: int = 2000,
+    n_replicates: int = BOOTSTRAP_REPLICATES,
     seed: int = 0,
     anchors: Any = None,
     calibration_cell: tuple[str, str] | None = None,

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import DataError
+from crsbench.protocol import BOOTSTRAP_REPLICATES
 from crsbench.scoring.aggregate import aggregate_by_encoder, encoder_means, score_cells
 from crsbench.scoring.anchors import anchors_for_runs
 from crsbench.scoring.planned import (
@@ -75,7 +76,7 @@ def _records(df: pd.DataFrame) -> list[dict]:
 def run_analyses(
     runs: pd.DataFrame,
     out_dir: str | Path,
-    n_replicates: int = 2_000,
+    n_replicates: int = BOOTSTRAP_REPLICATES,
     seed: int = 0,
     anchors: str | Path | None = None,
     groups: dict[str, str] | None = None,
@@ -93,7 +94,8 @@ def run_analyses(
     out_dir : path
         Output directory (created).
     n_replicates : int
-        Bootstrap replicates.
+        Bootstrap replicates (default the protocol's 10,000; fewer is a quick look, flagged
+        ``quick_look`` in the bootstrap's summary).
     seed : int
         Seed of every resampling.
     anchors : anchors source, optional
@@ -184,6 +186,7 @@ def run_analyses(
         top = ranks.iloc[:3]
         return ranks, {
             "n_replicates": n_replicates,
+            "quick_look": n_replicates < BOOTSTRAP_REPLICATES,
             "interval": unc.method,
             "note": unc.note,
             "n_test_patients": unc.n_patients,
