@@ -9,8 +9,8 @@
    the shrunk-world ECE) per (replicate × image × label × prediction): one cell of 3,000
    test images, and a batch of 2 × (available cores) cells of 30,000 images computed one
    after another and then in a process pool of every available core, side by side. The
-   sequential per-element times scale to the paper grid at paper-size test sets at 2,000
-   replicates (the 30,000-image figure for CheXpert); the pool's projection is that times
+   sequential per-element times scale to the paper grid at paper-size test sets at the
+   protocol's 10,000 replicates (``--replicates`` for another count) (the 30,000-image figure for CheXpert); the pool's projection is that times
    the batch's measured pool / sequential time ratio (its parallel efficiency printed).
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from crsbench.core.workers import available_cores
-from crsbench.protocol import PAPER_CONDITIONS
+from crsbench.protocol import BOOTSTRAP_REPLICATES, PAPER_CONDITIONS
 from crsbench.stats.cell_pool import map_cells
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.patient_bootstrap import (
@@ -120,16 +120,16 @@ def batch_times(n: int, n_rep: int, n_cells: int, jobs: int) -> tuple[float, flo
     return t_seq, t_par, cpu_seq, cpu_par
 
 
-def grid_minutes(per_small: float, per_large: float) -> float:
-    """The paper grid at 2,000 replicates, in minutes, from per-element times."""
+def grid_minutes(per_small: float, per_large: float, n_rep: int = BOOTSTRAP_REPLICATES) -> float:
+    """The paper grid at ``n_rep`` replicates, in minutes, from per-element times."""
     total = 0.0
     for ds, e, n_img, k in PAPER_GRID:
         per = per_large if n_img >= 10_000 else per_small
-        total += per * e * n_img * k * (EVALS_PER_CELL + (ds == "chexpert")) * 2_000
+        total += per * e * n_img * k * (EVALS_PER_CELL + (ds == "chexpert")) * n_rep
     return total / 60
 
 
-def main(quick: bool = False) -> None:
+def main(quick: bool = False, replicates: int = BOOTSTRAP_REPLICATES) -> None:
     n, n_rep, n_loop = (1_000, 100, 5) if quick else (5_000, 500, 20)
     t_vec, t_loop, ratio = speed(n, n_rep, n_loop)
     small, large = (1_000, 2_000) if quick else (3_000, 30_000)
@@ -139,7 +139,7 @@ def main(quick: bool = False) -> None:
     per_small = per_element_time(small, chunk)
     t_seq, t_par, cpu_seq, cpu_par = batch_times(large, chunk, n_cells, jobs)
     per_large = t_seq / (n_cells * _elements(large, chunk))
-    seq_min = grid_minutes(per_small, per_large)
+    seq_min = grid_minutes(per_small, per_large, replicates)
     pool_min = seq_min * t_par / t_seq
     print(f"test_images={n} labels={LABELS} replicates={n_rep}")
     print(f"vectorised_s={t_vec:.3f}")
@@ -158,11 +158,13 @@ def main(quick: bool = False) -> None:
     grid = "; ".join(f"{d}: {e} enc x {m} img x {k} labels" for d, e, m, k in PAPER_GRID)
     print(f"paper_grid={grid}")
     print(
-        f"paper_grid_projection_sequential_min={seq_min:.1f}  (2,000 replicates, one process; "
+        f"paper_grid_projection_sequential_min={seq_min:.1f}  ({replicates:,} replicates, one "
+        "process; "
         f"s/element of the {large}-image batch for test sets >= 10,000, else of {small})"
     )
     print(
-        f"paper_grid_projection_pool_min={pool_min:.1f}  ({jobs} processes: the sequential "
+        f"paper_grid_projection_pool_min={pool_min:.1f}  ({replicates:,} replicates, {jobs} "
+        "processes: the sequential "
         "projection x the batch's measured pool/sequential time ratio)"
     )
     print(f"speedup={ratio:.1f}")

@@ -88,7 +88,9 @@ PRETRAINING_VERSION = "v1"
 # ----------------------------------------------------------------------------- scoring
 
 #: The anchors version a config and the scoring use when none is named.
-ANCHORS_VERSION = "v1"
+ANCHORS_VERSION = "v2"
+#: The protocol's bootstrap replicates (the paper's count): the default of analyze and report.
+BOOTSTRAP_REPLICATES = 10_000
 
 # ----------------------------------------------------------------------------- adaptation regime
 

@@ -15,11 +15,13 @@ from crsbench.cli.output import (
     JOBS_OPTION,
     QUIET_OPTION,
     VERBOSE_OPTION,
+    quick_look_note,
     replicates_option,
     seed_option,
     verbosity,
 )
 from crsbench.core.verbosity import NORMAL
+from crsbench.protocol import BOOTSTRAP_REPLICATES
 from crsbench.store.outputs import claimed_folder
 
 DRY_RUN_OK_OPTION = typer.Option(
@@ -66,7 +68,9 @@ def score(
     store: Path = typer.Option(..., "--store", help="Directory holding results.duckdb."),
     out: Path | None = typer.Option(None, "--out", help="Output directory (default STORE/scores)."),
     anchors: str | None = typer.Option(
-        None, "--anchors", help="Anchors version (v1) or YAML path; default: current version."
+        None,
+        "--anchors",
+        help="Anchors version (v2, v1) or YAML path; default: the one the store's runs recorded.",
     ),
     rule: str = typer.Option("fixed", "--rule", help="fixed (published) or cohort."),
     replicates: int = replicates_option(2_000, "Bootstrap replicates for tiers."),
@@ -108,6 +112,8 @@ def score(
             typer.echo(f"{enc}: CRS or an axis is NaN: {note}", err=True)
     for line in interval_lines(board.attrs, replicates):
         typer.echo(line, err=True)
+    if quick_look_note(replicates):
+        typer.echo(f"NOTE: {quick_look_note(replicates)}.", err=True)
     if level >= NORMAL:
         typer.echo("wrote " + ", ".join(str(p) for p in paths))
 
@@ -118,7 +124,9 @@ def analyze(
     out: Path | None = typer.Option(
         None, "--out", help="Output directory (default STORE/analysis)."
     ),
-    replicates: int = replicates_option(2_000, "Bootstrap replicates."),
+    replicates: int = replicates_option(
+        BOOTSTRAP_REPLICATES, "Bootstrap replicates (the protocol's; 2000 for a quick look)."
+    ),
     seed: int = seed_option(0, "Seed of every resampling."),
     anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
     interval: str = INTERVAL_OPTION,
@@ -154,4 +162,6 @@ def analyze(
     boot = summary["analyses"].get("bootstrap") or {}
     if boot.get("note"):
         typer.echo(f"NOTE: {boot['note']}.", err=True)
+    if quick_look_note(replicates):
+        typer.echo(f"NOTE: {quick_look_note(replicates)}.", err=True)
     typer.echo(f"wrote {target}/summary.json (anchors {summary['anchors_version']})")

@@ -169,8 +169,20 @@ JOBS_OPTION = typer.Option(
     "The numbers do not depend on it.",
 )
 
-#: The largest ``--replicates`` (more only spends memory and hours; 2,000 is the protocol's).
+#: The largest ``--replicates`` (more only spends memory and hours; 10,000 is the protocol's).
 MAX_REPLICATES = 1_000_000
+
+
+def quick_look_note(replicates: int) -> str:
+    """The line said on screen when a bootstrap runs fewer replicates than the protocol's
+    (:data:`crsbench.protocol.BOOTSTRAP_REPLICATES`); empty when it runs them all or none."""
+    from crsbench.protocol import BOOTSTRAP_REPLICATES
+
+    if not 0 < replicates < BOOTSTRAP_REPLICATES:
+        return ""
+    return (
+        f"quick look: {replicates:,} replicates (the protocol's count is {BOOTSTRAP_REPLICATES:,})"
+    )
 
 
 def seed_option(default: int | None, help: str) -> Any:

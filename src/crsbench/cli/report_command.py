@@ -15,10 +15,12 @@ from crsbench.cli.output import (
     JOBS_OPTION,
     QUIET_OPTION,
     VERBOSE_OPTION,
+    quick_look_note,
     replicates_option,
     seed_option,
     verbosity,
 )
+from crsbench.protocol import BOOTSTRAP_REPLICATES
 from crsbench.store.outputs import claimed_folder
 
 
@@ -28,7 +30,9 @@ def report(
     out: Path = typer.Option(
         ..., "--out", help="Output directory for index.html, figures, tables."
     ),
-    replicates: int = replicates_option(2000, "Bootstrap replicates."),
+    replicates: int = replicates_option(
+        BOOTSTRAP_REPLICATES, "Bootstrap replicates (the protocol's; 2000 for a quick look)."
+    ),
     seed: int = seed_option(0, "Seed of every resampling."),
     anchors: str | None = typer.Option(None, "--anchors", help="Anchors version or YAML path."),
     cell: str | None = typer.Option(
@@ -54,6 +58,8 @@ def report(
             fail(f"--calibration-cell must be ENCODER/DATASET. Got {cell!r} instead.")
         chosen = (parts[0], parts[1])
     load_store_runs(store, dry_run_ok)  # a dry run's store only with --dry-run-ok
+    if quick_look_note(replicates):
+        typer.echo(f"NOTE: {quick_look_note(replicates)}.", err=True)
     try:
         with claimed_folder(out) as folder:  # marked first: an interrupted report is crsbench's
             index = build_report(store, folder, n_replicates=replicates, seed=seed,

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crsbench.protocol import BOOTSTRAP_REPLICATES
 from crsbench.report import sections
 from crsbench.report.beyond_data import compute_beyond
 from crsbench.report.data import ReportData, compute_report_data
@@ -30,6 +31,13 @@ def _distinct(runs: pd.DataFrame, col: str) -> str:
         return "not recorded"
     vals = sorted({str(v) for v in runs[col].dropna()})
     return ", ".join(vals) if vals else "not recorded"
+
+
+def _quick_look(n_replicates: int) -> str:
+    """`` (quick look; ...)`` after a replicate count below the protocol's, else empty."""
+    if 0 < n_replicates < BOOTSTRAP_REPLICATES:
+        return f" (quick look; the protocol's count is {BOOTSTRAP_REPLICATES:,})"
+    return ""
 
 
 def _provenance_facts(d: ReportData, store_dir: Path, now: dt.datetime) -> list[tuple[str, Any]]:
@@ -57,7 +65,8 @@ def _provenance_facts(d: ReportData, store_dir: Path, now: dt.datetime) -> list[
         ("scoring rule", "fixed anchors"),
         (
             "bootstrap",
-            f"{d.n_replicates:,} replicates, {d.interval_method or 'not run'}, "
+            f"{d.n_replicates:,} replicates{_quick_look(d.n_replicates)}, "
+            f"{d.interval_method or 'not run'}, "
             f"seed {d.seed}" + (f" ({d.interval_note})" if d.interval_note else ""),
         ),
         (
@@ -73,7 +82,7 @@ def build_report(
     store_dir: str | Path,
     out_dir: str | Path,
     *,
-    n_replicates: int = 2000,
+    n_replicates: int = BOOTSTRAP_REPLICATES,
     seed: int = 0,
     anchors: Any = None,
     calibration_cell: tuple[str, str] | None = None,
@@ -89,8 +98,9 @@ def build_report(
     out_dir : path
         Output directory (created): ``index.html``, ``figures/*.png|svg``, ``tables/*.csv``.
     n_replicates : int
-        Paired-seed bootstrap replicates (``0`` leaves the uncertainty section empty with a
-        note and the tier column blank).
+        Bootstrap replicates, default the protocol's 10,000 (fewer is marked a quick look in
+        the provenance table; ``0`` leaves the uncertainty section empty with a note and the
+        tier column blank).
     seed : int
         Seed of every resampling (bootstrap, confidence intervals).
     anchors : anchors source, optional

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import CrsbenchError, DataError, StoreError
+from crsbench.protocol import BOOTSTRAP_REPLICATES
 from crsbench.scoring.planned import (
     add_unrun_cells,
     incomplete_sentences,
@@ -252,7 +253,7 @@ def _add_control_probes(data: ReportData, anchors: Any) -> None:
 def compute_report_data(
     store_dir: str | Path,
     *,
-    n_replicates: int = 2000,
+    n_replicates: int = BOOTSTRAP_REPLICATES,
     seed: int = 0,
     anchors: Any = None,
     calibration_cell: tuple[str, str] | None = None,
@@ -285,12 +286,13 @@ def compute_report_data(
         The store is missing, locked, or has no complete main-protocol cell to score.
     """
     from crsbench.report.provenance import excluded_cells, shift_rows_sentences
-    from crsbench.scoring import aggregate_by_encoder, load_anchors, score_cells
+    from crsbench.scoring import aggregate_by_encoder, score_cells
+    from crsbench.scoring.anchors import anchors_for_runs
     from crsbench.stats import rank_agreement, rank_moves
 
     runs, plan = load_runs(store_dir), store_plan(store_dir)
     meta, reliability = read_meta(store_dir), read_reliability(store_dir)
-    anc = load_anchors(anchors) if not hasattr(anchors, "version") else anchors
+    anc = anchors_for_runs(anchors, runs)  # default: what the store's runs recorded
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         per_seed = planned_axes(runs, plan)  # what each cell must hold: the store's plan

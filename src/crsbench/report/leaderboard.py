@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.scoring.aggregate import aggregate_by_encoder, score_cells
-from crsbench.scoring.anchors import Anchors
+from crsbench.scoring.anchors import Anchors, anchors_for_runs
 from crsbench.scoring.planned import (
     add_unrun_cells,
     incomplete_sentences,
@@ -68,6 +68,7 @@ def build_leaderboard(
     )
 
     check_interval(interval)
+    anchors = anchors_for_runs(anchors, runs)  # default: what the store's runs recorded
     per_seed = planned_axes(runs, store, regime)  # what each cell must hold: the plan's
     cells = score_cells(per_seed, anchors, rule=rule)
     if store is not None and regime == "frozen":  # a store without a recorded plan

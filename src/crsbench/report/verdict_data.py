@@ -113,22 +113,24 @@ def _sentence(row: Any, worst: pd.DataFrame, recal: pd.DataFrame) -> str:
     return "; ".join(parts) + "."
 
 
-def _board(runs: pd.DataFrame, store_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+def _board(
+    runs: pd.DataFrame, store_dir: Path, anchors: Any
+) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """The encoders' axes and CRS on the fixed anchors, the per-seed axes of the encoders that
     can be ranked (what each cell must hold: the store's plan), and the warnings."""
-    from crsbench.scoring import aggregate_by_encoder, load_anchors, score_cells
+    from crsbench.scoring import aggregate_by_encoder, score_cells
     from crsbench.scoring.planned import planned_axes, ranked_per_seed
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         per_seed = planned_axes(runs, store_dir)
-        cells = score_cells(per_seed, load_anchors(None))
+        cells = score_cells(per_seed, anchors)
         board = aggregate_by_encoder(cells)
     return board, ranked_per_seed(per_seed, cells), [str(w.message) for w in caught]
 
 
 def _add_intervals(board: pd.DataFrame, per_seed: pd.DataFrame, store_dir: Path,
-                   interval: str) -> tuple[str, str, dict[str, int]]:  # fmt: skip
+                   interval: str, anchors: Any) -> tuple[str, str, dict[str, int]]:  # fmt: skip
     """Fill ``crs_ci_low``/``crs_ci_high``/``interval`` of ``board`` in place with the method
     ``interval`` names; return (method, note on a fallback or a missing interval, test
     patients per dataset)."""
@@ -140,7 +142,7 @@ def _add_intervals(board: pd.DataFrame, per_seed: pd.DataFrame, store_dir: Path,
     board["interval"] = ""
     if not board["CRS"].notna().any():
         return "", "", {}
-    unc = crs_uncertainty(per_seed, None, store=store_dir, interval=interval,
+    unc = crs_uncertainty(per_seed, anchors, store=store_dir, interval=interval,
                           n_replicates=N_REPLICATES, seed=0)  # fmt: skip
     if unc.method == SEED_ONLY and per_seed["seed"].nunique() < 2:
         return "", "; ".join(x for x in (unc.note, ONE_SEED_NOTE) if x), {}
@@ -177,13 +179,15 @@ def compute_verdict(store_dir: Path, compare: Path | None = None,
     interval : {"test-patients", "seed-only"}
         The bootstrap of the CRS intervals (:func:`crsbench.stats.uncertainty.crs_uncertainty`).
     """
+    from crsbench.scoring.anchors import anchors_for_runs
     from crsbench.store import load_runs
 
     runs = load_runs(store_dir)
     cohort_file = Path(store_dir) / "cohort.json"
     cohort = json.loads(cohort_file.read_text(encoding="utf-8")) if cohort_file.is_file() else {}
-    board, per_seed, notes = _board(runs, Path(store_dir))
-    method, note, n_patients = _add_intervals(board, per_seed, Path(store_dir), interval)
+    anchors = anchors_for_runs(None, runs)  # the version the cohort's runs recorded
+    board, per_seed, notes = _board(runs, Path(store_dir), anchors)
+    method, note, n_patients = _add_intervals(board, per_seed, Path(store_dir), interval, anchors)
     worst = _worst_condition(runs)
     recal = recal_table(runs)
     board = board.merge(worst.rename(columns={"condition": "worst_condition",

@@ -19,6 +19,10 @@ import yaml
 from crsbench.core.errors import ConfigError
 from crsbench.protocol import ANCHORS_VERSION
 from crsbench.resources import resource_file, resource_label
+from crsbench.scoring.dominance import UNIFORM_EXACT, UniformReference
+
+#: A reference panel: an ``(n, 4)`` array of profiles, or the exact uniform reference (v2).
+Reference = np.ndarray | UniformReference
 
 #: The four axes, in the order of every utility vector.
 AXES: tuple[str, ...] = ("auroc", "ece", "retention", "robustness_drop")
@@ -53,9 +57,11 @@ class Anchors:
         One entry per axis of :data:`AXES`.
     weights : dict[str, float]
         ``P``, ``I``, ``W`` weights of the CRS (sum to 1).
-    panel : numpy.ndarray
-        Default reference panel, shape ``(n, 4)``, utilities in [0, 1].
-    panel_by_dataset : dict[str, numpy.ndarray]
+    panel : numpy.ndarray or UniformReference
+        Default reference panel, shape ``(n, 4)``, utilities in [0, 1]; or the uniform
+        distribution on ``[0, 1]^4`` itself, whose dominated share is computed exactly
+        (``uniform-exact`` in the file; anchors v2).
+    panel_by_dataset : dict[str, numpy.ndarray or UniformReference]
         Optional per-dataset panels (frozen from a store); a dataset not listed uses ``panel``.
     description : str
         Free text: where the panel came from.
@@ -64,11 +70,11 @@ class Anchors:
     version: str
     bounds: dict[str, AxisBound]
     weights: dict[str, float]
-    panel: np.ndarray
-    panel_by_dataset: dict[str, np.ndarray] = field(default_factory=dict)
+    panel: Reference
+    panel_by_dataset: dict[str, Reference] = field(default_factory=dict)
     description: str = ""
 
-    def panel_for(self, dataset: str | None) -> np.ndarray:
+    def panel_for(self, dataset: str | None) -> Reference:
         """The reference panel used for cells of ``dataset``."""
         if dataset is not None and dataset in self.panel_by_dataset:
             return self.panel_by_dataset[dataset]
@@ -99,7 +105,9 @@ class Anchors:
         }
 
 
-def _panel_rows(panel: np.ndarray) -> list[list[float]]:
+def _panel_rows(panel: Reference) -> list[list[float]] | str:
+    if isinstance(panel, UniformReference):
+        return UNIFORM_EXACT
     return [[round(float(v), 6) for v in row] for row in panel]
 
 
@@ -140,7 +148,13 @@ def _check_weights(weights: dict, where: str) -> dict[str, float]:
     return out
 
 
-def _check_panel(rows: object, where: str) -> np.ndarray:
+def _check_panel(rows: object, where: str) -> Reference:
+    if isinstance(rows, str):
+        if rows != UNIFORM_EXACT:
+            raise ConfigError(
+                f"{where} must be '{UNIFORM_EXACT}' or a list of 4-number lists. Got {rows!r}."
+            )
+        return UniformReference(len(AXES))
     try:
         arr = np.asarray(rows, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -233,14 +247,18 @@ def save_anchors(anchors: Anchors, out_path: str | Path) -> Path:
     doc = anchors.to_dict()
     panel = doc.pop("reference_panel")
     text = yaml.safe_dump(doc, sort_keys=False)
-    lines = ["reference_panel:", "  default:"]
-    lines += [f"    - {row}" for row in panel["default"]]
+    lines = ["reference_panel:", *_panel_lines("default", panel["default"], "  ")]
     lines.append("  by_dataset:" + ("" if panel["by_dataset"] else " {}"))
     for ds, rows in panel["by_dataset"].items():
-        lines.append(f"    {ds}:")
-        lines += [f"      - {row}" for row in rows]
+        lines += _panel_lines(ds, rows, "    ")
     out.write_text(text + "\n".join(lines) + "\n", encoding="utf-8")
     return out
+
+
+def _panel_lines(name: str, rows: list | str, indent: str) -> list[str]:
+    if isinstance(rows, str):
+        return [f"{indent}{name}: {rows}"]
+    return [f"{indent}{name}:", *(f"{indent}  - {row}" for row in rows)]
 
 
 def freeze_anchors(
@@ -301,3 +319,42 @@ def freeze_anchors(
     )
     save_anchors(frozen, out_path)
     return frozen
+
+
+def anchors_for_runs(source: str | Path | Anchors | None, runs: object) -> Anchors:
+    """The anchors a store's runs are scored with.
+
+    ``source`` when given (``--anchors``); otherwise the one version the runs recorded (column
+    ``anchors_version``: the config's ``anchors``), so a store made with ``anchors: v1`` is
+    scored with v1; otherwise (no record) the current version.
+
+    Parameters
+    ----------
+    source : anchors source or None
+        What the user asked for.
+    runs : pandas.DataFrame
+        A store's ``runs`` table.
+
+    Raises
+    ------
+    ConfigError
+        The runs recorded several versions, or one that cannot be loaded here.
+    """
+    if source is not None:
+        return load_anchors(source)
+    column = runs["anchors_version"] if "anchors_version" in getattr(runs, "columns", ()) else []
+    recorded = sorted({str(v) for v in column if isinstance(v, str) and v})
+    if len(recorded) > 1:
+        raise ConfigError(
+            f"the store's runs recorded several anchors versions {recorded}: "
+            "name one with --anchors."
+        )
+    if not recorded:
+        return load_anchors(None)
+    try:
+        return load_anchors(recorded[0])
+    except ConfigError as exc:
+        raise ConfigError(
+            f"the store's runs recorded anchors '{recorded[0]}', which cannot be loaded here "
+            f"({exc}): name a version or file with --anchors."
+        ) from exc

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import ConfigError, DataError
-from crsbench.scoring.anchors import AXES, UTILITY_COLUMNS, Anchors, load_anchors
-from crsbench.scoring.dominance import DominanceCounter, cohort_dominance
+from crsbench.scoring.anchors import AXES, UTILITY_COLUMNS, Anchors, Reference, load_anchors
+from crsbench.scoring.dominance import cohort_dominance, dominance_counter
 
 RULES: tuple[str, ...] = ("fixed", "cohort")
 SCORE_COLUMNS: tuple[str, ...] = (*UTILITY_COLUMNS, "P", "I", "W", "CRS")
@@ -76,12 +76,13 @@ def score_array(
     raw: np.ndarray,
     anchors: Anchors,
     rule: str = "fixed",
-    panels: list[np.ndarray] | None = None,
+    panels: list[Reference] | None = None,
 ) -> dict[str, np.ndarray]:
     """Vectorised CRS of raw axes ``(..., C, E, 4)``: ``C`` cells (datasets), ``E`` encoders.
 
     Missing (encoder, cell) pairs are NaN and stay NaN. ``panels`` gives one fixed reference
-    panel per cell (default: ``anchors.panel`` for each). Returns ``u`` and ``P I W CRS``.
+    panel per cell (default: ``anchors.panel`` for each; an array, or the exact uniform
+    reference of anchors v2). Returns ``u`` and ``P I W CRS``.
     """
     check_rule(rule)
     raw = np.asarray(raw, dtype=float)
@@ -91,7 +92,7 @@ def score_array(
         panels = panels or [anchors.panel] * n_cells
         p = np.empty(raw.shape[:-1])
         for c in range(n_cells):
-            p[..., c, :] = DominanceCounter(panels[c]).share(u[..., c, :, :])
+            p[..., c, :] = dominance_counter(panels[c]).share(u[..., c, :, :])
     else:
         u = cohort_utilities(raw, anchors)
         p = cohort_dominance(u)
@@ -166,7 +167,7 @@ def crs_table(
         raw = raw_all[idx]
         if rule == "fixed":
             u = fixed_utilities(raw, anc)
-            p = DominanceCounter(anc.panel_for(ds)).share(u)
+            p = dominance_counter(anc.panel_for(ds)).share(u)
         else:
             u = cohort_utilities(raw, anc)
             p = cohort_dominance(u)

@@ -6,13 +6,66 @@ one; equivalently ``p <= u`` everywhere and ``p != u``. For each axis the panel 
 cumulative bit-mask table; the dominated set is the AND of four rows, counted with
 ``np.bitwise_count``. This costs O(words) per query instead of O(panel size), which keeps the
 10,000-replicate bootstrap at a few seconds.
+
+Anchors v2 replace the panel by its limit, the uniform distribution on the utility cube
+(:class:`UniformReference`): the share of it a profile ``u`` weakly dominates is the volume of
+the box ``[0, u]``, ``prod(u)``, computed exactly by :class:`UniformDominance`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 _CHUNK = 131_072
+#: The YAML spelling of :class:`UniformReference` in an anchors file's ``reference_panel``.
+UNIFORM_EXACT = "uniform-exact"
+
+
+@dataclass(frozen=True)
+class UniformReference:
+    """The uniform distribution on the utility cube ``[0, 1]^d``, used as a reference panel.
+
+    It is the limit of the Halton panel (anchors v1) as its size grows: the Halton points are
+    equidistributed, so the share of them inside any box tends to the box's volume.
+    """
+
+    d: int = 4
+
+    def __str__(self) -> str:
+        return UNIFORM_EXACT
+
+
+class UniformDominance:
+    """Exact share of :class:`UniformReference` that each query weakly dominates.
+
+    A profile ``u`` weakly dominates the reference points ``p`` with ``p <= u`` on every axis
+    and ``p != u``. Under the uniform distribution on ``[0, 1]^d`` the points equal to ``u``
+    have probability 0, so the share is the volume of the box ``[0, u_1] × ... × [0, u_d]``:
+    ``prod_a clip(u_a, 0, 1)``. No grid, so no grid error.
+    """
+
+    def __init__(self, reference: UniformReference | None = None) -> None:
+        self.d = (reference or UniformReference()).d
+
+    def share(self, queries: np.ndarray) -> np.ndarray:
+        """Share of the reference each row of ``queries`` (shape ``(..., d)``) weakly dominates.
+
+        Parameters
+        ----------
+        queries : numpy.ndarray
+            Utility profiles; a row with any NaN gives NaN.
+
+        Returns
+        -------
+        numpy.ndarray
+            Float array of shape ``queries.shape[:-1]``, in [0, 1].
+        """
+        q = np.asarray(queries, dtype=float)
+        if q.shape[-1] != self.d:
+            raise ValueError(f"queries must have {self.d} columns. Got shape {q.shape}.")
+        return np.prod(np.clip(q, 0.0, 1.0), axis=-1)
 
 
 class DominanceCounter:
@@ -87,9 +140,19 @@ class DominanceCounter:
         return self.count(queries) / self.m
 
 
-def dominance_share(queries: np.ndarray, panel: np.ndarray) -> np.ndarray:
-    """Share of ``panel`` rows that each row of ``queries`` weakly dominates."""
-    return DominanceCounter(panel).share(queries)
+def dominance_counter(
+    reference: np.ndarray | UniformReference,
+) -> DominanceCounter | UniformDominance:
+    """The dominance share against ``reference``: counted on a finite panel (an array of
+    profiles) or exact for :class:`UniformReference`. Both have ``share(queries)``."""
+    if isinstance(reference, UniformReference):
+        return UniformDominance(reference)
+    return DominanceCounter(reference)
+
+
+def dominance_share(queries: np.ndarray, panel: np.ndarray | UniformReference) -> np.ndarray:
+    """Share of ``panel`` rows (or of the exact uniform reference) each query weakly dominates."""
+    return dominance_counter(panel).share(queries)
 
 
 def cohort_dominance(u: np.ndarray) -> np.ndarray:

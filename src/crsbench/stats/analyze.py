@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import DataError
+from crsbench.protocol import BOOTSTRAP_REPLICATES
 from crsbench.scoring.aggregate import aggregate_by_encoder, encoder_means, score_cells
-from crsbench.scoring.anchors import load_anchors
+from crsbench.scoring.anchors import anchors_for_runs
 from crsbench.scoring.planned import (
     add_unrun_cells,
     incomplete_sentences,
@@ -75,7 +76,7 @@ def _records(df: pd.DataFrame) -> list[dict]:
 def run_analyses(
     runs: pd.DataFrame,
     out_dir: str | Path,
-    n_replicates: int = 2_000,
+    n_replicates: int = BOOTSTRAP_REPLICATES,
     seed: int = 0,
     anchors: str | Path | None = None,
     groups: dict[str, str] | None = None,
@@ -93,11 +94,13 @@ def run_analyses(
     out_dir : path
         Output directory (created).
     n_replicates : int
-        Bootstrap replicates.
+        Bootstrap replicates (default the protocol's 10,000; fewer is a quick look, flagged
+        ``quick_look`` in the bootstrap's summary).
     seed : int
         Seed of every resampling.
     anchors : anchors source, optional
-        Default: the shipped current version.
+        Default: the version the store's runs recorded (the config's ``anchors``), else the
+        shipped current version (:func:`crsbench.scoring.anchors.anchors_for_runs`).
     groups : mapping, optional
         Encoder → ``general`` / ``medical`` for the shift test (default: encoder cards, then
         the ``encoder_group`` column).
@@ -116,7 +119,7 @@ def run_analyses(
     out = Path(out_dir)
     if runs.empty:
         raise DataError("the store has no run records: run `crsbench run` first.")
-    anc = load_anchors(anchors)
+    anc = anchors_for_runs(anchors, runs)  # default: what the store's runs recorded
     summary: dict = {"anchors_version": anc.version, "analyses": {}, "skipped": {},
                      "notes": plan_notes(store)}  # fmt: skip
     plan = store_plan(store)
@@ -183,6 +186,7 @@ def run_analyses(
         top = ranks.iloc[:3]
         return ranks, {
             "n_replicates": n_replicates,
+            "quick_look": n_replicates < BOOTSTRAP_REPLICATES,
             "interval": unc.method,
             "note": unc.note,
             "n_test_patients": unc.n_patients,

@@ -18,7 +18,7 @@ import pandas as pd
 from crsbench.core.errors import ConfigError, DataError
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.scoring.crs import check_rule, crs_components, fixed_utilities, score_array
-from crsbench.scoring.dominance import DominanceCounter
+from crsbench.scoring.dominance import DominanceCounter, UniformDominance, dominance_counter
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def replicate_scores(
     counts: np.ndarray,
     anchors: Anchors,
     rule: str = "fixed",
-    counters: list[DominanceCounter] | None = None,
+    counters: list[DominanceCounter | UniformDominance] | None = None,
 ) -> np.ndarray:
     """Aggregate CRS per encoder for each row of ``counts``: shape ``(B, E)``.
 
@@ -99,14 +99,14 @@ def replicate_scores(
     return np.where(gap, np.nan, total / np.maximum(exists.sum(axis=1), 1))
 
 
-def _counters(cube: AxesCube, anchors: Anchors) -> list[DominanceCounter]:
+def _counters(cube: AxesCube, anchors: Anchors) -> list[DominanceCounter | UniformDominance]:
     """One counter per cell; cells whose panel is the same object share one counter."""
-    made: dict[int, DominanceCounter] = {}
+    made: dict[int, DominanceCounter | UniformDominance] = {}
     out = []
     for d in cube.datasets:
         panel = anchors.panel_for(d)
         if id(panel) not in made:
-            made[id(panel)] = DominanceCounter(panel)
+            made[id(panel)] = dominance_counter(panel)
         out.append(made[id(panel)])
     return out
 

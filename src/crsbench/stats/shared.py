@@ -73,7 +73,10 @@ def anchors_key(anc: Any) -> tuple:
     panels = [("", anc.panel)] + sorted(anc.panel_by_dataset.items())
     digest = hashlib.sha256()
     for name, panel in panels:
-        digest.update(name.encode() + np.ascontiguousarray(panel, dtype=np.float64).tobytes())
+        if isinstance(panel, np.ndarray):
+            digest.update(name.encode() + np.ascontiguousarray(panel, dtype=np.float64).tobytes())
+        else:  # the exact uniform reference (anchors v2): its name stands for its values
+            digest.update(name.encode() + str(panel).encode())
     return anc.version, repr(anc.bounds), repr(sorted(anc.weights.items())), digest.hexdigest()
 
 

@@ -29,7 +29,7 @@ from crsbench.core.shift_labels import source_reference_ece
 from crsbench.protocol import JPEG
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.scoring.crs import crs_components, fixed_utilities
-from crsbench.scoring.dominance import DominanceCounter
+from crsbench.scoring.dominance import dominance_counter
 from crsbench.stats.bootstrap import axes_cube, resample_counts
 from crsbench.stats.intervals import ece_interval, percentile_interval
 from crsbench.stats.patient_bootstrap import SEED_ONLY, TEST_PATIENTS_X_SEEDS
@@ -142,7 +142,7 @@ def _cell_crs(reps: AxisReplicates, anchors: Anchors) -> tuple[np.ndarray, np.nd
     datasets = np.array([d for _, d in reps.cell_keys])
     for ds in np.unique(datasets):
         idx = np.flatnonzero(datasets == ds)
-        counter = DominanceCounter(anchors.panel_for(str(ds)))
+        counter = dominance_counter(anchors.panel_for(str(ds)))
         for raw, out in ((reps.point[idx], point), (reps.replicates[:, idx], rep)):
             u = fixed_utilities(raw, anchors)
             crs = crs_components(u, counter.share(u), anchors.weights)["CRS"]

@@ -139,7 +139,7 @@ def test_provenance_lists_versions(small_report: Path) -> None:
     from crsbench.testing import SIMULATED_CONFIG_HASH
 
     body = _sections(small_report.read_text(encoding="utf-8"))["provenance"]
-    for text in ("anchors version (scores)", "v1", __version__, "config hash",
+    for text in ("anchors version (scores)", "v2", __version__, "config hash",
                  SIMULATED_CONFIG_HASH[:12],
                  "Encoder revisions", "Dataset revisions"):  # fmt: skip
         assert text in body, text

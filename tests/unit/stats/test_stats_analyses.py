@@ -170,12 +170,12 @@ def test_cli_score_and_analyze_end_to_end(tmp_path):
     md = (tmp_path / "store" / "scores" / "leaderboard.md").read_text()
     tex = (tmp_path / "store" / "scores" / "leaderboard.tex").read_text()
     board = pd.read_csv(tmp_path / "store" / "scores" / "leaderboard.csv")
-    assert len(board) == 8 and set(board["anchors_version"]) == {"v1"}
+    assert len(board) == 8 and set(board["anchors_version"]) == {"v2"}  # the store recorded v2
     assert "| rank_crs |" in md and r"\toprule" in tex
     res = cli.invoke(app, ["analyze", "--store", str(tmp_path / "store"), "--replicates", "100"])
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "store" / "analysis" / "summary.json").read_text())
-    assert summary["anchors_version"] == "v1"
+    assert summary["anchors_version"] == "v2"
     assert "regime_comparison" in summary["skipped"]
     assert summary["analyses"]["insertion"]["source"] == "generated"
     for name in ("bootstrap", "agreement_auroc_vs_crs", "shift_welch", "recalibration"):

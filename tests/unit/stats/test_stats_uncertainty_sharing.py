@@ -34,7 +34,7 @@ def test_same_inputs_share_one_bootstrap_inside_the_block(store, counted):
     alone = crs_uncertainty(per_seed, store=store, n_replicates=100, seed=3)
     with sharing_results():
         first = crs_uncertainty(per_seed, store=store, n_replicates=100, seed=3)
-        again = crs_uncertainty(per_seed.copy(), "v1", store=store, n_replicates=100, seed=3)
+        again = crs_uncertainty(per_seed.copy(), "v2", store=store, n_replicates=100, seed=3)
     assert again is first and len(counted) == 2  # `alone` and `first`
     pd.testing.assert_frame_equal(first.result.ranks, alone.result.ranks)
     crs_uncertainty(per_seed, store=store, n_replicates=100, seed=3)  # outside: computed again
