@@ -19,6 +19,12 @@ Emit = Callable[..., None]
 _NO_PREDICTIONS = "the store has no per-sample predictions for any complete cell"
 
 
+def _real(worst: pd.DataFrame) -> list[str]:
+    """``encoder/dataset/attribute/axis`` of each gap the permutation test calls real."""
+    hits = worst[worst["real_difference"]]
+    return [f"{r.encoder}/{r.dataset}/{r.attribute}/{r.metric}" for r in hits.itertuples()]
+
+
 def emit_prediction_analyses(
     emit: Emit,
     out: Path,
@@ -52,6 +58,7 @@ def emit_prediction_analyses(
         return res.worst, {
             "too_small": int((res.subgroups["status"] == "too small").sum()),
             "ranking_worst_subgroup_crs": ranking["encoder"].tolist(),
+            "real_subgroup_differences": _real(res.worst),
         }
 
     def operating_points() -> tuple[pd.DataFrame, dict]:

@@ -3,12 +3,14 @@ encoder ranking by it beside the overall ranking (``docs/scoring.md``, "Worst-su
 
 For a cell (encoder, dataset) the worst-subgroup axes are, over every reported subgroup of
 every attribute (``too small`` ones never enter): D the lowest subgroup AUROC, C the highest
-subgroup ECE, R the highest subgroup robustness drop (R's formula on the subgroup's rows).
+subgroup debiased ECE (subgroups of at least ``MIN_ECE_SUBGROUP_PATIENTS``), R the highest
+subgroup robustness drop (R's formula on the subgroup's rows).
 L (label-efficiency retention) has no subgroup value (the probes at 1-25 % of the labels are
 fitted on the whole training split), so the cell's own retention is used. These four raw
 values are scored exactly as a cell's CRS is: fixed-anchor utilities, dominance against the
-dataset's reference panel, ``wP·P + wI·I + wW·W``. Intervals: the same computation on each
-replicate of the paired test-patient bootstrap (L held at its point value).
+dataset's reference panel, ``wP·P + wI·I + wW·W``. ``_lo``/``_hi``: the same computation on each
+replicate of the paired test-patient bootstrap (L held at its point value), a bootstrap range,
+not a confidence interval (the worst of noisy values is biased low).
 """
 
 from __future__ import annotations

@@ -1,18 +1,23 @@
 """Subgroups: AUROC, ECE and the robustness drop R per subgroup the stored metadata carries
-(sex, age band, view, anatomical site), the worst subgroup and the gap per encoder, with the
-test-patient bootstrap's intervals (``docs/scoring.md``, "Subgroups, operating points, flips").
+(sex, age band, view, anatomical site), the worst subgroup, the gap and whether it is real
+(``docs/scoring.md``, "Subgroups, operating points, flips").
 
-Every replicate resamples the test patients with :func:`crsbench.stats.resample.row_weights`
-(the same patients for every encoder: paired), and a subgroup's value in a replicate is the
-metric on its rows with those weights. Intervals are percentile intervals of the replicates.
-A subgroup with fewer than ``min_patients`` distinct patients is ``too small``: its values are
-NaN and it never enters the worst subgroup or the gap.
+Every replicate resamples the test patients (:func:`crsbench.stats.resample.resample_counts_for`,
+the same patients for every encoder: paired), and a subgroup's value in a replicate is the
+metric on its rows with those weights; the per-subgroup intervals are percentile intervals
+of the replicates. A subgroup with fewer than ``min_patients`` distinct patients is ``too
+small``: its values are NaN and it never enters the worst subgroup or the gap; below
+``min_ece_patients`` its ECE is NaN. The worst subgroup and the gap read the debiased ECE.
+A gap is called real only by the permutation test of subgroup labels
+(:mod:`crsbench.stats.subgroup_tests`, false-positive rate ≤ 5 % with identical subgroups);
+the gap is reported bias-corrected. The worst value's bootstrap range is not a confidence
+interval (the worst of noisy values is biased; ``benchmarks/subgroups.py``).
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,9 +25,19 @@ import pandas as pd
 
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.intervals import percentile_interval
-from crsbench.stats.resample import replicate_ids, row_weights
+from crsbench.stats.resample import patient_index, replicate_ids, resample_counts_for
 from crsbench.stats.shared import shared_on
-from crsbench.stats.weighted_metrics import weighted_ece, weighted_macro_auroc
+from crsbench.stats.subgroup_tests import (
+    ALPHA,
+    DEFAULT_SUBGROUP_PERMUTATIONS,
+    bias_corrected_gap,
+    gaps,
+    membership_weights,
+    permutation_p_value,
+    permuted_labels,
+)
+from crsbench.stats.subgroup_values import ShiftTerm, auroc_on, values_on
+from crsbench.stats.weighted_metrics import ReplicateWeights
 
 #: Age bands in years: (lower bound inclusive, upper bound exclusive, name).
 AGE_BANDS: tuple[tuple[float, float, str], ...] = (
@@ -36,10 +51,16 @@ MIN_SUBGROUP_PATIENTS = 30
 #: Bootstrap replicates of the subgroup intervals (the CLI passes ``--replicates``).
 DEFAULT_SUBGROUP_REPLICATES = 200
 TOO_SMALL = "too small"
+#: Fewest distinct patients a subgroup needs for an ECE: below it the debiased ECE of a
+#: perfectly calibrated model is still above 0.05 (0.104 at 30 patients, 0.054 at 100, 0.034
+#: at 200; ``docs/scoring.md``, "Minimum subgroup size"), so a small subgroup would look worst
+#: for its size alone.
+MIN_ECE_SUBGROUP_PATIENTS = 100
 #: The axes read per subgroup, and whether their worst value is the largest.
 WORST_IS_MAX: dict[str, bool] = {"auroc": False, "ece": True, "robustness_drop": True}
-
-Metric = Callable[[np.ndarray, np.ndarray, str, np.ndarray], np.ndarray]
+#: The value the worst subgroup, the gap and the test read per axis (ECE: debiased).
+SELECT_ON: dict[str, str] = {"auroc": "auroc", "ece": "ece_debiased",
+                             "robustness_drop": "robustness_drop"}  # fmt: skip
 
 
 def age_band(ages: np.ndarray) -> np.ndarray:
@@ -61,84 +82,134 @@ def subgroup_labels(split: EvalSplit) -> dict[str, np.ndarray]:
     return out
 
 
-def _seed_mean(metric: Metric, y, prob, task, w) -> np.ndarray:
-    """The metric for each row of ``w``, averaged over seeds when ``prob`` is ``(S, n, K)``."""
-    if prob.ndim == 2:
-        return metric(y, prob, task, w)
-    return np.mean([metric(y, p, task, w) for p in prob], axis=0)
+def _n_patients(split: EvalSplit, rows: np.ndarray) -> int:
+    return len(np.unique(split.groups[rows]))
 
 
-def _auc(split: EvalSplit, prob: np.ndarray, task: str, rows: np.ndarray, w) -> np.ndarray:
-    """``(1 + B,)`` seed-mean AUROC of ``rows`` of ``split`` (point first, then replicates)."""
-    ww = np.vstack([np.ones(len(rows)), w[:, rows]])
-    return _seed_mean(weighted_macro_auroc, split.y[rows], prob[..., rows, :], task, ww)
+@dataclass(frozen=True)
+class _Split:
+    """One split's rows with their bootstrap counts (``(B, patients)``), each row's patient
+    column and the subgroup labels."""
+
+    split: EvalSplit
+    prob: np.ndarray
+    counts: np.ndarray
+    inverse: np.ndarray
+    labels: dict[str, np.ndarray]
+
+    def weights(self, rows: np.ndarray) -> ReplicateWeights:
+        """Point (all ones) then every replicate, for ``rows``."""
+        ones = np.ones((1, self.counts.shape[1]), dtype=self.counts.dtype)
+        return ReplicateWeights.of(np.vstack([ones, self.counts]), self.inverse[rows])
+
+
+def _resampled(split: EvalSplit, prob: np.ndarray, ids: np.ndarray, seed: int) -> _Split:
+    patients, inverse = patient_index(split.groups)
+    counts = resample_counts_for(split.dataset, len(patients), ids, seed)
+    return _Split(split, prob, counts, inverse, subgroup_labels(split))
 
 
 @dataclass(frozen=True)
 class _Ctx:
-    """One cell's resampling: test weights, each shift target's weights and subgroups."""
+    """One cell's resampling (test and each shift target) and the analysis settings."""
 
     cell: CellPredictions
-    w: np.ndarray
-    targets: list[tuple[EvalSplit, np.ndarray, np.ndarray, dict[str, np.ndarray]]]
+    test: _Split
+    targets: list[_Split]
     min_patients: int
+    min_ece_patients: int
+    n_permutations: int
+    seed: int
+
+    def overall_drop(self, t: _Split) -> np.ndarray:
+        """``(1 + B,)`` the cell's clean AUROC minus its AUROC on target ``t``."""
+        all_test, all_t = np.arange(len(self.test.inverse)), np.arange(len(t.inverse))
+        clean = auroc_on(self.cell, self.test.split, self.cell.clean, all_test,
+                         self.test.weights(all_test))  # fmt: skip
+        return clean - auroc_on(self.cell, t.split, t.prob, all_t, t.weights(all_t))
 
 
-def _context(cell: CellPredictions, n_rep: int, seed: int, min_patients: int) -> _Ctx:
+def _context(cell: CellPredictions, n_rep: int, seed: int, sizes: tuple[int, int, int]) -> _Ctx:
     ids = replicate_ids(n_rep)
-    w = row_weights(cell.dataset, cell.test.groups, ids, seed)
-    targets = [(split, prob, row_weights(split.dataset, split.groups, ids, seed),
-                subgroup_labels(split)) for split, prob in cell.shifts]  # fmt: skip
-    return _Ctx(cell, w, targets, min_patients)
+    test = _resampled(cell.test, cell.clean, ids, seed)
+    targets = [_resampled(split, prob, ids, seed) for split, prob in cell.shifts]
+    return _Ctx(cell, test, targets, *sizes, seed)
 
 
-def _shift_drop(ctx: _Ctx, attr: str, value: str, auc: np.ndarray, split, prob, wt, labs):
-    """The subgroup's drop to one shift target: its clean AUROC minus the same subgroup's
-    AUROC on the target; where the target lacks the subgroup (or it is too small there), the
-    cell's overall drop to that target. Returns (drop, whether it is the subgroup's own)."""
-    lab = labs.get(attr)
+def _own_rows(ctx: _Ctx, t: _Split, attr: str, value: str) -> np.ndarray | None:
+    """Rows of the subgroup on target ``t`` when it has at least the minimum of patients."""
+    lab = t.labels.get(attr)
     rows = np.flatnonzero(lab == value) if lab is not None else np.array([], dtype=int)
-    if len(np.unique(split.groups[rows])) >= ctx.min_patients:
-        return auc - _auc(split, prob, ctx.cell.task, rows, wt), True
-    all_test = np.arange(len(ctx.cell.test.groups))
-    overall = _auc(ctx.cell.test, ctx.cell.clean, ctx.cell.task, all_test, ctx.w)
-    return overall - _auc(split, prob, ctx.cell.task, np.arange(len(split.groups)), wt), False
+    return rows if _n_patients(t.split, rows) >= ctx.min_patients else None
 
 
-def _values(ctx: _Ctx, attr: str, value: str, rows: np.ndarray) -> dict[str, np.ndarray]:
-    """``(1 + B,)`` AUROC, ECE and R (the protocol's 0.5 · mean + 0.5 · max of the drops) on
-    ``rows``, point first; ``shift_own``: how many shift drops are the subgroup's own."""
-    cell, w = ctx.cell, ctx.w
-    y, task = cell.test.y[rows], cell.task
-    ww = np.vstack([np.ones(len(rows)), w[:, rows]])
-    auc = _auc(cell.test, cell.clean, task, rows, w)
-    ece = _seed_mean(weighted_ece, y, cell.clean[..., rows, :], task, ww)
-    drops = [auc - _auc(cell.test, p, task, rows, w) for _, p in sorted(cell.conditions.items())]
-    own = 0
-    for split, prob, wt, labs in ctx.targets:
-        drop, mine = _shift_drop(ctx, attr, value, auc, split, prob, wt, labs)
-        drops.append(drop)
-        own += int(mine)
-    if drops:
-        stack = np.stack(drops, axis=-1)
-        r = 0.5 * stack.mean(axis=-1) + 0.5 * stack.max(axis=-1)
-    else:
-        r = np.full(len(ww), np.nan)
-    return {"auroc": auc, "ece": ece, "robustness_drop": r, "shift_own": own}
+def _boot_values(ctx: _Ctx, attr: str, value: str, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """``(1 + B,)`` AUROC, ECE, debiased ECE and R of the subgroup ``rows`` (point first);
+    ``shift_own``: how many shift drops are the subgroup's own. ECE is NaN below
+    ``min_ece_patients``."""
+    shifts, own = [], 0
+    for t in ctx.targets:
+        trows = _own_rows(ctx, t, attr, value)
+        if trows is None:
+            shifts.append(ShiftTerm(np.nan, False, ctx.overall_drop(t)))
+        else:
+            tauc = auroc_on(ctx.cell, t.split, t.prob, trows, t.weights(trows))
+            shifts.append(ShiftTerm(tauc, True, np.nan))
+            own += 1
+    vals: dict = values_on(ctx.cell, rows, ctx.test.weights(rows), shifts)
+    if _n_patients(ctx.test.split, rows) < ctx.min_ece_patients:
+        vals["ece"] = vals["ece_debiased"] = np.full(len(vals["ece"]), np.nan)
+    vals["shift_own"] = own
+    return vals
+
+
+def _perm_shift(ctx: _Ctx, t: _Split, attr: str, names: list[str]) -> ShiftTerm:
+    """Target ``t``'s term of R for every (subgroup, reassignment): the target's own labels
+    reassigned among its patients (an independent stream), or the cell's overall drop."""
+    lab = t.labels.get(attr)
+    overall = float(ctx.overall_drop(t)[0])
+    own = [lab is not None and _own_rows(ctx, t, attr, v) is not None for v in names]
+    if not any(own):
+        return ShiftTerm(np.nan, False, overall)
+    perm = permuted_labels(lab, t.split.groups, ctx.n_permutations, ctx.seed,
+                           f"{t.split.dataset}|{attr}")  # fmt: skip
+    uniq = list(np.unique(np.asarray(lab).astype(str)))
+    codes = [uniq.index(v) if v in uniq else -1 for v in names]
+    rows = np.arange(len(t.inverse))
+    tauc = auroc_on(
+        ctx.cell, t.split, t.prob, rows, membership_weights(perm, codes, t.split.groups)
+    )
+    return ShiftTerm(tauc, np.repeat(own, ctx.n_permutations + 1), overall)
+
+
+def _perm_values(ctx: _Ctx, attr: str, names: list[str]) -> dict[str, np.ndarray]:
+    """``(G, 1 + P)`` AUROC, debiased ECE and R of the reported subgroups ``names`` of
+    ``attr`` under the observed labels (column 0) and each reassignment."""
+    lab, split = ctx.test.labels[attr], ctx.test.split
+    perm = permuted_labels(lab, split.groups, ctx.n_permutations, ctx.seed,
+                           f"{split.dataset}|{attr}")  # fmt: skip
+    uniq = list(np.unique(lab))
+    w = membership_weights(perm, [uniq.index(v) for v in names], split.groups)
+    shifts = [_perm_shift(ctx, t, attr, names) for t in ctx.targets]
+    vals = values_on(ctx.cell, np.arange(len(lab)), w, shifts, plug_in=False)
+    out = {k: v.reshape(len(names), -1) for k, v in vals.items()}
+    small = [_n_patients(split, np.flatnonzero(lab == v)) < ctx.min_ece_patients for v in names]
+    out["ece_debiased"][np.asarray(small)] = np.nan
+    return out
 
 
 def _cell_subgroups(ctx: _Ctx, level: float) -> tuple[list[dict], dict]:
     cell, rows, reps = ctx.cell, [], {}
-    for attr, lab in subgroup_labels(cell.test).items():
+    for attr, lab in ctx.test.labels.items():
         for value in sorted(set(lab) - {""}):
             idx = np.flatnonzero(lab == value)
-            n_pat = len(np.unique(cell.test.groups[idx]))
+            n_pat = _n_patients(cell.test, idx)
             row = {"encoder": cell.encoder, "dataset": cell.dataset, "attribute": attr,
                    "subgroup": value, "n_images": len(idx), "n_patients": n_pat}  # fmt: skip
             if n_pat < ctx.min_patients:
                 rows.append({**row, "status": TOO_SMALL})
                 continue
-            vals = _values(ctx, attr, value, idx)
+            vals = _boot_values(ctx, attr, value, idx)
             row.update(status="ok", shift_drops_own=vals.pop("shift_own"),
                        shift_targets=len(ctx.targets))  # fmt: skip
             reps[(attr, value)] = vals
@@ -149,44 +220,68 @@ def _cell_subgroups(ctx: _Ctx, level: float) -> tuple[list[dict], dict]:
     return rows, reps
 
 
-def _extreme(m: np.ndarray, worst_is_max: bool) -> tuple[np.ndarray, np.ndarray, int]:
-    """Worst value per column of ``m`` (G, 1 + B), the gap, and the worst row at the point."""
+def _extreme(m: np.ndarray, worst_is_max: bool) -> tuple[np.ndarray, int]:
+    """Worst value per column of ``m`` (G, 1 + B) and the worst row at the point (-1: none)."""
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN replicate columns
         worst = np.nanmax(m, 0) if worst_is_max else np.nanmin(m, 0)
-        gap = np.nanmax(m, 0) - np.nanmin(m, 0)
-    at = 0
+    at = -1
     if np.isfinite(m[:, 0]).any():
         at = int(np.nanargmax(m[:, 0]) if worst_is_max else np.nanargmin(m[:, 0]))
-    return worst, gap, at
+    return worst, at
 
 
-def _worst(cell, reps, level) -> list[dict]:
-    """Worst subgroup and gap per attribute: lowest AUROC, highest ECE and R."""
+def _worst_row(ctx: _Ctx, attr: str, metric: str, m: np.ndarray, perm: np.ndarray, level):
+    """One row of the worst table: the worst subgroup, the gap and its permutation test."""
+    names = [v for _, v in _reported(ctx, attr)]
+    worst, at = _extreme(m, WORST_IS_MAX[metric])
+    wlo, whi = percentile_interval(worst[1:], level)
+    gap = gaps(m)
+    bc, glo, ghi = bias_corrected_gap(gap, level)
+    p = permutation_p_value(gaps(perm))
+    return {"encoder": ctx.cell.encoder, "dataset": ctx.cell.dataset, "attribute": attr,
+            "metric": metric, "n_subgroups": len(names),
+            "n_compared": int(np.isfinite(m[:, 0]).sum()),
+            "worst_subgroup": names[at] if at >= 0 else "", "worst": float(worst[0]),
+            "worst_lo": wlo, "worst_hi": whi, "gap": float(gap[0]), "gap_debiased": bc,
+            "gap_lo": glo, "gap_hi": ghi, "p_value": p,
+            "real_difference": bool(p < ALPHA)}  # fmt: skip
+
+
+def _reported(ctx: _Ctx, attr: str) -> list[tuple[str, str]]:
+    """Reported subgroups of ``attr`` (at least ``min_patients``), sorted."""
+    lab = ctx.test.labels[attr]
+    return [(attr, v) for v in sorted(set(lab) - {""})
+            if _n_patients(ctx.test.split, np.flatnonzero(lab == v)) >= ctx.min_patients]  # fmt: skip
+
+
+def _worst(ctx: _Ctx, reps: dict, level: float) -> list[dict]:
+    """Worst subgroup, gap and permutation p-value per attribute and axis (ECE debiased)."""
     out = []
     for attr in sorted({a for a, _ in reps}):
-        names = [v for a, v in reps if a == attr]
-        for metric, worst_is_max in WORST_IS_MAX.items():
-            m = np.stack([reps[(attr, v)][metric] for v in names])  # (G, 1 + B)
-            worst, gap, at = _extreme(m, worst_is_max)
-            wlo, whi = percentile_interval(worst[1:], level)
-            glo, ghi = percentile_interval(gap[1:], level)
-            out.append({"encoder": cell.encoder, "dataset": cell.dataset, "attribute": attr,
-                        "metric": metric, "n_subgroups": len(names),
-                        "worst_subgroup": names[at], "worst": float(worst[0]),
-                        "worst_lo": wlo, "worst_hi": whi, "gap": float(gap[0]),
-                        "gap_lo": glo, "gap_hi": ghi})  # fmt: skip
+        keys = _reported(ctx, attr)
+        perm = _perm_values(ctx, attr, [v for _, v in keys]) if len(keys) > 1 else None
+        for metric, key in SELECT_ON.items():
+            m = np.stack([reps[k][key] for k in keys])  # (G, 1 + B)
+            pm = perm[key] if perm is not None else np.full((1, 2), np.nan)
+            out.append(_worst_row(ctx, attr, metric, m, pm, level))
     return out
 
 
-def _worst_axes(reps: dict) -> dict[str, tuple[np.ndarray, str]]:
+def _worst_axes(ctx: _Ctx, reps: dict) -> dict[str, tuple[np.ndarray, str]]:
     """Per axis, the worst over every reported subgroup of every attribute: ``(1 + B,)``
-    values and the point's worst subgroup as ``attribute=value``."""
+    values and the point's worst subgroup as ``attribute=value`` (ECE: the debiased ECE of
+    subgroups with at least ``min_ece_patients``; without one, the whole test set's, ``all``)."""
     keys = list(reps)
     out = {}
-    for metric, worst_is_max in WORST_IS_MAX.items():
-        worst, _, at = _extreme(np.stack([reps[k][metric] for k in keys]), worst_is_max)
-        out[metric] = (worst, f"{keys[at][0]}={keys[at][1]}")
+    for metric, key in SELECT_ON.items():
+        worst, at = _extreme(np.stack([reps[k][key] for k in keys]), WORST_IS_MAX[metric])
+        if at < 0:
+            rows = np.arange(len(ctx.test.inverse))
+            worst = values_on(ctx.cell, rows, ctx.test.weights(rows), [])[key]
+            out[metric] = (worst, "all")
+        else:
+            out[metric] = (worst, f"{keys[at][0]}={keys[at][1]}")
     return out
 
 
@@ -218,6 +313,8 @@ def subgroup_analysis(
     n_replicates: int = DEFAULT_SUBGROUP_REPLICATES,
     seed: int = 0,
     level: float = 0.95,
+    min_ece_patients: int = MIN_ECE_SUBGROUP_PATIENTS,
+    n_permutations: int = DEFAULT_SUBGROUP_PERMUTATIONS,
 ) -> SubgroupResult:
     """Per-subgroup AUROC, ECE and robustness drop R, and the worst subgroup and gap.
 
@@ -231,17 +328,25 @@ def subgroup_analysis(
         Fewest distinct patients a subgroup needs; smaller ones are ``too small`` (NaN).
     n_replicates, seed, level
         The paired test-patient bootstrap of the intervals.
+    min_ece_patients : int
+        Fewest distinct patients a subgroup needs for an ECE (NaN below).
+    n_permutations : int
+        Reassignments of the subgroup labels in the permutation test of each gap.
 
     Returns
     -------
     SubgroupResult
         ``subgroups``: ``status``, sizes, ``auroc``/``ece``/``robustness_drop`` and their
         ``_lo``/``_hi``, and ``shift_drops_own`` (of the ``shift_targets`` drops inside R, how
-        many are the subgroup's own; the others are the cell's overall drop). ``worst``: the
-        worst subgroup per attribute (lowest AUROC, highest ECE or R), its value and the gap
-        (best − worst, ≥ 0), each with its interval. ``axes``: the worst over all attributes.
+        many are the subgroup's own; the others are the cell's overall drop); ``ece`` is the
+        plug-in, ``ece_debiased`` Kumar et al.'s. ``worst``: per attribute and axis the worst
+        subgroup (lowest AUROC, highest debiased ECE or R), its value with its bootstrap range
+        (``worst_lo``/``worst_hi``, not a confidence interval), the plug-in ``gap`` (best −
+        worst, ≥ 0), ``gap_debiased`` with its basic bootstrap interval ``gap_lo``/``gap_hi``,
+        the permutation ``p_value`` and ``real_difference`` (p < 0.05). ``axes``: the worst
+        over all attributes.
     """
-    params = (min_patients, n_replicates, seed, level)
+    params = (min_patients, n_replicates, seed, level, min_ece_patients, n_permutations)
     compute = lambda: _analysis(cells, *params)  # noqa: E731
     return shared_on("subgroup_analysis", cells, params, compute)
 
@@ -252,19 +357,23 @@ def _analysis(
     n_replicates: int,
     seed: int,
     level: float,
+    min_ece_patients: int,
+    n_permutations: int,
 ) -> SubgroupResult:
     """:func:`subgroup_analysis` itself (computed once per loaded predictions and settings
     inside :func:`crsbench.stats.shared.sharing_results`)."""
     sub, worst, axes = [], [], {}
     for key, cell in cells.items():
-        ctx = _context(cell, n_replicates, seed, min_patients)
+        sizes = (min_patients, min_ece_patients, n_permutations)
+        ctx = _context(cell, n_replicates, seed, sizes)
         rows, reps = _cell_subgroups(ctx, level)
         sub += rows
-        worst += _worst(cell, reps, level)
+        worst += _worst(ctx, reps, level)
         if reps:
-            axes[key] = _worst_axes(reps)
+            axes[key] = _worst_axes(ctx, reps)
     table = pd.DataFrame(sub)
-    for name in (*WORST_IS_MAX, *(f"{m}_{e}" for m in WORST_IS_MAX for e in ("lo", "hi"))):
+    names = (*WORST_IS_MAX, "ece_debiased")
+    for name in (*names, *(f"{m}_{e}" for m in names for e in ("lo", "hi"))):
         if not table.empty and name not in table:
             table[name] = np.nan  # every subgroup too small: the columns, all NaN
     return SubgroupResult(table, pd.DataFrame(worst), axes)

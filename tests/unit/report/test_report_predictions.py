@@ -33,7 +33,9 @@ def test_sections_show_planted_values(toy_report: Path) -> None:
     html = toy_report.read_text(encoding="utf-8")
     sub = _section(html, "subgroups")
     assert "12. Subgroups" in sub and "How to read" in sub
-    assert "too small" in sub and "worst-subgroup CRS [95% CI]" in sub
+    assert "too small" in sub and "worst-subgroup CRS [bootstrap range]" in sub
+    assert "gap best − worst [95% CI]" not in sub  # the gap range is no validated 95% CI
+    assert "real difference (p = 0.001)" in sub  # resnet50's planted sex gap
     ops = _section(html, "operating-points")
     assert "13. Operating points under shift" in ops
     assert (

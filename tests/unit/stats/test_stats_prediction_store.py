@@ -40,8 +40,13 @@ def test_planted_subgroup_gap_and_too_small(toy):
     w = worst.set_index("encoder")
     assert w.loc["resnet50", "worst_subgroup"] == "male"
     assert w.loc["resnet50", "gap"] == pytest.approx(1.0)
-    assert w.loc["resnet50", "gap_lo"] > 0.5  # the test set shows the gap
+    assert w.loc["resnet50", "gap_lo"] > 0.5
+    # only the permutation test calls a gap real: every reassignment of the 80 patients'
+    # sex gives a smaller AUROC gap than the planted 1.0
+    assert w.loc["resnet50", "p_value"] < 0.01 and w.loc["resnet50", "real_difference"]
     assert w.loc["dinov2", "gap"] == pytest.approx(0.0)
+    assert w.loc["dinov2", "p_value"] == pytest.approx(1.0)
+    assert not w.loc["dinov2", "real_difference"]
     assert (res.worst.loc[res.worst.attribute == "view", "n_subgroups"] == 1).all()
 
 
@@ -116,6 +121,8 @@ def test_analyze_writes_every_table(toy, tmp_path):
     from crsbench.store import load_runs
 
     summary = run_analyses(load_runs(toy[0]), tmp_path, n_replicates=20, store=toy[0])
+    real = summary["analyses"]["subgroups"]["real_subgroup_differences"]
+    assert real == ["resnet50/chexpert/sex/auroc"]
     for name in (
         "subgroup_cells",
         "subgroups",
@@ -131,3 +138,26 @@ def test_analyze_writes_every_table(toy, tmp_path):
     ops = pd.read_csv(tmp_path / "operating_points.csv")
     assert set(ops["shift_target"]) == {"mimic_cxr", "nih_cxr14"}
     assert set(ops["label"]) <= set(CHEXPERT_LABELS)
+
+
+def test_identical_subgroups_give_no_real_difference_in_summary_or_report(tmp_path):
+    # the toy store with resnet50's planted sex gap removed: every subgroup is identical.
+    # Before, the report said an interval of max − min excluding 0 "means a real difference"
+    # and such intervals excluded 0 in every world without a difference.
+    import dataclasses
+
+    from crsbench.report import build_report
+    from crsbench.stats import run_analyses
+    from crsbench.store import load_runs
+    from crsbench.testing.prediction_store import toy_cells, write_prediction_store
+
+    cells = toy_cells()
+    cells["resnet50"] = dataclasses.replace(cells["resnet50"], test=cells["dinov2"].test)
+    store = write_prediction_store(tmp_path / "store", cells).parent
+    summary = run_analyses(load_runs(store), tmp_path / "a", n_replicates=10, store=store)
+    assert summary["analyses"]["subgroups"]["real_subgroup_differences"] == []
+    worst = pd.read_csv(tmp_path / "a" / "subgroups.csv")
+    assert not worst["real_difference"].any() and worst["p_value"].notna().any()
+    html = build_report(store, tmp_path / "r", n_replicates=10).read_text(encoding="utf-8")
+    sub = html[html.index('id="subgroups"') : html.index("<section", html.index('id="subgroups"'))]
+    assert "not shown (p = " in sub and "real difference" not in sub
