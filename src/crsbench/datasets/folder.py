@@ -64,6 +64,17 @@ def _classes(values: pd.Series) -> tuple[np.ndarray, tuple[str, ...]]:
     return np.asarray(codes, dtype=np.int64), names
 
 
+def _check_option_types(options: dict[str, Any]) -> None:
+    """Column names are strings (the path column's may not be None); files are paths."""
+    for key in ("path_column", "group_column", "id_column", "csv", "image_dir"):
+        value = options[key]
+        if value is None and key not in ("path_column", "csv"):
+            continue
+        if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+            what = "a file or folder name" if key in ("csv", "image_dir") else "a column name"
+            raise ConfigError(f"{key} must be {what} (text). Got {value!r} instead.")
+
+
 @DATASETS.register("folder")
 class Folder(DatasetAdapter):
     """Adapter for a user's own CSV + image files."""
@@ -96,6 +107,7 @@ class Folder(DatasetAdapter):
     }
 
     def _load(self, root: Path, options: dict[str, Any]) -> Dataset:
+        _check_option_types(options)
         check_choice("missing", options["missing"], ("error", "mask"))
         if not isinstance(options["allow_outside_root"], bool):
             raise ConfigError(
