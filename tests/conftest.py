@@ -8,7 +8,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-from hypothesis import settings  # noqa: E402
+from hypothesis import settings
 
 # The longer fuzz run (tests/adversarial/test_fuzz_inputs.py):
 # pytest tests/adversarial/test_fuzz_inputs.py --hypothesis-profile=crsbench-fuzz

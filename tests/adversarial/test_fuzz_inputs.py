@@ -84,7 +84,7 @@ def run_cli(args: list[str]) -> str:
 
 def _render(report: Any) -> None:
     report.to_text()
-    Console(file=open("/dev/null", "w"), width=80).print(report.to_rich())  # noqa: SIM115
+    Console(file=open("/dev/null", "w"), width=80).print(report.to_rich())
 
 
 FOLDER_COLUMNS = ("path", "label", "patient")

@@ -68,7 +68,10 @@ def check_command(
     except CrsbenchError as exc:
         fail(exc)
         return
-    console.print(report.to_rich())
+    if console.is_terminal:
+        console.print(report.to_rich())
+    else:  # a pipe or a file: tab-separated lines, as every command prints there
+        typer.echo(report.to_tsv())
     if not report.ok:
         raise typer.Exit(EXIT_FAILED)
 

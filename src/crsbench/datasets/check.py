@@ -71,6 +71,32 @@ class CheckReport:
                 lines.append(f"  ... and {count - SHOWN} more")
         return lines
 
+    def _summary_line(self) -> str:
+        splits = ", ".join(f"{k}={v}" for k, v in self.split_counts.items())
+        return (
+            f"{self.n_images} images ({self.task}), {self.n_groups} groups; "
+            f"splits: {splits}; revision {self.revision[:16]}"
+        )
+
+    def _files_line(self) -> str:
+        files = "decoded" if self.decoded else "header-checked"
+        return f"files ({files}): {len(self.file_problems)} problem(s)"
+
+    def _finding_lines(self) -> list[str]:
+        lines = self._problem_lines()
+        if self.duplicate_ids:
+            lines.append(f"duplicate image ids: {self.duplicate_ids}")
+        if self.leaked_groups:
+            lines.append(f"groups in more than one official split: {self.leaked_groups}")
+        return lines
+
+    def _message_lines(self) -> list[str]:
+        return (
+            [f"error: {e}" for e in self.errors]
+            + [f"warning: {w}" for w in self.warnings]
+            + [f"note: {n}" for n in self.notes]
+        )
+
     def to_text(self) -> str:
         """Plain-text report."""
         out = [f"dataset {self.name} at {self.root}: {'OK' if self.ok else 'FAILED'}"]
@@ -84,17 +110,23 @@ class CheckReport:
                     f"{label[:18]:<18} {self.n_positive[label]:>9} {self.n_masked[label]:>8} "
                     f"{self.prevalence[label]:>12.4f}"
                 )
-            files = "decoded" if self.decoded else "header-checked"
-            out.append(f"files ({files}): {len(self.file_problems)} problem(s)")
-        out += self._problem_lines()
-        if self.duplicate_ids:
-            out.append(f"duplicate image ids: {self.duplicate_ids}")
-        if self.leaked_groups:
-            out.append(f"groups in more than one official split: {self.leaked_groups}")
-        out += [f"error: {e}" for e in self.errors]
-        out += [f"warning: {w}" for w in self.warnings]
-        out += [f"note: {n}" for n in self.notes]
-        return "\n".join(out)
+            out.append(self._files_line())
+        return "\n".join(out + self._finding_lines() + self._message_lines())
+
+    def to_tsv(self) -> str:
+        """The report for a pipe or a file, as every command prints there: the summary lines,
+        the label table as tab-separated lines (header first, whole names, no box), then the
+        problems, errors, warnings and notes, one per line."""
+        out = [f"dataset {self.name} at {self.root}: {'OK' if self.ok else 'FAILED'}"]
+        if self.n_images:
+            out.append(self._summary_line())
+            out.append("label\tpositives\tmasked\tprevalence")
+            for label in self.label_names:
+                name = " ".join(str(label).split())  # no tab or line break inside a field
+                out.append(f"{name}\t{self.n_positive[label]}\t{self.n_masked[label]}\t"
+                           f"{self.prevalence[label]:.4f}")  # fmt: skip
+            out.append(self._files_line())
+        return "\n".join(out + self._finding_lines() + self._message_lines())
 
     def to_rich(self) -> Any:
         """A rich renderable (table of labels plus problem lines)."""
@@ -109,13 +141,7 @@ class CheckReport:
         head.append_text(Text.from_markup(status))
         parts: list[Any] = [head]
         if self.n_images:
-            splits = ", ".join(f"{k}={v}" for k, v in self.split_counts.items())
-            parts.append(
-                Text(
-                    f"{self.n_images} images ({self.task}), {self.n_groups} groups; "
-                    f"splits: {splits}; revision {self.revision[:16]}"
-                )
-            )
+            parts.append(Text(self._summary_line()))
             table = Table(title="labels")
             for column in ("label", "positives", "masked", "prevalence"):
                 table.add_column(column, justify="left" if column == "label" else "right")
@@ -127,14 +153,8 @@ class CheckReport:
                     f"{self.prevalence[label]:.4f}",
                 )
             parts.append(table)
-            files = "decoded" if self.decoded else "header-checked"
-            parts.append(Text(f"files ({files}): {len(self.file_problems)} problem(s)"))
-        lines = self._problem_lines()
-        if self.duplicate_ids:
-            lines.append(f"duplicate image ids: {self.duplicate_ids}")
-        if self.leaked_groups:
-            lines.append(f"groups in more than one official split: {self.leaked_groups}")
-        parts += [Text(line, style="red") for line in lines]
+            parts.append(Text(self._files_line()))
+        parts += [Text(line, style="red") for line in self._finding_lines()]
         parts += [Text(f"error: {e}", style="bold red") for e in self.errors]
         parts += [Text(f"warning: {w}", style="yellow") for w in self.warnings]
         parts += [Text(f"note: {n}", style="dim") for n in self.notes]

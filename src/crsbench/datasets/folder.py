@@ -50,10 +50,34 @@ def _columns(value: Any, option: str) -> list[str] | None:
     return names
 
 
-def _classes(values: pd.Series) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Class index per row and class names (integers sorted numerically, else as strings)."""
+#: Integer classes beyond this are not held exactly by a float64 and could merge.
+LARGEST_CLASS = 2**53
+
+
+def _check_numbers(values: pd.Series, csv_path: Path, column: str) -> pd.Series | None:
+    """The column's numbers when it holds numbers (None for class names); a column mixing
+    numbers and text, or holding a number that is not a finite integer within
+    below :data:`LARGEST_CLASS` in magnitude (inf, 1e400, 1.5, 1e20), is refused naming the row."""
     numeric = pd.to_numeric(values, errors="coerce")
-    if numeric.notna().all() and (numeric == np.round(numeric)).all():
+    if numeric.isna().all():
+        return None
+    hint = " (a column of numbers names classes 0, 1, 2, ...; or name every class in words)"
+    raise_bad_rows(csv_path, column, numeric.isna().to_numpy(), values,
+                   "a number like its other rows" + hint)  # fmt: skip
+    array = numeric.to_numpy(dtype=float)
+    raise_bad_rows(csv_path, column, ~np.isfinite(array), values, "a finite number" + hint)
+    bad = np.zeros(len(array), dtype=bool)  # an int64 column holds its integers exactly
+    if not pd.api.types.is_integer_dtype(numeric):
+        bad = (array != np.round(array)) | (np.abs(array) >= LARGEST_CLASS)
+    raise_bad_rows(csv_path, column, bad, values,
+                   f"an integer class below 2**53 in magnitude (held exactly){hint}")  # fmt: skip
+    return numeric
+
+
+def _classes(values: pd.Series, csv_path: Path, column: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Class index per row and class names (integers sorted numerically, else as strings)."""
+    numeric = _check_numbers(values, csv_path, column)
+    if numeric is not None:
         keys = numeric.astype(np.int64)
         names = tuple(str(v) for v in sorted(keys.unique()))
         codes = pd.Categorical(keys, categories=sorted(keys.unique())).codes
@@ -154,7 +178,7 @@ class Folder(DatasetAdapter):
                 codes = pd.Categorical(values, categories=allowed).codes
                 codes, names = np.asarray(codes, dtype=np.int64), tuple(allowed)
             else:
-                codes, names = _classes(values)
+                codes, names = _classes(values, csv_path, column)
             labels = np.eye(len(names))[codes]
         else:
             task = "multilabel"

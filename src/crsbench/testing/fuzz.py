@@ -177,12 +177,17 @@ def tables(columns: tuple[str, ...], max_rows: int = 24) -> st.SearchStrategy[Ta
         columns=st.just(columns),
         n_rows=st.integers(1, max_rows),
         edits=st.lists(
-            st.tuples(st.integers(0, max_rows) | st.integers(1, max_rows),
-                      st.integers(0, n_cols + 1), cells()),
+            st.tuples(
+                st.integers(0, max_rows) | st.integers(1, max_rows),
+                st.integers(0, n_cols + 1),
+                cells(),
+            ),
             max_size=4,
         ).map(tuple),
-        extra=st.just(()) | st.lists(st.sampled_from(["", " ", "x", columns[0], "é"]) | st.text(max_size=4),
-                       max_size=2).map(tuple),  # fmt: skip
+        extra=st.just(())
+        | st.lists(
+            st.sampled_from(["", " ", "x", columns[0], "é"]) | st.text(max_size=4), max_size=2
+        ).map(tuple),  # fmt: skip
         dropped=st.just(()) | st.lists(st.integers(0, n_cols - 1), max_size=1).map(tuple),
         style=st.just(CsvStyle()) | csv_styles(),
     )
