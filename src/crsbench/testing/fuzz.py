@@ -31,7 +31,9 @@ ODD_CELLS: tuple[str, ...] = (
 )  # fmt: skip
 
 MODES: tuple[str, ...] = ("L", "RGB", "RGBA", "I;16", "F")
-IMAGE_KINDS: tuple[str, ...] = ("png", "jpeg", "tiff", "header", "truncated", "bytes", "empty")
+IMAGE_KINDS: tuple[str, ...] = (
+    "png", "jpeg", "tiff", "header", "truncated", "flipped", "bytes", "empty",
+)  # fmt: skip
 
 
 def cells() -> st.SearchStrategy[str]:
@@ -111,6 +113,11 @@ def image_bytes(spec: ImageSpec) -> bytes:
     data = buffer.getvalue()
     if spec.kind == "truncated":
         return data[: int(len(data) * spec.cut)]
+    if spec.kind == "flipped":  # a few bytes of a valid file changed: header fields, CRCs
+        out = bytearray(data)
+        for i, byte in enumerate(spec.raw[:8]):
+            out[(i * 7 + byte) % len(out)] ^= byte or 0xFF
+        return bytes(out)
     return data
 
 
