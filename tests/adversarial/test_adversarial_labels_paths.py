@@ -113,8 +113,9 @@ def test_a_column_option_that_is_not_text_is_named(tmp_path: Path, value: object
 
 @pytest.mark.xfail(
     strict=True,
-    reason="cohort YAML values are not type-checked: max_images: [] reaches cap_rows as a "
-    "list (TypeError). cohort/spec.py's strict loader is a colleague's work in progress.",
+    reason="cohort YAML values are not type-checked: max_images: [] reached cap_rows as a "
+    "list (TypeError); runs/prepare.py now refuses it, but without naming the YAML file or "
+    "key path. cohort/spec.py's strict loader is a colleague's work in progress.",
 )
 def test_a_cohort_yaml_max_images_that_is_not_an_integer_is_named(tmp_path: Path) -> None:
     """Fuzz find (test_profile_checks_on_fuzzed_cohort_yaml, overrides={'max_images': []})."""

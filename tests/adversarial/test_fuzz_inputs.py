@@ -101,7 +101,7 @@ def _folder_row(i: int) -> list[str]:
 @given(table=tables(FOLDER_COLUMNS), specs=st.lists(image_specs(), max_size=3),
        options=st.dictionaries(st.sampled_from(OPTION_KEYS), option_values, max_size=3),
        decode=st.booleans())  # fmt: skip
-@budget(40)
+@budget(90)
 def test_datasets_check_folder(table: Table, specs: list[ImageSpec], options: dict,
                                decode: bool) -> None:  # fmt: skip
     """``crsbench datasets check folder``: the CLI answers, and so does ``check`` itself."""
@@ -127,7 +127,7 @@ def _aptos_row(i: int) -> list[str]:
 
 @given(table=tables(("id_code", "diagnosis")), specs=st.lists(image_specs(), max_size=3),
        decode=st.booleans())  # fmt: skip
-@budget(25)
+@budget(60)
 def test_datasets_check_aptos(table: Table, specs: list[ImageSpec], decode: bool) -> None:
     """A paper dataset's layout (APTOS 2019: train.csv + train_images/ID.png)."""
     from crsbench.testing.fuzz import csv_bytes
@@ -182,7 +182,7 @@ spec_choices = {
 
 @given(table=tables(COHORT_COLUMNS, N_COHORT).filter(lambda t: t.n_rows >= 8),
        specs=st.lists(image_specs(), max_size=2), choices=st.fixed_dictionaries(spec_choices))  # fmt: skip
-@budget(40)
+@budget(90)
 def test_profile_checks_on_fuzzed_cohorts(table: Table, specs: list[ImageSpec],
                                           choices: dict) -> None:  # fmt: skip
     """``check_cohort`` and the profile's config on a fuzzed cohort CSV and images."""
@@ -211,7 +211,7 @@ def _yaml_text(overrides: dict, raw: str | None) -> str:
 
 @given(overrides=st.dictionaries(st.sampled_from(SPEC_KEYS), yaml_values(), max_size=2),
        raw=st.none() | st.sampled_from(ODD_YAML))  # fmt: skip
-@budget(40)
+@budget(90)
 def test_profile_checks_on_fuzzed_cohort_yaml(overrides: dict, raw: str | None) -> None:
     """A cohort YAML with random keys, types and nesting: read, checked, configured."""
     from crsbench.cohort.spec import read_spec
