@@ -32,6 +32,9 @@ from crsbench.cli.app import app
 
 def main() -> None:
     """Console-script entry point."""
+    from crsbench.core.workers import prefer_sleeping_openmp_threads
+
+    prefer_sleeping_openmp_threads()  # before a command imports torch
     app()
 
 

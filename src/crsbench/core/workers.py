@@ -24,13 +24,44 @@ THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                    "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")  # fmt: skip
 
 
-def available_cores() -> int:
-    """CPU cores this process may run on (its affinity mask; the CPU count where there is
-    none)."""
+#: Where a cgroup (v2) states this process's CPU quota ("max" or "QUOTA PERIOD").
+CGROUP_CPU_MAX = "/sys/fs/cgroup/cpu.max"
+
+
+def cgroup_cpu_limit(path: str = CGROUP_CPU_MAX) -> int | None:
+    """Whole CPUs the cgroup's quota allows (rounded up), or None when there is no quota."""
     try:
-        return max(len(os.sched_getaffinity(0)), 1)
+        with open(path) as f:
+            quota, period = f.read().split()[:2]
+    except (OSError, ValueError):
+        return None
+    if quota == "max":
+        return None
+    try:
+        return max(1, -(-int(quota) // int(period)))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def available_cores() -> int:
+    """CPU cores this process may use: its affinity mask (the CPU count where there is none),
+    capped by a cgroup CPU quota (a container's or a cluster job's ``--cpus``)."""
+    try:
+        cores = max(len(os.sched_getaffinity(0)), 1)
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    limit = cgroup_cpu_limit()
+    return min(cores, limit) if limit is not None else cores
+
+
+def prefer_sleeping_openmp_threads() -> None:
+    """Let idle OpenMP threads of libraries loaded later sleep instead of spinning.
+
+    libgomp (torch's OpenMP) spins waiting for work by default; beside other processes the
+    spinning threads burn the time slices the working ones need. ``OMP_WAIT_POLICY=PASSIVE``
+    is set unless the user chose a policy; it must be set before torch is imported.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def check_jobs(n_jobs: int | None) -> int:

@@ -23,7 +23,7 @@ from crsbench.core.errors import ConfigError, DataError
 from crsbench.core.registry import Registry
 from crsbench.core.types import Task, check_task
 
-from .containment import require_inside_root
+from .containment import require_distinct_files, require_inside_root, resolved_paths
 
 Modality = Literal["dermoscopy", "fundus", "chest_xray", "other"]
 MODALITIES: tuple[str, ...] = ("dermoscopy", "fundus", "chest_xray", "other")
@@ -242,8 +242,10 @@ class DatasetAdapter:
                 f"dataset root must be an existing directory. Got {str(root_path)!r} instead."
             )
         data = self._load(root_path.resolve(), resolved)
+        real = resolved_paths(data.paths)
         if not resolved.get("allow_outside_root", False):
-            require_inside_root(data.paths, data.image_ids, root_path.resolve(), data.name)
+            require_inside_root(data.paths, data.image_ids, root_path.resolve(), data.name, real)
+        require_distinct_files(data.paths, data.image_ids, real, data.name)
         return data
 
     def _load(self, root: Path, options: dict[str, Any]) -> Dataset:  # pragma: no cover

@@ -12,12 +12,14 @@ import stat
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import DataError
 
+from .bounds import ImageBounds
 from .csvio import MAX_LISTED
 from .dicom import PREAMBLE, is_dicom, probe_dicom
 
@@ -122,15 +124,30 @@ def probe_image(path: str, decode: bool = False) -> tuple[str, str] | None:
         return "truncated", f"{kind.upper()} file has no end-of-image marker (cut short?)"
     try:
         with Image.open(path) as image:
-            image.size  # noqa: B018  (header parsed by open)
-            if decode:
-                image.load()
+            problem = _header_or_pixel_problem(image, decode)
     except UnidentifiedImageError:
         return "not_an_image", "not an image file (no image header Pillow can read)"
     except Image.DecompressionBombError as exc:
         return "decompression_bomb", str(exc)
     except (OSError, SyntaxError, ValueError) as exc:
         return "truncated" if "truncated" in str(exc) else "decode_error", str(exc)
+    return problem
+
+
+def _header_or_pixel_problem(image: Any, decode: bool) -> tuple[str, str] | None:
+    """Geometry outside :class:`ImageBounds` (from the header), then, with ``decode``, the
+    pixels loaded and a float image's values checked finite: what a run's decoder refuses."""
+    width, height = image.size
+    problem = ImageBounds.from_env().problem(width, height)
+    if problem is not None:
+        return "bad_geometry", f"{width} x {height} px: {problem}"
+    if not decode:
+        return None
+    image.load()
+    if image.mode in ("F", "I"):
+        bad = int(np.count_nonzero(~np.isfinite(np.asarray(image, dtype=np.float64))))
+        if bad:
+            return "non_finite", f"{bad} of {width * height} pixel values are NaN or infinite"
     return None
 
 
@@ -143,6 +160,7 @@ def probe_images(paths: np.ndarray, decode: bool = False, workers: int = 8) -> l
             "PIL.ImageFile.LOAD_TRUNCATED_IMAGES must be False so truncated images are "
             "detected. Got True instead (set by some other code in this process)."
         )
+    ImageBounds.from_env()  # a bad CRSBENCH_IMAGE_* value is named once, not per file
     path_list = [str(p) for p in paths]
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         results = list(pool.map(lambda p: probe_image(p, decode), path_list, chunksize=64))

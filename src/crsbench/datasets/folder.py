@@ -58,10 +58,34 @@ def _columns(value: Any, option: str) -> list[str] | None:
     return names
 
 
-def _classes(values: pd.Series) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Class index per row and class names (integers sorted numerically, else as strings)."""
+#: Integer classes beyond this are not held exactly by a float64 and could merge.
+LARGEST_CLASS = 2**53
+
+
+def _check_numbers(values: pd.Series, csv_path: Path, column: str) -> pd.Series | None:
+    """The column's numbers when it holds numbers (None for class names); a column mixing
+    numbers and text, or holding a number that is not a finite integer within
+    below :data:`LARGEST_CLASS` in magnitude (inf, 1e400, 1.5, 1e20), is refused naming the row."""
     numeric = pd.to_numeric(values, errors="coerce")
-    if numeric.notna().all() and (numeric == np.round(numeric)).all():
+    if numeric.isna().all():
+        return None
+    hint = " (a column of numbers names classes 0, 1, 2, ...; or name every class in words)"
+    raise_bad_rows(csv_path, column, numeric.isna().to_numpy(), values,
+                   "a number like its other rows" + hint)  # fmt: skip
+    array = numeric.to_numpy(dtype=float)
+    raise_bad_rows(csv_path, column, ~np.isfinite(array), values, "a finite number" + hint)
+    bad = np.zeros(len(array), dtype=bool)  # an int64 column holds its integers exactly
+    if not pd.api.types.is_integer_dtype(numeric):
+        bad = (array != np.round(array)) | (np.abs(array) >= LARGEST_CLASS)
+    raise_bad_rows(csv_path, column, bad, values,
+                   f"an integer class below 2**53 in magnitude (held exactly){hint}")  # fmt: skip
+    return numeric
+
+
+def _classes(values: pd.Series, csv_path: Path, column: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Class index per row and class names (integers sorted numerically, else as strings)."""
+    numeric = _check_numbers(values, csv_path, column)
+    if numeric is not None:
         keys = numeric.astype(np.int64)
         names = tuple(str(v) for v in sorted(keys.unique()))
         codes = pd.Categorical(keys, categories=sorted(keys.unique())).codes
@@ -70,6 +94,17 @@ def _classes(values: pd.Series) -> tuple[np.ndarray, tuple[str, ...]]:
         names = tuple(categories)
         codes = pd.Categorical(values, categories=categories).codes
     return np.asarray(codes, dtype=np.int64), names
+
+
+def _check_option_types(options: dict[str, Any]) -> None:
+    """Column names are strings (the path column's may not be None); files are paths."""
+    for key in ("path_column", "group_column", "id_column", "csv", "image_dir"):
+        value = options[key]
+        if value is None and key not in ("path_column", "csv"):
+            continue
+        if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+            what = "a file or folder name" if key in ("csv", "image_dir") else "a column name"
+            raise ConfigError(f"{key} must be {what} (text). Got {value!r} instead.")
 
 
 @DATASETS.register("folder")
@@ -104,6 +139,7 @@ class Folder(DatasetAdapter):
     }
 
     def _load(self, root: Path, options: dict[str, Any]) -> Dataset:
+        _check_option_types(options)
         check_choice("missing", options["missing"], ("error", "mask"))
         if not isinstance(options["allow_outside_root"], bool):
             raise ConfigError(
@@ -151,7 +187,7 @@ class Folder(DatasetAdapter):
                 codes = pd.Categorical(values, categories=allowed).codes
                 codes, names = np.asarray(codes, dtype=np.int64), tuple(allowed)
             else:
-                codes, names = _classes(values)
+                codes, names = _classes(values, csv_path, column)
             labels = np.eye(len(names))[codes]
         else:
             task = "multilabel"

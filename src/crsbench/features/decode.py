@@ -33,11 +33,11 @@ import errno
 import os
 import time
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from crsbench.datasets.bounds import ImageBounds
 from crsbench.datasets.dicom import DICOM_POLICY, DicomError, is_dicom, read_dicom
 
 DECODE_POLICY = (
@@ -48,44 +48,6 @@ DECODE_POLICY = (
 _GRAY_MODES = {"1", "L", "LA"}
 _WIDE_MODES = {"I", "I;16", "I;16B", "I;16L", "I;16N", "F"}
 _TRANSIENT_RETRIES = (0.05, 0.2, 0.5)
-
-
-@dataclass(frozen=True)
-class ImageBounds:
-    """The image geometry a run accepts (checked from the header, before a pixel is decoded).
-
-    Defaults are wide enough for every paper dataset; set ``CRSBENCH_IMAGE_MIN_SIDE``,
-    ``CRSBENCH_IMAGE_MAX_SIDE`` or ``CRSBENCH_IMAGE_MAX_ASPECT`` to change them. An image
-    outside them is quarantined with ``error_class`` ``bad_geometry`` (the file is named):
-    resizing a 1 x 100,000 strip so its short side is W would allocate gigabytes.
-    """
-
-    min_side: int = 1  # a 1 x 1 image is upscaled (a valid, if useless, image)
-    max_side: int = 65_536
-    max_aspect: float = 20.0
-
-    @classmethod
-    def from_env(cls) -> ImageBounds:
-        """The bounds, with any of the three environment variables applied."""
-        env = {
-            f: os.environ.get(f"CRSBENCH_IMAGE_{f.upper()}")
-            for f in ("min_side", "max_side", "max_aspect")
-        }
-        kinds = {"min_side": int, "max_side": int, "max_aspect": float}
-        return cls(**{k: kinds[k](v) for k, v in env.items() if v})
-
-    def problem(self, width: int, height: int) -> str | None:
-        """Why a ``width`` x ``height`` image is refused, or None."""
-        short, long = sorted((int(width), int(height)))
-        if short < self.min_side:
-            return f"its shorter side is {short} px, below the minimum {self.min_side} px"
-        if long > self.max_side:
-            return f"its longer side is {long} px, above the maximum {self.max_side} px"
-        if long / short > self.max_aspect:
-            return (f"its aspect ratio {long / short:.1f}:1 is above the maximum "
-                    f"{self.max_aspect:g}:1 (resized, it would be {long / short:.0f} times as "
-                    "long as wide)")  # fmt: skip
-        return None
 
 
 def _check_geometry(path: Path, width: int, height: int) -> None:

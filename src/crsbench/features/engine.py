@@ -202,6 +202,10 @@ def _encode_pending(plan: _Plan, shards: _Shards) -> int:
     """Decode, perturb and encode the shards not yet cached; return the images decoded."""
     import torch
 
+    from crsbench.core.workers import available_cores
+
+    if not plan.on_cuda:  # torch counts the machine's cores, not a cgroup quota's
+        torch.set_num_threads(min(torch.get_num_threads(), available_cores()))
     s = plan.settings
     work = PendingWork(
         encoder=plan.encoder, torch=torch, cache=plan.cache, ids=plan.ids, paths=plan.paths,

@@ -47,9 +47,10 @@ def loader_batch(
 
 
 def _default_workers() -> int:
-    import os
+    """Loader processes: one per usable core beside the encoding one (at most 8)."""
+    from crsbench.core.workers import available_cores
 
-    return max(0, min(8, (os.cpu_count() or 1) - 1))
+    return max(0, min(8, available_cores() - 1))
 
 
 @dataclass

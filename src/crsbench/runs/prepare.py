@@ -47,7 +47,13 @@ def cap_rows(image_ids: np.ndarray, groups: np.ndarray, max_images: int | None) 
     """Rows kept under a ``max_images`` cap: whole groups, chosen by a stable hash of the group.
 
     Deterministic on any machine; keeping whole groups keeps the patient-level split valid.
+    A ``max_images`` that is not an integer is a :class:`ConfigError` (a cohort YAML's value
+    reaches here unchecked).
     """
+    if max_images is not None and (isinstance(max_images, bool) or not isinstance(max_images, int)):
+        from crsbench.core.errors import ConfigError
+
+        raise ConfigError(f"max_images must be a whole number of images. Got {max_images!r}.")
     n = len(image_ids)
     if max_images is None or max_images >= n:
         return np.arange(n)
