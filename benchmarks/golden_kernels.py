@@ -19,7 +19,6 @@ exit 1 unless each maximum is at most its tolerance divided by 3.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -71,13 +70,10 @@ print(kernel_fingerprint())
 
 
 def _compare_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "compare_stores", ROOT / "benchmarks" / "compare_stores.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # the script's own folder
+    import compare_stores
+
+    return compare_stores
 
 
 def _write_data(root: Path) -> Path:

@@ -19,13 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from store_fixtures import one_record_store
 from typer.testing import CliRunner
 
 from crsbench.cli import app
 from crsbench.core.errors import DiskError
 from crsbench.features.cache import FeatureCache
-from crsbench.store.records import RunRecord
-from crsbench.store.writer import ResultsStore
 
 HASH = "cd" * 32
 
@@ -41,15 +40,7 @@ def _invoke(*args: object):
 
 
 def _store(folder: Path) -> Path:
-    record = RunRecord(
-        encoder="pixel", dataset="isic2019", eval_dataset="isic2019", seed=0, auroc=0.8,
-        ece=0.05, brier=0.1, nll=0.4, config_hash=HASH, package_version="0.1.0",
-        encoder_revision="sha256:enc", dataset_revision="sha256:data", anchors_version="v1",
-        wall_time_s=0.25, details={"chosen_C": 1.0},
-    )  # fmt: skip
-    with ResultsStore(folder, HASH) as store:
-        store.append([record])
-    return folder
+    return one_record_store(folder, HASH)
 
 
 def _under(path: object, folder: Path) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from store_fixtures import run_record
 from typer.testing import CliRunner
 
 from crsbench.cli import app
@@ -21,12 +22,7 @@ HASH = "ab" * 32
 
 
 def _record(seed: int) -> RunRecord:
-    return RunRecord(
-        encoder="pixel", dataset="isic2019", eval_dataset="isic2019", seed=seed, auroc=0.8,
-        ece=0.05, brier=0.1, nll=0.4, config_hash=HASH, package_version="0.1.0",
-        encoder_revision="sha256:enc", dataset_revision="sha256:data", anchors_version="v1",
-        wall_time_s=0.25, details={"chosen_C": 1.0},
-    )  # fmt: skip
+    return run_record(seed)
 
 
 def _store(folder: Path, n: int = 3) -> Path:

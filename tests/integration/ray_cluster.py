@@ -8,11 +8,13 @@ which would stop every Ray process on the machine, other tests' included.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -41,15 +43,15 @@ class LocalRayCluster:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.env = cluster_env()
+        self.logs = Path(tempfile.mkdtemp(prefix="crsbench-ray-cluster-"))
         self.workers: list[subprocess.Popen[bytes]] = []
         self.head = self._start(
             "--head", f"--port={self.port}", "--num-cpus=0", "--include-dashboard=false"
         )
         try:
             self._wait_for_port()
-            self.workers = [self._start(f"--address={self.address}", "--num-cpus=1")
-                            for _ in range(n_workers)]  # fmt: skip
-            self.wait_for_nodes(n_workers)
+            for _ in range(n_workers):  # one at a time: raylets started together time out
+                self._add_worker()
         except BaseException:
             self.close()
             raise
@@ -57,8 +59,14 @@ class LocalRayCluster:
     def _start(self, *args: str) -> subprocess.Popen[bytes]:
         cmd = [RAY, "start", "--block", "--node-ip-address=127.0.0.1", "--disable-usage-stats",
                "--object-store-memory=100000000", *args]  # fmt: skip
-        return subprocess.Popen(cmd, env=self.env, start_new_session=True,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        log = open(self.logs / f"node{len(list(self.logs.iterdir()))}.log", "wb")
+        return subprocess.Popen(cmd, env=self.env, start_new_session=True, stdout=log,
+                                stderr=subprocess.STDOUT)  # fmt: skip
+
+    def log_tails(self) -> str:
+        """The last lines of every node's ``ray start`` output (for a failure message)."""
+        return "\n".join(f"--- {p.name}\n" + "\n".join(p.read_text().splitlines()[-8:])
+                         for p in sorted(self.logs.iterdir()))  # fmt: skip
 
     def _wait_for_port(self) -> None:
         deadline = time.monotonic() + START_GUARD_S
@@ -82,13 +90,30 @@ class LocalRayCluster:
                              text=True, timeout=START_GUARD_S, check=True)  # fmt: skip
         return int(out.stdout.strip().splitlines()[-1])
 
-    def wait_for_nodes(self, n: int) -> None:
-        """Block until ``n`` worker nodes are alive (the event), within the start guard."""
+    def _add_worker(self, tries: int = 3) -> None:
+        """Start one more worker node and wait until the head reports it alive; a node whose
+        start-up timed out on a loaded machine is started again (up to ``tries`` times)."""
+        n = len(self.workers) + 1
+        for _ in range(tries):
+            proc = self._start(f"--address={self.address}", "--num-cpus=1")
+            if self.wait_for_nodes(n, proc):
+                self.workers.append(proc)
+                return
+            with contextlib.suppress(ProcessLookupError):  # what the failed start left
+                os.killpg(proc.pid, signal.SIGKILL)
+        raise RuntimeError(f"worker node {n} did not start in {tries} tries\n{self.log_tails()}")
+
+    def wait_for_nodes(self, n: int, starting: subprocess.Popen[bytes] | None = None) -> bool:
+        """Block until ``n`` worker nodes are alive (the event), within the start guard; False
+        when the ``starting`` node's process ends first."""
         deadline = time.monotonic() + START_GUARD_S
         while self.alive_cpu_nodes() < n:
+            if starting is not None and starting.poll() is not None:
+                return False
             if time.monotonic() > deadline:
-                raise RuntimeError(f"fewer than {n} Ray worker nodes came up")
+                raise RuntimeError(f"fewer than {n} Ray worker nodes came up\n{self.log_tails()}")
             time.sleep(1.0)
+        return True
 
     def busy_task(self, worker: int) -> str | None:
         """The process title of a task running on worker node ``worker``, if any."""
