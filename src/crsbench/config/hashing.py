@@ -76,11 +76,13 @@ def config_json(cfg: BenchmarkConfig) -> str:
 
 def _drop_later_defaults(content: dict[str, Any]) -> dict[str, Any]:
     """Remove keys added after version 1 when they hold their default (``encoders[].weights:
-    pretrained``, ``regimes.lora.datasets: null``), so the hash and stored text of a config
-    written before they existed are kept."""
+    pretrained``, ``encoders[].recipe: null``, ``regimes.lora.datasets: null``), so the hash
+    and stored text of a config written before they existed are kept."""
     for enc in content["encoders"]:
         if enc["weights"] == "pretrained":
             del enc["weights"]
+        if enc.get("recipe", "absent") is None:
+            del enc["recipe"]
     lora = content["regimes"]["lora"]
     if lora["datasets"] is None:
         del lora["datasets"]

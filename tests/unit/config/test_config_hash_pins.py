@@ -33,10 +33,12 @@ PINNED = {
         "00fe7f52b94f0a6c6315bda239839abb695474e621c013d4b5b6cd0bcd66110a",
         "3fcc8ccd3e68f8ff3fe959c4ec120fe54ec1a8c67e354d32726f285e7d4f48de",
     ),
-    # every key at its default: pins the protocol's default values themselves
+    # every key at its default: pins the protocol's default values themselves (moved on
+    # purpose when the default anchors became v2, the exact P: a config that names no anchors
+    # now hashes as a new config; `anchors: v1` keeps the old hash)
     "defaults": (
-        "2766596fb9bc91cf492375eaa49e0b36158dad75c2c8e787bfb7f2b453fc0306",
-        "19d211cb3ecc3c15328f37b7ffd89bc3c476ee962bd67031b4f15e7d19a5a7e3",
+        "21e72de5154047506904f98197b7f2ee317e03243c2c08d1b6fdb07a00efdeb4",
+        "fed09e01eb0ae27a81235a26272a33597abb7f028aa9b9e35990a975d5fd9944",
     ),
 }
 
