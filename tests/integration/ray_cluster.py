@@ -117,43 +117,54 @@ class LocalRayCluster:
 
     def busy_task(self, worker: int) -> str | None:
         """The process title of a task running on worker node ``worker``, if any."""
-        pgid = self.workers[worker].pid
-        for pid in _pids_in_group(pgid):
+        for pid in _descendants(self.workers[worker].pid):
             title = _cmdline(pid)
             if title.startswith("ray::") and not title.startswith(_QUIET):
                 return title
         return None
 
     def kill_node(self, worker: int) -> int:
-        """``kill -9`` every process of worker node ``worker`` (its raylet and its workers);
-        returns how many there were."""
-        pgid = self.workers[worker].pid
-        n = len(_pids_in_group(pgid))
-        os.killpg(pgid, signal.SIGKILL)
+        """``kill -9`` every process of worker node ``worker`` (its raylet, its workers: every
+        descendant of its ``ray start``, whatever their process group); returns how many."""
+        root = self.workers[worker].pid
+        pids = _descendants(root)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(root, signal.SIGKILL)
         self.workers[worker].wait(timeout=60)
-        return n
+        return len(pids)
 
     def close(self) -> None:
-        """Kill every process of the cluster (each node's process group)."""
+        """Kill every process of the cluster (each node's processes and process group)."""
         for proc in [*self.workers, self.head]:
-            try:
+            for pid in _descendants(proc.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             proc.wait(timeout=60)
 
 
-def _pids_in_group(pgid: int) -> list[int]:
-    pids = []
+def _descendants(root: int) -> list[int]:
+    """``root`` and every process below it (children of children, ...), from /proc."""
+    children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if os.getpgid(int(entry.name)) == pgid:
-                pids.append(int(entry.name))
-        except (ProcessLookupError, PermissionError):
+            stat = (entry / "stat").read_text()
+        except OSError:
             continue
-    return pids
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
 
 
 def _cmdline(pid: int) -> str:
