@@ -8,6 +8,8 @@ Bound: max abs difference <= 1e-4 in float32.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -119,7 +121,7 @@ def _as_8bit(a: np.ndarray) -> np.ndarray:
     """What the feature engine hands an encoder for a 16-bit file (decode: min..max to 0..255)."""
     from crsbench.features.decode import _to_array
 
-    return _to_array(Image.fromarray(a)) if a.dtype == np.uint16 else a
+    return _to_array(Image.fromarray(a), Path("grey16.png")) if a.dtype == np.uint16 else a
 
 
 @pytest.mark.parametrize("kind", KINDS)
