@@ -11,7 +11,8 @@ for ``k`` busy processes, ``(C + d) / C`` for the writer, ``d`` the cores it use
                                     [--variant no_fsync]
 
 ``--variant no_fsync`` runs the same workload with ``os.fsync`` made a no-op in its process (a
-diagnosis: how much of a slowdown the fsyncs explain). Last line:
+diagnosis: how much of a slowdown the fsyncs explain); ``--variant spin`` runs it without the
+command line's OpenMP wait policy (idle OpenMP threads spin, as before crsbench set one). Last line:
 ``contention_ratio=<worst (loaded / quiet) / fair-share>`` (goal <= 1.3).
 """
 
@@ -48,6 +49,8 @@ with open(path, "wb") as f:
 _NO_FSYNC = (
     "import os, sys; os.fsync = lambda fd: None; from crsbench.cli import main; sys.exit(main())"
 )
+#: The command line without its OpenMP wait policy (how crsbench ran before it set one).
+_SPIN = "import sys; from crsbench.cli import app; sys.exit(app())"
 
 
 def usable_cores() -> int:
@@ -83,7 +86,7 @@ def workload_config(data: Path, out: Path) -> dict:
         "regimes": {
             "lora": {
                 "enabled": True,
-                "encoders": ["random_vit"],
+                "encoders": ["random_cnn"],
                 "datasets": ["aptos2019"],
                 "epochs": 1,
                 "lr_factors": [1.0],
@@ -103,7 +106,9 @@ def run_workload(data: Path, work: Path, variant: str) -> dict[str, float]:
     out = Path(tempfile.mkdtemp(dir=work, prefix="run-"))
     config = out / "grid.yaml"
     config.write_text(yaml.safe_dump(workload_config(data, out / "out")))
-    head = ["-c", _NO_FSYNC] if variant == "no_fsync" else ["-m", "crsbench.cli"]
+    head = {"no_fsync": ["-c", _NO_FSYNC], "spin": ["-c", _SPIN]}.get(
+        variant, ["-m", "crsbench.cli"]
+    )
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, *head, "run", str(config)], capture_output=True,
                           text=True, check=False)  # fmt: skip
@@ -162,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--competitors", default="busy1,busy2,busy4,writer")
-    parser.add_argument("--variant", choices=("default", "no_fsync"), default="default")
+    parser.add_argument("--variant", choices=("default", "no_fsync", "spin"), default="default")
     args = parser.parse_args(argv)
     cores = usable_cores()
     worst = 0.0
