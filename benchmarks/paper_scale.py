@@ -75,7 +75,8 @@ def run_child(cmd: list[str], profile: Path | None = None) -> tuple[float, float
     prof = ["-m", "cProfile", "-o", str(profile)] if profile else []
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, *prof, *cmd], stdout=out, stderr=err)
+        proc = subprocess.Popen([sys.executable, *prof, *cmd], stdout=out, stderr=err,
+                                env=_child_env())  # fmt: skip
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -84,6 +85,15 @@ def run_child(cmd: list[str], profile: Path | None = None) -> tuple[float, float
             raise RuntimeError(f"{' '.join(cmd[:3])} failed ({proc.returncode}):\n"
                                f"{err.read()[-3000:]}")  # fmt: skip
         return wall, usage.ru_maxrss / 1024, out.read()
+
+
+def _child_env() -> dict[str, str]:
+    """This environment with this process's crsbench first on the path of every child."""
+    import crsbench
+
+    src = str(Path(crsbench.__file__).resolve().parents[1])
+    rest = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": src + (os.pathsep + rest if rest else "")}
 
 
 def step_command(step: str, store: Path, replicates: int, other: int) -> list[str]:
@@ -104,6 +114,9 @@ def measure_scale(scale: float, args: argparse.Namespace, root: Path) -> dict:
     row = {"scale": _label(scale), **counts, "write_s": wall, "peak": [peak],
            "store_mib": _mib(store), "load": [os.getloadavg()[0]]}  # fmt: skip
     for step in STEPS:
+        row[f"{step}_s"] = float("nan")
+        if step not in args.steps:
+            continue
         cmd = step_command(step, store, args.replicates, args.other_replicates)
         wall, peak, _ = run_child(cmd, prof(step))
         row[f"{step}_s"], row["peak"] = wall, [*row["peak"], peak]
@@ -122,11 +135,15 @@ def _label(scale: float) -> str:
     return str(f) if abs(float(f) - scale) < 1e-12 else f"{scale:g}"
 
 
+def _s(v: float) -> str:
+    return f"{v:.1f}" if v == v else "-"  # NaN: step not run
+
+
 def format_row(r: dict) -> list[str]:
     """The table cells of one measured row (:data:`COLUMNS`)."""
     return [r["scale"], f"{r['records']:,}", f"{r['predictions']:,}", f"{r['store_mib']:.1f}",
-            f"{r['write_s']:.1f}", f"{r['score_s']:.1f}", f"{r['analyze_s']:.1f}",
-            f"{r['report_s']:.1f}", " / ".join(f"{p:.0f}" for p in r["peak"]),
+            _s(r["write_s"]), _s(r["score_s"]), _s(r["analyze_s"]), _s(r["report_s"]),
+            " / ".join(f"{p:.0f}" for p in r["peak"]),
             f"{min(r['load']):.1f}-{max(r['load']):.1f}"]  # fmt: skip
 
 
@@ -142,6 +159,7 @@ def goal_lines(row: dict) -> list[str]:
     """Whether each goal is met at ``row``'s scale, with the margin."""
     got = {"analyze_s": row["analyze_s"], "report_s": row["report_s"],
            "peak_mib": max(row["peak"]), "store_mib": row["store_mib"]}  # fmt: skip
+    got = {k: v for k, v in got.items() if v == v}  # steps not run are NaN
     return [f"goal {k} <= {GOALS[k]:g}: {v:.1f} {'met' if v <= GOALS[k] else 'MISSED'} "
             f"({v / GOALS[k]:.2f}x)" for k, v in got.items()]  # fmt: skip
 
@@ -162,6 +180,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--replicates", type=int, default=10_000, help="analyze --replicates.")
     ap.add_argument("--other-replicates", type=int, default=2_000,
                     help="score and report --replicates (their CLI default).")  # fmt: skip
+    ap.add_argument("--steps", type=lambda s: tuple(s.split(",")), default=STEPS,
+                    help="Steps to time, of score,analyze,report (default all).")  # fmt: skip
     ap.add_argument("--out", type=Path, help="Folder of the stores (default: a temp folder).")
     ap.add_argument("--keep", action="store_true", help="Keep each store and its outputs.")
     ap.add_argument("--profile", type=Path, help="Profile every step with cProfile into DIR.")
