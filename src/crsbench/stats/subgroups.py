@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -82,6 +82,7 @@ class _Ctx:
     w: np.ndarray
     targets: list[tuple[EvalSplit, np.ndarray, np.ndarray, dict[str, np.ndarray]]]
     min_patients: int
+    overall: dict[str, np.ndarray] = field(default_factory=dict)  # cell drop per target
 
 
 def _context(cell: CellPredictions, n_rep: int, seed: int, min_patients: int) -> _Ctx:
@@ -100,9 +101,18 @@ def _shift_drop(ctx: _Ctx, attr: str, value: str, auc: np.ndarray, split, prob, 
     rows = np.flatnonzero(lab == value) if lab is not None else np.array([], dtype=int)
     if len(np.unique(split.groups[rows])) >= ctx.min_patients:
         return auc - _auc(split, prob, ctx.cell.task, rows, wt), True
-    all_test = np.arange(len(ctx.cell.test.groups))
-    overall = _auc(ctx.cell.test, ctx.cell.clean, ctx.cell.task, all_test, ctx.w)
-    return overall - _auc(split, prob, ctx.cell.task, np.arange(len(split.groups)), wt), False
+    return _overall_drop(ctx, split, prob, wt), False
+
+
+def _overall_drop(ctx: _Ctx, split: EvalSplit, prob: np.ndarray, wt) -> np.ndarray:
+    """The cell's whole-test-set drop to one target: the same for every subgroup, so
+    computed once per cell and target."""
+    if split.dataset not in ctx.overall:
+        all_test = np.arange(len(ctx.cell.test.groups))
+        clean = _auc(ctx.cell.test, ctx.cell.clean, ctx.cell.task, all_test, ctx.w)
+        target = _auc(split, prob, ctx.cell.task, np.arange(len(split.groups)), wt)
+        ctx.overall[split.dataset] = clean - target
+    return ctx.overall[split.dataset]
 
 
 def _values(ctx: _Ctx, attr: str, value: str, rows: np.ndarray) -> dict[str, np.ndarray]:
