@@ -43,10 +43,10 @@ def test_tiny_paper_scale_prints_the_table_and_stores_the_planned_records(tmp_pa
     lines = capsys.readouterr().out.splitlines()
     header = next(line for line in lines if line.startswith("| scale"))
     assert [c.strip() for c in header.strip("| ").split("|")] == list(bench.COLUMNS)
-    planned, _ = bench.planned_frame(1)
     (row,) = json.loads(rows.read_text())
-    assert row["records"] == row["planned"] == len(planned) == 1_280  # 3 cells of one encoder
-    assert row["predictions"] > 0 and row["score_s"] > 0
+    # the planner's records of one encoder's 3 cells (380 + 380 + 520), every one stored
+    assert row["records"] == row["planned"] == 1_280
+    assert row["predictions"] == 5 * (24 + 24 + 28) and row["score_s"] > 0
     with ResultsStore(tmp_path / "scale-0.002", None, mode="r") as store:
-        assert store.count() == len(planned)
+        assert store.count() == row["planned"]
     assert any(line.startswith("scale 1/500: goal") for line in lines)
