@@ -18,11 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from crsbench.protocol import CLEAN, SHIFT
+from crsbench.protocol import SHIFT
 from crsbench.store.files import STORE_FILE
 from crsbench.store.prediction_layout import EVAL_SPLIT, SHIFT_SPLIT, VAL_SPLIT
 from crsbench.store.predictions import SplitRows, prediction_batch
 from crsbench.store.records import make_run_key
+from crsbench.testing.planned_store import kept_splits
 from crsbench.testing.simulated_store import SIMULATED_CONFIG_HASH, simulate_runs, split_card_facts
 
 DATASET, TARGET, EXTRA_TARGET = "chexpert", "mimic_cxr", "nih_cxr14"
@@ -63,24 +64,19 @@ def _prob(score: np.ndarray) -> np.ndarray:
 
 
 def _predictions(row, cell: PlantedCell, splits: dict[str, SplitRows]) -> dict | None:
-    """The predictions the runner keeps for one main-protocol row (None for others)."""
-    main = (row.regime == "frozen" and row.probe == "logistic" and row.layer == 1.0
-            and row.recalibrator == "none")  # fmt: skip
-    if not main:
+    """The predictions the runner keeps for one row (:func:`kept_splits`; None for others)."""
+    kept = kept_splits(row)
+    if not kept:
         return None
-    if row.condition == CLEAN and row.eval_dataset == DATASET:
-        out = {EVAL_SPLIT: (splits["test"], _prob(cell.test.score))}
-        if row.fraction == 1.0:
-            out[VAL_SPLIT] = (splits["val"], _prob(cell.val.score))
-        return out
     if row.condition == SHIFT:
         which = "shift" if row.eval_dataset == TARGET else "extra"
         planted = cell.shift if which == "shift" else cell.extra_shift
         return {EVAL_SPLIT: (splits[which], _prob(planted.score))}
-    if row.fraction == 1.0:
-        score = cell.perturbed.get((row.condition, int(row.severity)), cell.test.score)
-        return {EVAL_SPLIT: (splits["test"], _prob(score))}
-    return None
+    score = cell.perturbed.get((row.condition, int(row.severity)), cell.test.score)
+    out = {EVAL_SPLIT: (splits["test"], _prob(score))}
+    if VAL_SPLIT in kept:
+        out[VAL_SPLIT] = (splits["val"], _prob(cell.val.score))
+    return out
 
 
 def write_prediction_store(store_dir: str | Path, cells: Mapping[str, PlantedCell]) -> Path:
