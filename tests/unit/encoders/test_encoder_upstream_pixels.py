@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from encoder_images import KINDS, TOL, as_8bit, images, max_abs_diff
+from encoder_images import as_tensor as _tensor
 from PIL import Image
 from torchvision import transforms as T
 
@@ -18,28 +20,7 @@ from crsbench.encoders import build, get_card
 from crsbench.encoders.base import preprocessing_of
 from crsbench.encoders.preprocess import preprocess
 
-TOL = 1e-4
-
-
-def _images(h: int, w: int) -> dict[str, np.ndarray]:
-    """Real-looking test images: smooth gradients plus noise (seeded)."""
-    rng = np.random.default_rng(7)
-    yy, xx = np.mgrid[0:h, 0:w]
-    base = 0.5 + 0.35 * np.sin(xx / 23.0) * np.cos(yy / 31.0)
-    noisy = np.clip(base + rng.normal(0, 0.05, (h, w)), 0, 1)
-    rgb = np.stack([noisy, noisy**1.3, 1 - noisy], -1)
-    return {
-        "rgb8": np.rint(rgb * 255).astype(np.uint8),
-        "grey8": np.rint(noisy * 255).astype(np.uint8),
-        "grey16": (np.rint(noisy * 4095) * 16).astype(np.uint16),
-        "narrow": np.rint(90 + noisy * 50).astype(np.uint8),
-    }
-
-
-def _tensor(a: np.ndarray) -> torch.Tensor:
-    t = torch.from_numpy(a.astype(np.int32) if a.dtype == np.uint16 else a)
-    t = t.unsqueeze(0) if t.ndim == 2 else t.permute(2, 0, 1)
-    return t.to(torch.uint16 if a.dtype == np.uint16 else torch.uint8).unsqueeze(0)
+_images = images
 
 
 def _crsbench(name: str, a: np.ndarray, size: int, recipe: str | None = None) -> torch.Tensor:
@@ -48,11 +29,7 @@ def _crsbench(name: str, a: np.ndarray, size: int, recipe: str | None = None) ->
 
 
 def _close(mine: torch.Tensor, theirs: torch.Tensor) -> None:
-    assert mine.shape == theirs.shape
-    assert float((mine - theirs).abs().max()) <= TOL
-
-
-KINDS = ["rgb8", "grey8", "grey16", "narrow"]
+    assert max_abs_diff(mine, theirs) <= TOL
 
 
 # --- BioViL: hi-ml-multimodal ----------------------------------------------------------------
@@ -115,11 +92,7 @@ def _mae_linprobe(image: Image.Image) -> torch.Tensor:
     return t(image.convert("RGB"))
 
 
-def _as_8bit(a: np.ndarray) -> np.ndarray:
-    """What the feature engine hands an encoder for a 16-bit file (decode: min..max to 0..255)."""
-    from crsbench.features.decode import _to_array
-
-    return _to_array(Image.fromarray(a)) if a.dtype == np.uint16 else a
+_as_8bit = as_8bit
 
 
 @pytest.mark.parametrize("kind", KINDS)
