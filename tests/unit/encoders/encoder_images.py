@@ -1,4 +1,5 @@
-"""Test images of each modality, shared by the upstream-equivalence tests (one home).
+"""Test images of each modality and model helpers, shared by the upstream-equivalence tests
+(one home).
 
 8-bit RGB, 8-bit grey, 16-bit grey and a narrow-range 8-bit grey: smooth gradients plus
 seeded noise. Comparisons are in float32 with a max abs difference of at most :data:`TOL`.
@@ -51,3 +52,11 @@ def max_abs_diff(mine: torch.Tensor, theirs: torch.Tensor) -> float:
     """Max abs difference of two tensors of the same shape (asserted)."""
     assert mine.shape == theirs.shape, (mine.shape, theirs.shape)
     return float((mine.float() - theirs.float()).abs().max())
+
+
+def perturb(model: torch.nn.Module, seed: int = 5) -> None:
+    """Move every parameter off its init, so that a load that did nothing is visible."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=g))

@@ -22,20 +22,12 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from encoder_images import KINDS, TOL, as_8bit, as_tensor, images, max_abs_diff
+from encoder_images import KINDS, TOL, as_8bit, as_tensor, images, max_abs_diff, perturb
 from PIL import Image
 
 from crsbench.encoders import build
 
 Upstream = Callable[[Image.Image], torch.Tensor]
-
-
-def _perturb(model: torch.nn.Module, seed: int = 5) -> None:
-    """Move every parameter off its init, so that a load that did nothing is visible."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn(p.shape, generator=g))
 
 
 # --- timm families: hub folder with model.safetensors, loaded by timm's pretrained path ------
@@ -67,7 +59,7 @@ def _timm_upstream(name: str, folder: Path) -> tuple[Path, Upstream, int]:
 
     arch, tiny, crop = TIMM[name]
     src = timm.create_model(arch, pretrained=False, num_classes=10, **tiny)
-    _perturb(src)
+    perturb(src)
     folder.mkdir(parents=True)
     save_file(
         {k: v.contiguous() for k, v in src.state_dict().items()}, folder / "model.safetensors"
@@ -100,7 +92,7 @@ def _retfound_upstream(folder: Path) -> tuple[Path, Upstream, int]:
 
     tiny = {"depth": 4, "embed_dim": 64, "num_heads": 2, "img_size": 32}
     src = timm.create_model("vit_large_patch16_224", pretrained=False, num_classes=0, **tiny)
-    _perturb(src)
+    perturb(src)
     sd = {k: v for k, v in src.state_dict().items()}
     sd.update({"mask_token": torch.zeros(1, 1, 64), "decoder_embed.weight": torch.zeros(8, 64)})
     folder.mkdir(parents=True)
@@ -165,7 +157,7 @@ def _dinov2_upstream(name: str, folder: Path) -> tuple[Path, Upstream, int]:
     from transformers import AutoImageProcessor, AutoModel, Dinov2Config, Dinov2Model
 
     src = Dinov2Model(Dinov2Config(**HF_TINY))
-    _perturb(src)
+    perturb(src)
     src.save_pretrained(folder)
     _dinov2_processor(name).save_pretrained(folder)
     model = AutoModel.from_pretrained(folder).eval()
@@ -194,7 +186,7 @@ def _siglip_upstream(name: str, folder: Path) -> tuple[Path, Upstream, int]:
         vision_config=HF_TINY, text_config={**text, "num_attention_heads": 2, "vocab_size": 50}
     )
     src = SiglipModel(cfg)
-    _perturb(src)
+    perturb(src)
     src.save_pretrained(folder)
     resample = 3 if name == "siglip" else 2  # so400m: bicubic; medsiglip-448: bilinear
     SiglipImageProcessor(size={"height": 56, "width": 56}, resample=resample).save_pretrained(
