@@ -202,6 +202,46 @@ def _siglip_upstream(name: str, folder: Path) -> tuple[Path, Upstream, int]:
     return folder, upstream, 56
 
 
+def _medgemma_upstream(folder: Path) -> tuple[Path, Upstream, int]:
+    """MedGemma (Gemma-3): the whole ``Gemma3ForConditionalGeneration`` saved as a hub folder
+    (with ``model.safetensors.index.json``, as the 4B release), loaded by
+    ``AutoModelForImageTextToText`` + the Gemma-3 image processor (squash, bilinear, 0.5). The
+    model has no pooled image output: crsbench's feature, the mean of the vision tower's tokens,
+    is compared with the same mean of the upstream tower (the tower is what is pinned)."""
+    import json
+
+    from transformers import (
+        AutoImageProcessor,
+        AutoModelForImageTextToText,
+        Gemma3Config,
+        Gemma3ForConditionalGeneration,
+        Gemma3ImageProcessor,
+    )
+
+    text = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "head_dim": 16}
+    text.update({"num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 262208})
+    vision = {**HF_TINY, "vision_use_head": False}
+    src = Gemma3ForConditionalGeneration(
+        Gemma3Config(text_config=text, vision_config=vision, mm_tokens_per_image=4)
+    )
+    perturb(src)
+    src.save_pretrained(folder)
+    from safetensors import safe_open
+
+    with safe_open(folder / "model.safetensors", "pt") as f:
+        weight_map = dict.fromkeys(f.keys(), "model.safetensors")
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    Gemma3ImageProcessor(size={"height": 56, "width": 56}, resample=2).save_pretrained(folder)
+    model = AutoModelForImageTextToText.from_pretrained(folder).eval()
+    proc = AutoImageProcessor.from_pretrained(folder)
+
+    def upstream(image: Image.Image) -> torch.Tensor:
+        x = proc(images=image.convert("RGB"), return_tensors="pt")["pixel_values"]
+        return model.model.vision_tower(pixel_values=x).last_hidden_state.mean(dim=1)
+
+    return folder, upstream, 56
+
+
 # --- the comparison -------------------------------------------------------------------------
 def _upstream(name: str, folder: Path) -> tuple[Path, Upstream, int]:
     """``(weights_path, upstream pipeline, shorter image side)`` for family ``name``."""
@@ -211,13 +251,15 @@ def _upstream(name: str, folder: Path) -> tuple[Path, Upstream, int]:
         return _retfound_upstream(folder)
     if name in ("dinov2", "rad_dino"):
         return _dinov2_upstream(name, folder)
+    if name == "medgemma":
+        return _medgemma_upstream(folder)
     return _siglip_upstream(name, folder)
 
 
 # vit_b16 at the tiny size (32 from 35: a crop margin of 3) meets the odd-margin departure
 # pinned in test_odd_crop_margin_is_a_one_pixel_departure; at 224 (248 -> 224) it does not.
-FAMILIES = ["resnet50", "mae", "retfound", "dinov2", "rad_dino", "siglip", "medsiglip"]
-SQUASH = {"siglip", "medsiglip"}  # square images: the squash resize is the identity
+FAMILIES = ["resnet50", "mae", "retfound", "dinov2", "rad_dino", "siglip", "medsiglip", "medgemma"]
+SQUASH = {"siglip", "medsiglip", "medgemma"}  # square images: the squash resize is the identity
 
 
 @pytest.fixture(scope="module")
