@@ -8,11 +8,10 @@ Bound: max abs difference <= 1e-4 in float32.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
+from encoder_images import KINDS, TOL, as_8bit, as_tensor, images, max_abs_diff
 from PIL import Image
 from torchvision import transforms as T
 
@@ -20,41 +19,14 @@ from crsbench.encoders import build, get_card
 from crsbench.encoders.base import preprocessing_of
 from crsbench.encoders.preprocess import preprocess
 
-TOL = 1e-4
-
-
-def _images(h: int, w: int) -> dict[str, np.ndarray]:
-    """Real-looking test images: smooth gradients plus noise (seeded)."""
-    rng = np.random.default_rng(7)
-    yy, xx = np.mgrid[0:h, 0:w]
-    base = 0.5 + 0.35 * np.sin(xx / 23.0) * np.cos(yy / 31.0)
-    noisy = np.clip(base + rng.normal(0, 0.05, (h, w)), 0, 1)
-    rgb = np.stack([noisy, noisy**1.3, 1 - noisy], -1)
-    return {
-        "rgb8": np.rint(rgb * 255).astype(np.uint8),
-        "grey8": np.rint(noisy * 255).astype(np.uint8),
-        "grey16": (np.rint(noisy * 4095) * 16).astype(np.uint16),
-        "narrow": np.rint(90 + noisy * 50).astype(np.uint8),
-    }
-
-
-def _tensor(a: np.ndarray) -> torch.Tensor:
-    t = torch.from_numpy(a.astype(np.int32) if a.dtype == np.uint16 else a)
-    t = t.unsqueeze(0) if t.ndim == 2 else t.permute(2, 0, 1)
-    return t.to(torch.uint16 if a.dtype == np.uint16 else torch.uint8).unsqueeze(0)
-
 
 def _crsbench(name: str, a: np.ndarray, size: int, recipe: str | None = None) -> torch.Tensor:
     card = get_card(name).with_recipe(recipe)
-    return preprocess(_tensor(a), preprocessing_of(card, size))[0]
+    return preprocess(as_tensor(a), preprocessing_of(card, size))[0]
 
 
 def _close(mine: torch.Tensor, theirs: torch.Tensor) -> None:
-    assert mine.shape == theirs.shape
-    assert float((mine - theirs).abs().max()) <= TOL
-
-
-KINDS = ["rgb8", "grey8", "grey16", "narrow"]
+    assert max_abs_diff(mine, theirs) <= TOL
 
 
 # --- BioViL: hi-ml-multimodal ----------------------------------------------------------------
@@ -78,7 +50,7 @@ def _himl_biovil(a: np.ndarray) -> torch.Tensor:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_biovil_matches_himl_loader_and_transform(kind: str) -> None:
-    a = _images(512, 640)[kind]
+    a = images(512, 640)[kind]
     _close(_crsbench("biovil", a, 480), _himl_biovil(a))
 
 
@@ -89,15 +61,15 @@ def test_biovil_stretch_and_luma_are_what_changed() -> None:
 
     old = preprocessing_of(replace(card, intensity="none", luma=False), 480)
     for kind in ("narrow", "rgb8"):
-        a = _images(512, 640)[kind]
-        assert float((preprocess(_tensor(a), old)[0] - _himl_biovil(a)).abs().max()) > 0.05
+        a = images(512, 640)[kind]
+        assert float((preprocess(as_tensor(a), old)[0] - _himl_biovil(a)).abs().max()) > 0.05
 
 
 def test_biovil_features_match_on_the_tiny_model() -> None:
     enc = build("biovil", pretrained=False, tiny=True)
-    a = _images(512, 640)["narrow"]
+    a = images(512, 640)["narrow"]
     enc.set_input_size(480)
-    mine = enc.forward_features(enc.preprocess(_tensor(a)))[1.0]
+    mine = enc.forward_features(enc.preprocess(as_tensor(a)))[1.0]
     theirs = enc.forward_features(_himl_biovil(a).unsqueeze(0))[1.0]
     assert float((mine - theirs).abs().max()) <= TOL
 
@@ -117,16 +89,9 @@ def _mae_linprobe(image: Image.Image) -> torch.Tensor:
     return t(image.convert("RGB"))
 
 
-def _as_8bit(a: np.ndarray) -> np.ndarray:
-    """What the feature engine hands an encoder for a 16-bit file (decode: min..max to 0..255)."""
-    from crsbench.features.decode import _to_array
-
-    return _to_array(Image.fromarray(a), Path("grey16.png")) if a.dtype == np.uint16 else a
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_mae_matches_the_linear_probe_recipe(kind: str) -> None:
-    a = _as_8bit(_images(256, 320)[kind])
+    a = as_8bit(images(256, 320)[kind])
     _close(_crsbench("mae", a, 224), _mae_linprobe(Image.fromarray(a)))
     assert get_card("mae").crop_pct == 0.875
 
@@ -153,7 +118,7 @@ def _llava_med(image: Image.Image) -> torch.Tensor:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_llava_med_pads_grey_images_with_grey_114(kind: str) -> None:
-    a = _as_8bit(_images(200, 336)[kind])
+    a = as_8bit(images(200, 336)[kind])
     _close(_crsbench("llava_med", a, 336), _llava_med(Image.fromarray(a)))
     # the engine hands grey files over as three equal channels: still padded grey
     if a.ndim == 2:
@@ -221,20 +186,20 @@ def _medsiglip_serving(a: np.ndarray) -> torch.Tensor:
 def test_medsiglip_default_is_the_model_card_recipe(kind: str, shape: tuple[int, int]) -> None:
     card = get_card("medsiglip")
     assert card.recipe == "model_card" and card.resize_mode == "squash" and not card.antialias
-    a = _images(*shape)[kind]
+    a = images(*shape)[kind]
     _close(_crsbench("medsiglip", a, 448), _medsiglip_model_card(a))
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_medsiglip_serving_recipe_zero_pads(kind: str) -> None:
-    a = _images(448, 300)[kind]
+    a = images(448, 300)[kind]
     _close(_crsbench("medsiglip", a, 448, recipe="serving"), _medsiglip_serving(a))
 
 
 def test_medsiglip_recipes_differ_and_unknown_is_refused() -> None:
     from crsbench.core.errors import RegistryError
 
-    a = _images(448, 300)["rgb8"]
+    a = images(448, 300)["rgb8"]
     diff = _crsbench("medsiglip", a, 448) - _crsbench("medsiglip", a, 448, recipe="serving")
     assert float(diff.abs().max()) > 0.1
     enc = build("medsiglip", pretrained=False, tiny=True, recipe="serving")

@@ -223,8 +223,11 @@ def build_rad_dino(ctx: BuildContext) -> Backbone:
     return _dinov2(ctx, "microsoft/rad-dino", VIT_B14)
 
 
-#: Where MedGemma's vision tower sits in its checkpoint (transformers 5.x, then 4.5x layout).
-GEMMA_TOWER = ("model.vision_tower.vision_model.", "vision_tower.vision_model.")
+#: Where MedGemma's vision tower sits in its checkpoint: transformers 5.x in memory, the 4.5x
+#: layout of the hub release, then what ``save_pretrained`` of transformers >= 5.6 writes (the
+#: flat tower, ``vision_tower.encoder.*``). The first prefix found is read; the strict check
+#: refuses every other key the card does not name.
+GEMMA_TOWER = ("model.vision_tower.vision_model.", "vision_tower.vision_model.", "vision_tower.")
 
 
 def _find_prefix(sd: ShardedTensors, candidates: tuple[str, ...], name: str) -> str:
