@@ -121,12 +121,19 @@ def run_workload(data: Path, work: Path, variant: str) -> dict[str, float]:
     return {"wall": wall, **stages}
 
 
+def _orphan_guard() -> str:
+    """Code that makes a competitor die with this script (a killed benchmark leaves none)."""
+    return f"from crsbench.core.workers import die_with_parent; die_with_parent({os.getpid()})\n"
+
+
 def start_competitor(name: str, work: Path) -> list[subprocess.Popen[bytes]]:
     """Start competitor ``name`` (``busyK`` or ``writer``); its processes."""
     if name.startswith("busy"):
-        return [subprocess.Popen([sys.executable, "-c", _BUSY]) for _ in range(int(name[4:]))]
+        code = _orphan_guard() + _BUSY
+        return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(int(name[4:]))]
     if name == "writer":
-        return [subprocess.Popen([sys.executable, "-c", _WRITER, str(work / "writer.bin")])]
+        code = _orphan_guard() + _WRITER
+        return [subprocess.Popen([sys.executable, "-c", code, str(work / "writer.bin")])]
     raise SystemExit(f"unknown competitor {name!r}: busy1, busy2, busy4 or writer")
 
 
