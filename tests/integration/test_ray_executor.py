@@ -119,6 +119,7 @@ def ray_session() -> Any:
     ray.init(
         address="local",  # never a cluster another `ray start` on this machine left behind
         num_cpus=2,
+        _system_config={"worker_niceness": 0},  # Ray's 15 starves beside busy processes
         include_dashboard=False,
         log_to_driver=False,
         object_store_memory=200 * 1024**2,
@@ -386,6 +387,7 @@ def test_local_instance_is_started_lazily_and_shut_down_on_close(
     (kw,) = fake.init_calls
     assert kw["address"] == "local" and kw["num_cpus"] == 2 and kw["object_store_memory"] == 123
     assert kw["include_dashboard"] is False and kw["log_to_driver"] is False
+    assert kw["_system_config"] == {"worker_niceness": 0}
     assert kw["ignore_reinit_error"] is True
     ex.close()
     ex.close()

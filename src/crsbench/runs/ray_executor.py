@@ -176,6 +176,9 @@ class RayExecutor:
             # "local": a new instance even where `ray start` left a cluster address on this
             # machine (plain ray.init() would join that cluster, or fail if it is gone).
             kwargs.update(num_cpus=num_cpus, object_store_memory=int(store_bytes))
+            # Ray runs its workers at nice 15: on a shared machine they would starve beside
+            # any normal-priority work (a test suite, another user's job); ours run at 0.
+            kwargs["_system_config"] = {"worker_niceness": 0}
             address = "local"
         else:
             check_reachable(address or os.environ.get("RAY_ADDRESS"), self.connect_timeout_s)
