@@ -34,6 +34,7 @@ from crsbench.store.conflicts import batch_repeats_keys, conflict_message, first
 from crsbench.store.export import export_store
 from crsbench.store.files import STORE_FILE, damaged_store, locked_store, refuse_newer_schema
 from crsbench.store.lock import StoreLock, check_local_filesystem
+from crsbench.store.mixed import refuse_mixed_provenance
 from crsbench.store.outputs import move_run_aside
 from crsbench.store.plan import StoredPlan, write_plan
 from crsbench.store.predictions import PredictionBatch
@@ -306,16 +307,7 @@ class ResultsStore:
         """
         self._writable()
         if not allow_mixed:
-            mixed = self.con.execute(
-                f"SELECT {', '.join(GROUP_COLUMNS)} FROM runs GROUP BY ALL HAVING "
-                "count(DISTINCT package_version) > 1 OR count(DISTINCT encoder_revision) > 1 "
-                "OR count(DISTINCT dataset_revision) > 1 LIMIT 3"
-            ).fetchall()
-            if mixed:
-                raise StoreError(
-                    "refusing to average seeds across different package versions or encoder/"
-                    f"dataset revisions, e.g. group {mixed[0]}; pass allow_mixed=True to force."
-                )
+            refuse_mixed_provenance(self.con)
         aggs = ", ".join(f"avg({m}), stddev_samp({m}), count({m})" for m in METRIC_COLUMNS)
         group = ", ".join(GROUP_COLUMNS)
         with self._transaction():
