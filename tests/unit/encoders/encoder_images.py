@@ -60,3 +60,21 @@ def perturb(model: torch.nn.Module, seed: int = 5) -> None:
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.05 * torch.randn(p.shape, generator=g))
+
+
+def cached_pipelines(upstream_of, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """``get(name)``: crsbench's encoder loaded from the upstream checkpoint that
+    ``upstream_of(name, folder)`` writes, the upstream pipeline, and the image's shorter side;
+    each built once (a module-scoped fixture returns this)."""
+    from crsbench.encoders import build
+
+    cache: dict = {}
+
+    def get(name: str):  # type: ignore[no-untyped-def]
+        if name not in cache:
+            torch.manual_seed(0)
+            weights, upstream, side = upstream_of(name, tmp_path_factory.mktemp(name) / "up")
+            cache[name] = (build(name, tiny=True, weights_path=weights), upstream, side)
+        return cache[name]
+
+    return get

@@ -22,10 +22,17 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from encoder_images import KINDS, TOL, as_8bit, as_tensor, images, max_abs_diff, perturb
+from encoder_images import (
+    KINDS,
+    TOL,
+    as_8bit,
+    as_tensor,
+    cached_pipelines,
+    images,
+    max_abs_diff,
+    perturb,
+)
 from PIL import Image
-
-from crsbench.encoders import build
 
 Upstream = Callable[[Image.Image], torch.Tensor]
 
@@ -268,16 +275,7 @@ def pipelines(
 ) -> Callable[[str], tuple[Any, Upstream, int]]:
     """``pipelines(name)``: crsbench's encoder loaded from the upstream checkpoint, the upstream
     pipeline, and the shorter image side; built once per module."""
-    cache: dict[str, tuple[Any, Upstream, int]] = {}
-
-    def get(name: str) -> tuple[Any, Upstream, int]:
-        if name not in cache:
-            torch.manual_seed(0)
-            weights, upstream, side = _upstream(name, tmp_path_factory.mktemp(name) / "up")
-            cache[name] = (build(name, tiny=True, weights_path=weights), upstream, side)
-        return cache[name]
-
-    return get
+    return cached_pipelines(_upstream, tmp_path_factory)
 
 
 def _features(enc: Any, upstream: Upstream, a: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:

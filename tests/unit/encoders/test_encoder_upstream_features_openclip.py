@@ -16,10 +16,17 @@ from typing import Any
 
 import pytest
 import torch
-from encoder_images import KINDS, TOL, as_8bit, as_tensor, images, max_abs_diff, perturb
+from encoder_images import (
+    KINDS,
+    TOL,
+    as_8bit,
+    as_tensor,
+    cached_pipelines,
+    images,
+    max_abs_diff,
+    perturb,
+)
 from PIL import Image
-
-from crsbench.encoders import build
 
 TEXT = {"context_length": 8, "vocab_size": 50, "width": 32, "heads": 2, "layers": 1}
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -93,16 +100,7 @@ def pipelines(
 ) -> Callable[[str], tuple[Any, Upstream, int]]:
     """``pipelines(name)``: crsbench's encoder from the upstream checkpoint, the upstream
     pipeline, and the image's shorter side; built once per module."""
-    cache: dict[str, tuple[Any, Upstream, int]] = {}
-
-    def get(name: str) -> tuple[Any, Upstream, int]:
-        if name not in cache:
-            torch.manual_seed(0)
-            weights, upstream, side = _upstream(name, tmp_path_factory.mktemp(name) / "up")
-            cache[name] = (build(name, tiny=True, weights_path=weights), upstream, side)
-        return cache[name]
-
-    return get
+    return cached_pipelines(_upstream, tmp_path_factory)
 
 
 @pytest.mark.parametrize("kind", KINDS)
