@@ -34,6 +34,8 @@ from encoder_images import (
 )
 from PIL import Image
 
+from crsbench.encoders.backends import hf_backend
+
 Upstream = Callable[[Image.Image], torch.Tensor]
 
 
@@ -127,14 +129,7 @@ def _retfound_upstream(folder: Path) -> tuple[Path, Upstream, int]:
 
 
 # --- transformers families: hub folder (config, safetensors, preprocessor_config) ------------
-HF_TINY = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 4,
-    "num_attention_heads": 2,
-    "image_size": 56,
-    "patch_size": 14,
-}
+HF_TINY = hf_backend.TINY  # the tiny size crsbench builds (one home)
 
 
 def _dinov2_processor(name: str) -> Any:
