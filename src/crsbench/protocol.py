@@ -104,6 +104,15 @@ LORA_LR = 1e-4
 LORA_LR_FACTORS: tuple[float, ...] = (1.0, 3.0, 10.0)
 LORA_SEEDS: tuple[int, ...] = (0, 1, 2)
 
+# ----------------------------------------------------------------------------- encoders
+
+#: The paper's panel: the 15 encoder families CRS-Bench compares (registry names). Encoders
+#: added by other packages or by a config's ``encoder_modules`` are never part of it.
+PAPER_ENCODERS: tuple[str, ...] = (
+    "biomedclip", "biovil", "chexzero", "clip", "dinov2", "llava_med", "mae", "medgemma",
+    "medsiglip", "panderm", "rad_dino", "resnet50", "retfound", "siglip", "vit_b16",
+)  # fmt: skip
+
 # ----------------------------------------------------------------------------- conditions
 
 #: The paper's five acquisition perturbations, in the protocol's order.
