@@ -8,5 +8,6 @@
   intervals for a new site, the ranking's stability over sites;
 - :mod:`~crsbench.consortium.page` and :mod:`~crsbench.consortium.tables`: the consortium
   page and its CSV / JSON tables;
-- :mod:`~crsbench.consortium.settings`: the versioned settings (``resources/consortium``).
+- :mod:`~crsbench.consortium.settings`: the versioned settings (``resources/consortium``);
+- :mod:`~crsbench.consortium.planted`: planted consortia (the tests and the coverage benchmark).
 """
