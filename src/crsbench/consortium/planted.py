@@ -82,3 +82,13 @@ def through_files(sites: tuple[SiteSummary, ...], folder: Path) -> tuple[SiteSum
 def with_site(s: SiteSummary, **changes: object) -> SiteSummary:
     """``s`` with fields replaced (the refusal tests' mismatches)."""
     return replace(s, **changes)
+
+
+def round_trip(sites: tuple[SiteSummary, ...]) -> tuple[SiteSummary, ...]:
+    """Each summary through its JSON text and back, in memory (the format, without files)."""
+    import json
+
+    from crsbench.consortium.summary import summary_from_dict, summary_to_dict
+
+    return tuple(summary_from_dict(json.loads(json.dumps(summary_to_dict(s), allow_nan=False)))
+                 for s in sites)  # fmt: skip

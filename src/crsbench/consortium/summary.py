@@ -176,7 +176,7 @@ def _sizes(d: _Doc) -> TestSizes:
 
 
 def read_summary(path: Path | str) -> SiteSummary:
-    """Read and check a site summary.
+    """Read and check a site summary file (:func:`summary_from_dict` of its JSON).
 
     Raises
     ------
@@ -190,6 +190,12 @@ def read_summary(path: Path | str) -> SiteSummary:
         raise DataError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{path}: not valid JSON ({exc}).") from None
+    return summary_from_dict(doc, path)
+
+
+def summary_from_dict(doc: Any, source: Path | str = "<summary>") -> SiteSummary:
+    """Check a summary's JSON document and return its record (errors name ``source``)."""
+    path = Path(source)
     d = _Doc(path, doc)
     if doc.get("format") != FORMAT:
         raise DataError(f"{path}: not a crsbench site summary (format {FORMAT!r} expected; "
