@@ -22,8 +22,15 @@ from crsbench.consortium.tables import (
     sites_table,
     stability_table,
 )
-from crsbench.report.html import Section, files_html, kv_html, note_html, page_html, stats_html
-from crsbench.report.html import table_html
+from crsbench.report.html import (
+    Section,
+    files_html,
+    kv_html,
+    note_html,
+    page_html,
+    stats_html,
+    table_html,
+)
 from crsbench.store.outputs import write_output_file
 
 PAGE_FILE = "consortium.html"
@@ -40,8 +47,11 @@ def _verdict(c: Consortium) -> Section:
     top = c.stability[0]
     row = c.row(top.encoder, "CRS")
     p = row.pooled if row else None
-    expect = (f"a new site should expect a CRS between {p.pi_low:.3f} and {p.pi_high:.3f}"
-              if p is not None and p.k >= 3 else "a prediction interval needs three sites")
+    expect = (
+        f"a new site should expect a CRS between {p.pi_low:.3f} and {p.pi_high:.3f}"
+        if p is not None and p.k >= 3
+        else "a prediction interval needs three sites"
+    )
     lede = (f"Highest pooled CRS: {top.encoder} ({top.crs:.3f}); {expect} "
             f"({c.settings.level:.0%} prediction interval). It ranks first in "
             f"{top.p_rank1:.0%} of site-bootstrap replicates and at {top.first_at} of "

@@ -102,14 +102,22 @@ def summary_to_dict(s: SiteSummary) -> dict[str, Any]:
         "crsbench_version": s.crsbench_version,
         "interval": s.interval,
         "n_replicates": s.n_replicates,
-        "test_sizes": {"images": s.sizes.images, "patients": s.sizes.patients,
-                       "per_label": dict(s.sizes.per_label)},  # fmt: skip
+        "test_sizes": {
+            "images": s.sizes.images,
+            "patients": s.sizes.patients,
+            "per_label": dict(s.sizes.per_label),
+        },  # fmt: skip
         "suppressed": list(s.suppressed),
         "settings": dict(s.settings),
         "encoders": [
-            {"encoder": e.encoder, "weights": e.weights,
-             **{q: {"value": est.value, "variance": est.variance}
-                for q, est in e.estimates.items()}}
+            {
+                "encoder": e.encoder,
+                "weights": e.weights,
+                **{
+                    q: {"value": est.value, "variance": est.variance}
+                    for q, est in e.estimates.items()
+                },
+            }
             for e in s.encoders
         ],  # fmt: skip
     }
@@ -161,9 +169,8 @@ def _encoder(d: _Doc, raw: Any, i: int) -> EncoderSummary:
         raise DataError(f"{d.path}: encoders[{i}] must be an object. Got {raw!r} instead.")
     name = d.get(raw, "encoder", str, f"encoders[{i}].")
     weights = d.get(raw, "weights", (dict, type(None)), f"encoders[{i}].")
-    return EncoderSummary(name, None if weights is None else {str(k): str(v) for k, v in
-                                                              weights.items()},  # fmt: skip
-                          _estimates(d, raw, f"encoders[{i}] ({name})."))
+    files = None if weights is None else {str(k): str(v) for k, v in weights.items()}
+    return EncoderSummary(name, files, _estimates(d, raw, f"encoders[{i}] ({name})."))
 
 
 def _sizes(d: _Doc) -> TestSizes:

@@ -95,9 +95,8 @@ def test_combine_command_writes_tables_and_page(tmp_path) -> None:
     assert r.output.splitlines()[0].split("\t")[:3] == ["rank", "encoder", "k"]
     pooled = pd.read_csv(out / "pooled.csv")
     assert set(pooled["quantity"]) == set(QUANTITIES) and (pooled["k"] == 5).all()
-    ref = pool(*[np.array(x) for x in zip(*[
-        (s.encoder("enc_a").estimates["ece"].value, s.encoder("enc_a").estimates["ece"].variance)
-        for s in planted.sites])], method="reml")  # fmt: skip
+    ece = [s.encoder("enc_a").estimates["ece"] for s in planted.sites]
+    ref = pool([x.value for x in ece], [x.variance for x in ece], method="reml")
     row = pooled[(pooled["encoder"] == "enc_a") & (pooled["quantity"] == "ece")].iloc[0]
     assert row["mean"] == pytest.approx(ref.mean, abs=1e-12)
     assert row["pi_high"] == pytest.approx(ref.pi_high, abs=1e-12)
