@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from crsbench.consortium.compare import check_comparable
-from crsbench.consortium.meta import Pooled, between_site_variance, pool
+from crsbench.consortium.meta import Pooled, pool, pooled_means
 from crsbench.consortium.settings import ConsortiumSettings, load_settings
 from crsbench.consortium.summary import QUANTITIES, SiteSummary
 
@@ -90,10 +90,7 @@ def _pool_row(sites, encoder: str, quantity: str, method: str, level: float) -> 
 
 
 def _pooled_mean(y: np.ndarray, v: np.ndarray, method: str) -> float:
-    if len(y) == 1 or np.all(y == y[0]):
-        return float(y[0])
-    w = 1.0 / (v + between_site_variance(y, v, method))
-    return float(np.sum(w * y) / np.sum(w))
+    return float(pooled_means(y[None, :], v[None, :], method)[0])
 
 
 def _ranks(values: dict[str, float]) -> dict[str, int]:
@@ -112,12 +109,10 @@ def _stability(sites, encoders: list[str], method: str, n_rep: int) -> tuple[Sta
         keep = np.arange(k) != i
         loso[s.site] = _ranks({e: _pooled_mean(data[e][1][keep], data[e][2][keep], method)
                                for e in encoders})  # fmt: skip
-    rng = np.random.default_rng(0)
-    wins = dict.fromkeys(encoders, 0)
-    for _ in range(n_rep):
-        idx = rng.integers(0, k, k)
-        means = {e: _pooled_mean(data[e][1][idx], data[e][2][idx], method) for e in encoders}
-        wins[min(means, key=lambda e: (-means[e], e))] += 1
+    idx = np.random.default_rng(0).integers(0, k, (n_rep, k))
+    means = np.stack([pooled_means(data[e][1][idx], data[e][2][idx], method) for e in encoders])
+    leader = np.argmax(means, axis=0)  # ties: the first encoder in name order, as the ranks
+    wins = {e: int(np.sum(leader == j)) for j, e in enumerate(encoders)}
     first = [max(encoders, key=lambda e: (data[e][1][i], e)) for i in range(k)]
     return tuple(sorted(
         (StabilityRow(e, full[e], _pooled_mean(data[e][1], data[e][2], method), wins[e] / n_rep,

@@ -158,3 +158,35 @@ def pool(y: np.ndarray | list[float], v: np.ndarray | list[float], method: str =
     s2 = typical_within_variance(v)
     return Pooled(method, k, mean, se, mean - half, mean + half, tau2, tau2 / (tau2 + s2),
                   cochran_q(y, v), mean - pi_half, mean + pi_half, level)  # fmt: skip
+
+
+def pooled_means(y: np.ndarray, v: np.ndarray, method: str) -> np.ndarray:
+    """Random-effects means of many resamples at once: rows of ``(B, k)`` estimates ``y`` and
+    variances ``v`` (the same tau² estimators as :func:`pool`, vectorised over rows)."""
+    y, v = np.atleast_2d(np.asarray(y, float)), np.atleast_2d(np.asarray(v, float))
+    w = 1.0 / v
+    mu_fe = np.sum(w * y, axis=1) / np.sum(w, axis=1)
+    q = np.sum(w * (y - mu_fe[:, None]) ** 2, axis=1)
+    c = np.sum(w, axis=1) - np.sum(w**2, axis=1) / np.sum(w, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau2 = np.where(c > 0, np.maximum(0.0, (q - (y.shape[1] - 1)) / c), 0.0)
+    if method == "reml":
+        tau2 = _reml_rows(y, v, tau2)
+    elif method != "dl":
+        raise DataError(f"method must be one of {list(METHODS)}. Got {method!r} instead.")
+    w = 1.0 / (v + tau2[:, None])
+    return np.sum(w * y, axis=1) / np.sum(w, axis=1)
+
+
+def _reml_rows(y: np.ndarray, v: np.ndarray, tau2: np.ndarray) -> np.ndarray:
+    """:func:`tau2_reml`'s fixed point for every row, iterated until every row converged."""
+    for _ in range(_REML_MAX_ITER):
+        w = 1.0 / (v + tau2[:, None])
+        mu = np.sum(w * y, axis=1) / np.sum(w, axis=1)
+        new = np.sum(w**2 * ((y - mu[:, None]) ** 2 - v), axis=1) / np.sum(w**2, axis=1)
+        new = np.maximum(0.0, new + 1.0 / np.sum(w, axis=1))
+        done = np.abs(new - tau2) <= _REML_TOL * (1.0 + tau2)
+        tau2 = new
+        if done.all():
+            break
+    return tau2

@@ -116,5 +116,18 @@ def test_combine_never_writes_into_a_foreign_folder(tmp_path) -> None:
     foreign.mkdir()
     (foreign / "notes.txt").write_text("mine")
     r = CliRunner().invoke(app, ["combine", *map(str, paths), "--out", str(foreign)])
-    assert r.exit_code == 2 and "not written by crsbench" in r.output
+    assert r.exit_code == 2 and "not written by crsbench" in " ".join(r.output.split())
     assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
+
+
+def test_combine_command_names_a_bad_summary(tmp_path) -> None:
+    good = [tmp_path / f"{s.site}.json" for s in _three(tmp_path)]
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    r = CliRunner().invoke(app, ["combine", *map(str, good[:2]), str(bad), "--out",
+                                 str(tmp_path / "out")])  # fmt: skip
+    assert r.exit_code == 2 and "bad.json: not valid JSON" in " ".join(r.output.split())
+    assert not (tmp_path / "out").exists()
+    r = CliRunner().invoke(app, ["combine", *map(str, good), "--out", str(tmp_path / "o"),
+                                 "--method", "pm"])  # fmt: skip
+    assert r.exit_code == 2 and "--method must be one of" in " ".join(r.output.split())

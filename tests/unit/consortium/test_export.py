@@ -87,3 +87,24 @@ def test_refuses_a_store_with_several_datasets(tmp_path: Path) -> None:
                               rng_seed=0), tmp_path)  # fmt: skip
     with pytest.raises(DataError, match="one dataset.*holds 2"):
         build_summary(tmp_path, "h")
+
+
+def test_export_summary_command(store: Path, tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from crsbench.cli import app
+    from crsbench.consortium import settings as settings_module
+
+    fast = dataclasses.replace(load_settings(), n_replicates=N_REPLICATES)
+    monkeypatch.setattr(settings_module, "_default", lambda: fast)
+    out = tmp_path / "site.json"
+    r = CliRunner().invoke(app, ["export-summary", "--store", str(store), "--site", "h1",
+                                 "--out", str(out), "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output) == json.loads(out.read_text())
+    foreign = tmp_path / "theirs.json"
+    foreign.write_text("{}")
+    r = CliRunner().invoke(app, ["export-summary", "--store", str(store), "--site", "h1",
+                                 "--out", str(foreign)])  # fmt: skip
+    assert r.exit_code == 2 and "was not written by crsbench" in " ".join(r.output.split())
+    assert foreign.read_text() == "{}"

@@ -100,3 +100,15 @@ def test_two_sites_have_no_prediction_interval_and_bad_input_is_refused() -> Non
         pool([0.7, 0.8], [0.001, 0.0])
     with pytest.raises(DataError, match="method must be one of"):
         pool([0.7, 0.8], [0.001, 0.002], "pm")
+
+
+@pytest.mark.parametrize("method", ["reml", "dl"])
+def test_vectorised_means_equal_pool(method: str) -> None:
+    from crsbench.consortium.meta import pooled_means
+
+    rng = np.random.default_rng(7)
+    y, v = rng.normal(0.7, 0.05, (50, 6)), 0.09 / rng.integers(100, 2000, (50, 6))
+    y[0] = 0.7  # identical sites: tau² = 0
+    got = pooled_means(y, v, method)
+    want = [pool(a, b, method).mean for a, b in zip(y, v, strict=True)]
+    assert got == pytest.approx(want, abs=1e-12)
