@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from crsbench.consortium.combine import Consortium
@@ -37,7 +38,7 @@ PAGE_FILE = "consortium.html"
 _POOLED_HEADERS = {
     "encoder": "encoder", "quantity": "quantity", "k": "sites", "mean": "pooled",
     "ci_low": "95% low", "ci_high": "95% high", "pi_low": "new site low",
-    "pi_high": "new site high", "tau2": "tau²", "i2": "I²", "note": "note",
+    "pi_high": "new site high", "tau": "between-site SD (tau)", "i2": "I² (0–1)", "note": "note",
 }  # fmt: skip
 
 
@@ -63,6 +64,7 @@ def _verdict(c: Consortium) -> Section:
 
 def _pooled(c: Consortium, quantities: tuple[str, ...], sid: str, title: str) -> Section:
     df = pooled_table(c)
+    df["tau"] = np.sqrt(df["tau2"])
     df = df[df["quantity"].isin(quantities)][list(_POOLED_HEADERS)]
     lede = (f"Random-effects pooling over sites ({c.method.upper()} between-site variance); "
             "the pooled interval is Hartung–Knapp (t, k − 1 df), the new-site interval is the "
