@@ -17,7 +17,7 @@ from crsbench.consortium.summary import read_summary, write_summary
 from crsbench.core.errors import DataError
 from crsbench.testing.prediction_store import toy_cells, write_prediction_store
 
-N_REPLICATES = 200
+N_REPLICATES = 100
 
 
 @pytest.fixture(scope="module")
