@@ -76,7 +76,7 @@ def _cov(rows: list[dict], key: str) -> str:
 
 def report_summary_worlds(hits: list[dict]) -> None:
     print("summary-format worlds: coverage ± SE of the nominal 95 % intervals")
-    print("method  tau    sites   n      mean (HK, t k-1)  prediction (t k-2)  z-interval")
+    print("method  tau    sites   n      mean (HK, t k-1)  prediction (CD)     z-interval")
     for method in ("reml", "dl"):
         for tau in (*TAUS, None):
             for band in (*K_BANDS, None):
