@@ -111,7 +111,7 @@ class LoraCell:
         tds, rows = target.dataset, np.asarray(target.eval_rows)
         srows = ImageRows(tds.paths[rows], tds.image_ids[rows], size)
         ok = self._ok(srows, np.arange(len(rows)))
-        scored = {"shift_rows": target.shift_provenance(np.isin(np.arange(len(rows)), ok))}
+        scored = target.shift_details(np.isin(np.arange(len(rows)), ok))
         y, compared = shift_labels(ds, tds, tds.labels[rows][ok])
         return _Shift(tds.name, srows, ok, targets(y, ds.task), scored, compared,
                       tuple(ds.label_names))  # fmt: skip
