@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.core.errors import ConfigError
+from crsbench.datasets.bounds import ImageBounds, refuse_retired_env
 from crsbench.encoders.devices import require_device
 
 #: Where a profile goes when neither ``--out`` nor the YAML's ``out`` says.
@@ -51,6 +52,9 @@ class CohortSpec:
     max_images : int or None
         Cap (whole patients, chosen by a stable hash).
     device, batch_size, num_workers : execution settings.
+    image_bounds : ImageBounds
+        The image geometry accepted (YAML key ``image_bounds``: ``min_side``, ``max_side``,
+        ``max_aspect``), applied by the image check and the run alike.
     """
 
     data: Path
@@ -69,11 +73,18 @@ class CohortSpec:
     device: str = "auto"
     batch_size: int = 64
     num_workers: int = 0
+    image_bounds: ImageBounds = ImageBounds()
 
     def __post_init__(self) -> None:
-        """Refuse a device this machine cannot use (unknown, or ``cuda`` without a GPU)
-        whatever built the spec (the YAML, the command line, Python), before any folder."""
+        """Refuse a device this machine cannot use (unknown, or ``cuda`` without a GPU) and
+        image bounds that are not :class:`ImageBounds`, whatever built the spec (the YAML,
+        the command line, Python), before any folder."""
         require_device(self.device, "device")
+        refuse_retired_env()
+        if not isinstance(self.image_bounds, ImageBounds):
+            object.__setattr__(  # a mapping given in Python: checked like the YAML's
+                self, "image_bounds", ImageBounds.from_mapping(self.image_bounds, "image_bounds")
+            )
 
 
 _FIELDS = {f.name for f in dataclasses.fields(CohortSpec)}
@@ -143,6 +154,10 @@ def spec_from_mapping(data: Mapping[str, Any], base_dir: Path, source: str) -> C
             values["seeds"] = tuple(int(s) for s in values["seeds"])
         except ValueError:
             raise ConfigError(f"{source}: seeds must be integers. Got {data['seeds']!r}.") from None
+    if "image_bounds" in values:
+        values["image_bounds"] = ImageBounds.from_mapping(
+            values["image_bounds"], f"{source}: image_bounds"
+        )
     for key in _PATHS:
         if key in values:
             path = Path(str(values[key])).expanduser()

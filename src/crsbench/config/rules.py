@@ -52,6 +52,16 @@ def check_shifts(cfg: Any) -> None:
             )
 
 
+def image_bounds_value(value: Any) -> Any:
+    """The ``image_bounds`` key as :class:`~crsbench.datasets.bounds.ImageBounds`, checked
+    there (one home for its keys and ranges)."""
+    from crsbench.datasets.bounds import ImageBounds
+
+    if isinstance(value, ImageBounds):
+        return value
+    return ImageBounds.from_mapping(value, "image_bounds")
+
+
 def check_excluded_cells(cfg: Any) -> None:
     """``exclude_cells`` names the config's own encoders and probe datasets, each cell once,
     and leaves every encoder and every probe dataset at least one cell."""
