@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     ValidationInfo,
@@ -17,9 +16,8 @@ from pydantic import (
 )
 
 from crsbench import protocol
-from crsbench.config.rules import check_excluded_cells, check_shifts, image_bounds_value
+from crsbench.config.rules import ImageBounds, ImageBoundsKey, check_excluded_cells, check_shifts
 from crsbench.config.rules import unique as _unique
-from crsbench.datasets.bounds import ImageBounds
 from crsbench.store.columns import INTEGER_MAX
 
 CONFIG_SCHEMA_VERSION = 1
@@ -275,7 +273,7 @@ class BenchmarkConfig(_Strict):
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     precision_check: PrecisionCheckConfig = Field(default_factory=PrecisionCheckConfig)
     #: Image geometry a run accepts (min_side, max_side, max_aspect; crsbench.datasets.bounds).
-    image_bounds: Annotated[ImageBounds, BeforeValidator(image_bounds_value)] = ImageBounds()
+    image_bounds: ImageBoundsKey = ImageBounds()
 
     @field_validator("encoders", mode="before")
     @classmethod
