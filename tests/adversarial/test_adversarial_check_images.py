@@ -14,6 +14,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from crsbench.cli import app
+from crsbench.config import parse_config
 from crsbench.core.errors import ConfigError
 from crsbench.datasets.check import check
 from crsbench.datasets.files import probe_image
@@ -71,11 +72,23 @@ def test_decode_names_non_finite_float_pixels(tmp_path: Path) -> None:
     )
 
 
-def test_a_bad_bounds_variable_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_bounds_options_and_retired_variables_are_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     Image.new("L", (16, 16)).save(tmp_path / "img0.png")
     (tmp_path / "labels.csv").write_text("path,label\nimg0.png,a\n", encoding="utf-8")
+    base = ["datasets", "check", "folder", "--root", str(tmp_path)]
+    result = CliRunner().invoke(app, [*base, "--max-aspect", "0.5"])
+    assert result.exit_code == 2, result.output
+    assert "--max-aspect must be in [1, 1e+06]. Got 0.5 instead." in " ".join(result.output.split())
+    result = CliRunner().invoke(app, [*base, "--min-side", "64", "--max-side", "32"])
+    assert result.exit_code == 2 and "--min-side must be at most --max-side (32)" in result.output
     monkeypatch.setenv("CRSBENCH_IMAGE_MAX_ASPECT", "wide")
-    with pytest.raises(ConfigError, match="CRSBENCH_IMAGE_MAX_ASPECT must be a number. Got 'wide'"):
-        check("folder", tmp_path)
-    result = CliRunner().invoke(app, ["datasets", "check", "folder", "--root", str(tmp_path)])
-    assert result.exit_code == 2 and "CRSBENCH_IMAGE_MAX_ASPECT" in result.output
+    result = CliRunner().invoke(app, base)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "CRSBENCH_IMAGE_MAX_ASPECT is no longer read" in said
+    assert "image_bounds.max_aspect" in said and "--max-aspect" in said
+    assert result.exit_code == 2
+    with pytest.raises(ConfigError, match="CRSBENCH_IMAGE_MAX_ASPECT is no longer read"):
+        parse_config({"encoders": ["pixel"], "datasets": {"isic2019": {"root": str(tmp_path)}}},
+                     base_dir=tmp_path)  # fmt: skip

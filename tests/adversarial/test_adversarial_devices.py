@@ -104,3 +104,48 @@ def test_profile_refuses_cuda_before_any_folder(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert f"--device: {NO_GPU}" in said
     assert not out.exists()
+
+
+# -- the cohort spec checks its own device: every entry point (YAML, options, Python) -----------
+
+
+def _cohort_yaml(tmp_path: Path, device: str) -> Path:
+    images = tmp_path / "images"
+    images.mkdir(exist_ok=True)
+    (tmp_path / "cohort.csv").write_text("path,label\na.png,0\nb.png,1\n")
+    path = tmp_path / "cohort.yaml"
+    path.write_text(f"data: cohort.csv\nimages: images\nlabel_columns: label\n"
+                    f"out: {tmp_path / 'profile'}\ndevice: {device}\n")  # fmt: skip
+    return path
+
+
+@pytest.mark.parametrize(("device", "expected"), [
+    ("cuda", f"device: {NO_GPU}"),
+    ("tpu", "device: unknown device; must be one of auto, cpu, cuda. Got 'tpu' instead."),
+])  # fmt: skip
+def test_the_cohort_yaml_device_is_refused_naming_file_and_key(
+    tmp_path: Path, device: str, expected: str
+) -> None:
+    from crsbench.cohort.spec import read_spec
+
+    path = _cohort_yaml(tmp_path, device)
+    with pytest.raises(ConfigError) as err:
+        read_spec(path)
+    assert str(err.value).startswith(f"{path}: {expected}")
+    result, said = _invoke("profile", "--config", path)
+    assert result.exit_code == 2 and f"{path}: {expected}" in said, result.output
+    assert not (tmp_path / "profile").exists()
+
+
+def test_a_cohort_spec_built_in_python_checks_its_device(tmp_path: Path) -> None:
+    from crsbench.cohort.spec import CohortSpec
+
+    with pytest.raises(ConfigError, match="device: no CUDA GPU is visible"):
+        CohortSpec(data=tmp_path / "c.csv", images=tmp_path, label_columns=("y",), device="cuda")
+    assert not any(tmp_path.iterdir())
+
+
+def test_device_option_replaces_the_yaml_one_before_the_check(tmp_path: Path) -> None:
+    from crsbench.cohort.spec import read_spec
+
+    assert read_spec(_cohort_yaml(tmp_path, "cuda"), device="cpu").device == "cpu"

@@ -247,3 +247,49 @@ def test_the_store_on_a_full_disk_is_not_called_damaged(tmp_path: Path) -> None:
                         RuntimeError("IO Error: Could not write file: No space left on device"))  # fmt: skip
     assert isinstance(err, DiskError) and "damaged" not in str(err)
     assert str(err).startswith(f"disk full: cannot write {tmp_path / 'results.duckdb'}")
+
+
+# -- a real DuckDB write into a real full disk: exit 3, the store named, the old content kept -----
+
+
+def test_run_whose_store_fills_a_real_tmpfs_exits_3_and_keeps_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    from store_fixtures import run_record
+
+    import crsbench.runs.pipeline as pipeline
+    from crsbench.datasets.synthetic import write_all
+    from crsbench.store.writer import ResultsStore
+
+    write_all(tmp_path / "data", size={"isic2019": 60, "side": 32}, names=("isic2019",))
+    out = tmp_path / "full" / "results"
+    _mount_tmpfs(out.parent, "size=4m")  # room for the store, not for the big batch
+    config = tmp_path / "config.yaml"
+    config.write_text(f"encoders: [pixel]\ncache_dir: {tmp_path / 'cache'}\n"
+                      f"datasets:\n  isic2019: {{root: {tmp_path / 'data' / 'isic2019'}}}\n")  # fmt: skip
+    pad = "x" * 16000  # 800 records of 16 kB details: about 13 MB, three times the disk
+
+    def frozen_stage(run, store, todo) -> None:
+        store.append([run_record(0, run.cfg_hash)])  # committed before the disk fills
+        store.append([dataclasses.replace(run_record(i + 1, run.cfg_hash),
+                                          details={"pad": f"{pad}{i}"}) for i in range(800)])  # fmt: skip
+
+    monkeypatch.setattr(pipeline, "_runnable", lambda cfg, emit, skip: (cfg, []))
+    monkeypatch.setattr(pipeline, "_frozen_stage", frozen_stage)
+    try:
+        result, said = _invoke("run", config, "--out", out, "--no-progress")
+        assert result.exit_code == 3, result.output
+        assert _flat(f"error: disk full: cannot write {out / 'results.duckdb'} (") in said
+        assert "MiBfreeonthatfilesystem" in said and "Traceback" not in result.output
+        with ResultsStore(out, None, mode="r") as store:  # the committed batch, whole
+            (key,) = store.done_keys()
+            hash_ = str(store.meta["config_hash"])
+            assert store.con.execute("SELECT count(*) FROM runs").fetchone() == (1,)
+        assert key == run_record(0, hash_).run_key
+        with ResultsStore(out, hash_) as store:  # resumable: the next batch is written
+            store.append([run_record(1, hash_)])
+            assert len(store.done_keys()) == 2
+    finally:
+        subprocess.run(["umount", str(out.parent)], check=False)

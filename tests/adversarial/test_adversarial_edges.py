@@ -43,17 +43,17 @@ def test_an_extreme_aspect_ratio_is_refused_before_decoding(
     assert decoded == []  # refused from the header: no pixel was decoded
 
 
-def test_image_bounds_are_configurable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_image_bounds_are_configurable(tmp_path: Path) -> None:
     path = tmp_path / "wide.png"
     Image.new("L", (300, 100)).save(path)
     assert decode_image(path, 32).shape == (32, 32)
-    monkeypatch.setenv("CRSBENCH_IMAGE_MAX_ASPECT", "2.5")
+    narrow = ImageBounds.from_mapping({"max_aspect": 2.5}, "image_bounds")
     with pytest.raises(ImageDecodeError, match=r"wide.png is 300 x 100 px: its aspect ratio 3.0:1"):
-        decode_image(path, 32)
-    monkeypatch.setenv("CRSBENCH_IMAGE_MIN_SIDE", "128")
-    assert ImageBounds.from_env() == ImageBounds(min_side=128, max_aspect=2.5)
+        decode_image(path, 32, narrow)
+    tall = ImageBounds.from_mapping({"min_side": 128, "max_aspect": 2.5}, "image_bounds")
+    assert tall == ImageBounds(min_side=128, max_aspect=2.5)
     with pytest.raises(ImageDecodeError, match=r"shorter side is 100 px, below the minimum 128"):
-        decode_image(path, 32)
+        decode_image(path, 32, tall)
 
 
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])

@@ -33,9 +33,9 @@ def test_every_image_is_decoded_exactly_once(cell, monkeypatch):
     calls: Counter[str] = Counter()
     real = decode.decode_image
 
-    def counting(path, size):
+    def counting(path, size, bounds=None):
         calls[str(path)] += 1
-        return real(path, size)
+        return real(path, size, bounds)
 
     monkeypatch.setattr(decode, "decode_image", counting)
     feats, _ = extract_cell_features(cfg, plan, prep, None, progress=False)

@@ -72,6 +72,9 @@ def test_values_and_provenance_filled(finished_run):
     assert (runs["config_hash"] == config_hash(cfg)).all()
     shift = runs[runs["condition"] == "shift"]
     assert set(shift["eval_dataset"]) == {"mimic_cxr"} and set(shift["dataset"]) == {"chexpert"}
+    from crsbench.runs.prepare import current_revisions
+
+    mimic_revision = current_revisions(cfg)[0]["mimic_cxr"]
     # the shift is scored on MIMIC's official test split, frontal views (read from the CSVs)
     root = cfg.datasets["mimic_cxr"].root
     meta = pd.read_csv(root / "mimic-cxr-2.0.0-metadata.csv", dtype=str)
@@ -84,6 +87,8 @@ def test_values_and_provenance_filled(finished_run):
     for text in shift["details"]:
         details = json.loads(text)
         assert details["shift_rows"] == expected and details["n_eval"] == len(test)
+        # the target's revision decides "already done" like the probe dataset's
+        assert details["eval_dataset_revision"] == mimic_revision
     details = json.loads(runs.loc[runs["probe"] == "logistic", "details"].iloc[0])
     assert details["C"] in (0.01, 1.0, 100.0)
     # every full-label logistic row, depth 0.5 included, records its validation AUROC (the

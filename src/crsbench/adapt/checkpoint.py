@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from crsbench.core.diskio import write_atomic
 from crsbench.core.errors import CacheError
 
 
@@ -17,19 +18,13 @@ def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> Path
     """
     import torch
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+    def write(tmp: Path) -> None:
         with open(tmp, "wb") as fh:
             torch.save(state, fh)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+
+    return write_atomic(path, write)  # a refused write names the checkpoint, not its temp file
 
 
 def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any] | None:

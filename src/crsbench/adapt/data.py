@@ -16,6 +16,7 @@ import numpy as np
 
 from crsbench.core.errors import DataError
 from crsbench.core.types import Condition
+from crsbench.datasets.bounds import ImageBounds
 
 #: Decoded uint8 pixels kept in memory per :class:`ImageRows` before falling back to decoding
 #: on every request.
@@ -36,6 +37,8 @@ class ImageRows:
         ``(("clean", 0),)`` for training; clean + perturbations for robustness evaluation.
     cache_bytes : int
         Keep decoded rows in memory while the whole set fits in this budget.
+    bounds : ImageBounds, optional
+        The image geometry accepted (the run's ``image_bounds``; default: the built-in ones).
 
     Attributes
     ----------
@@ -51,13 +54,14 @@ class ImageRows:
         conditions: Sequence[tuple[str, int]] = (("clean", 0),),
         *,
         cache_bytes: int = CACHE_BYTES,
+        bounds: ImageBounds | None = None,
     ) -> None:
         from crsbench.features.loader import DecodeSet, resolve_perturb
 
         conds = [Condition(str(n), int(s)) for n, s in conditions]
         perturb = resolve_perturb(None)[0] if any(c.name != "clean" for c in conds) else None
         self._set = DecodeSet([str(p) for p in paths], [str(i) for i in image_ids], size,
-                              conds, perturb)  # fmt: skip
+                              conds, perturb, bounds=bounds)  # fmt: skip
         self.size = int(size)
         self.n_conditions = len(conds)
         per_row = self.n_conditions * 3 * self.size * self.size

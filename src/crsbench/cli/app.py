@@ -19,12 +19,12 @@ class _Commands(TyperGroup):
 
     def invoke(self, ctx: typer.Context) -> Any:
         """Run the command; an OSError of a refused write becomes crsbench's DiskError."""
-        from crsbench.core.diskio import disk_error
+        from crsbench.core.diskio import uncaught_os_error
 
         try:
             return super().invoke(ctx)
         except OSError as exc:
-            err = disk_error(exc)
+            err = uncaught_os_error(exc)  # a permission error on an existing file: a read
             if err is None:
                 raise
             fail(err)

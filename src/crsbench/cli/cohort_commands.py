@@ -35,7 +35,8 @@ def _spec(config: Path | None, data: Path | None, images: Path | None, label_col
     from crsbench.cohort.spec import CohortSpec, names_list, read_spec
     from crsbench.core.errors import ConfigError
 
-    base = read_spec(config) if config is not None else None
+    device = given.get("device")
+    base = read_spec(config, device=device) if config is not None else None  # type: ignore[arg-type]
     values = {} if base is None else dict(base.__dict__)
     for key, value in {"data": data, "images": images, "out": out, **given}.items():
         if value is not None and value is not False:
@@ -89,11 +90,12 @@ def profile(
     level = verbosity(quiet, verbose)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
+        require_extra("encoders", "crsbench profile")  # before any folder or device check
+        if device is not None:  # the option named; the spec checks the YAML's (cohort/spec.py)
+            require_device(device, "--device")
         spec = _spec(config, data, images, label_columns, out, group_column=group_column,
                      encoders=encoders, path_column=path_column, classes=classes,
                      labels_per_image=labels_per_image, device=device)  # fmt: skip
-        require_extra("encoders", "crsbench profile")  # before any folder
-        require_device(spec.device, "--device" if device else "device")  # before any folder
         with RunProgress(console, verbosity=level, bars=level > QUIET) as bar:
 
             def on_event(event: str, info: dict) -> None:

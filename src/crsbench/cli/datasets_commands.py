@@ -51,10 +51,14 @@ def check_command(
         [], "--option", "-o", help="Extra adapter option KEY=VALUE (repeatable)."
     ),
     workers: int = typer.Option(8, "--workers", min=1, help="Threads probing image files."),
-) -> None:
+    min_side: int | None = typer.Option(None, "--min-side", help="Shortest image side accepted, px (the config's image_bounds.min_side; default 1)."),
+    max_side: int | None = typer.Option(None, "--max-side", help="Longest image side accepted, px (image_bounds.max_side; default 65536)."),
+    max_aspect: float | None = typer.Option(None, "--max-aspect", help="Largest aspect ratio accepted (image_bounds.max_aspect; default 20)."),
+) -> None:  # fmt: skip
     """Validate dataset NAME under --root; exit 1 when anything would make results wrong."""
     from crsbench.core.errors import CrsbenchError
     from crsbench.datasets import check
+    from crsbench.datasets.bounds import ImageBounds, refuse_retired_env
 
     options: dict[str, object] = {}
     for item in option:
@@ -64,8 +68,13 @@ def check_command(
         options[key.strip()] = _parse_value(value.strip())
     if uncertainty is not None:
         options["uncertainty"] = uncertainty
+    given = {"min_side": min_side, "max_side": max_side, "max_aspect": max_aspect}
     try:
-        report = check(name, root, decode=decode, workers=workers, **options)
+        refuse_retired_env()
+        bounds = ImageBounds.from_mapping({k: v for k, v in given.items() if v is not None},
+                                          "image_bounds", as_options=True)  # fmt: skip
+        report = check(name, root, decode=decode, workers=workers, image_bounds=bounds,
+                       **options)  # fmt: skip
     except CrsbenchError as exc:
         fail(exc)
         return

@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from crsbench.cli.leaderboard_view import print_leaderboard
 from crsbench.cli.output import print_stage_done, print_stage_times
+from crsbench.core.diskio import write_text_atomic
 from crsbench.core.verbosity import NORMAL, QUIET
 from crsbench.store.files import LAST_RUN_FILE, STORE_FILE
 
@@ -165,4 +166,4 @@ def record_demo_times(out: Path, times: dict[str, float]) -> None:
     except (OSError, ValueError):
         summary = {}
     summary["demo_seconds"] = {k: round(float(v), 3) for k, v in times.items()}
-    path.write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    write_text_atomic(path, json.dumps(summary, indent=2))

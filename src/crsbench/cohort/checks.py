@@ -181,12 +181,15 @@ def check_split_classes(ds: Any, splits: Any, csv: Path, min_calib: int) -> list
     return warnings
 
 
-def check_images(ds: Any, csv: Path, path_column: str, rows: np.ndarray) -> list[str]:
-    """Refuse missing or unreadable images beyond the bad-image budget; list the others."""
+def check_images(
+    ds: Any, csv: Path, path_column: str, rows: np.ndarray, bounds: Any = None
+) -> list[str]:
+    """Refuse missing or unreadable images (outside ``bounds``, the spec's ``image_bounds``,
+    included) beyond the bad-image budget; list the others."""
     from crsbench.datasets.bad_images import MAX_BAD_FRACTION, bad_image_budget
     from crsbench.datasets.files import probe_images
 
-    problems = probe_images(np.asarray(ds.paths))
+    problems = probe_images(np.asarray(ds.paths), bounds=bounds)
     budget = bad_image_budget(len(ds.paths))
     lines = [
         f"{_line(int(rows[p.row]))}, column {path_column!r}: {p.path} ({p.error_class})"

@@ -94,6 +94,7 @@ def cohort_config(spec: CohortSpec, n_images: int) -> tuple[BenchmarkConfig, lis
         "layers": [1.0],
         "output_dir": str(spec.out),
         "device": spec.device,
+        "image_bounds": spec.image_bounds.as_dict(),
         "batch_size": spec.batch_size,
         "num_workers": spec.num_workers,
     }

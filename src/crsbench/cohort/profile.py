@@ -73,7 +73,7 @@ def check_cohort(spec: CohortSpec, split_seed: int = 0) -> tuple[Any, checks.Coh
     except DataError as exc:
         raise checks.CohortError(str(exc), "add images from more patients.") from None
     warnings = checks.check_split_classes(ds, splits, csv, load_recal_protocol().min_per_class)
-    warnings += checks.check_images(ds, csv, spec.path_column, rows)
+    warnings += checks.check_images(ds, csv, spec.path_column, rows, spec.image_bounds)
     labels = checks.label_matrix(ds)
     return ds, checks.CohortSummary(
         n_images=len(ds),
@@ -126,6 +126,7 @@ def profile_cohort(
     info = {**summary.as_dict(), "choices": reasons, "csv": str(Path(spec.data).resolve()),
             "images": str(Path(spec.images).resolve()), "label_columns": list(spec.label_columns),
             "group_column": spec.group_column, "revision": ds.revision,
+            "image_bounds": spec.image_bounds.as_dict(),
             "metadata_columns": [str(c) for c in ds.metadata.columns]}  # fmt: skip
     text = json.dumps(info, indent=2)
     write_output_file(run.out_dir / COHORT_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.core.errors import ConfigError
+from crsbench.datasets.bounds import ImageBounds, refuse_retired_env
+from crsbench.encoders.devices import require_device
 
 #: Where a profile goes when neither ``--out`` nor the YAML's ``out`` says.
 DEFAULT_OUT = Path("cohort_profile")
@@ -50,6 +52,9 @@ class CohortSpec:
     max_images : int or None
         Cap (whole patients, chosen by a stable hash).
     device, batch_size, num_workers : execution settings.
+    image_bounds : ImageBounds
+        The image geometry accepted (YAML key ``image_bounds``: ``min_side``, ``max_side``,
+        ``max_aspect``), applied by the image check and the run alike.
     """
 
     data: Path
@@ -68,6 +73,18 @@ class CohortSpec:
     device: str = "auto"
     batch_size: int = 64
     num_workers: int = 0
+    image_bounds: ImageBounds = ImageBounds()
+
+    def __post_init__(self) -> None:
+        """Refuse a device this machine cannot use (unknown, or ``cuda`` without a GPU) and
+        image bounds that are not :class:`ImageBounds`, whatever built the spec (the YAML,
+        the command line, Python), before any folder."""
+        require_device(self.device, "device")
+        refuse_retired_env()
+        if not isinstance(self.image_bounds, ImageBounds):
+            object.__setattr__(  # a mapping given in Python: checked like the YAML's
+                self, "image_bounds", ImageBounds.from_mapping(self.image_bounds, "image_bounds")
+            )
 
 
 _FIELDS = {f.name for f in dataclasses.fields(CohortSpec)}
@@ -137,15 +154,26 @@ def spec_from_mapping(data: Mapping[str, Any], base_dir: Path, source: str) -> C
             values["seeds"] = tuple(int(s) for s in values["seeds"])
         except ValueError:
             raise ConfigError(f"{source}: seeds must be integers. Got {data['seeds']!r}.") from None
+    if "image_bounds" in values:
+        values["image_bounds"] = ImageBounds.from_mapping(
+            values["image_bounds"], f"{source}: image_bounds"
+        )
     for key in _PATHS:
         if key in values:
             path = Path(str(values[key])).expanduser()
             values[key] = path if path.is_absolute() else base_dir / path
-    return CohortSpec(**values)
+    try:
+        return CohortSpec(**values)
+    except ConfigError as exc:  # the device: name the file too
+        raise ConfigError(f"{source}: {exc}") from None
 
 
-def read_spec(path: Path) -> CohortSpec:
-    """Read a cohort YAML (keys: the fields of :class:`CohortSpec`)."""
+def read_spec(path: Path, device: str | None = None) -> CohortSpec:
+    """Read a cohort YAML (keys: the fields of :class:`CohortSpec`).
+
+    ``device`` (the command line's ``--device``) replaces the YAML's before the spec is
+    checked, so a YAML written for a GPU machine can be run with ``--device cpu``.
+    """
     from crsbench.config import read_yaml_file
 
     try:  # the benchmark config's strict reader: duplicate keys, alias bombs, not UTF-8
@@ -154,4 +182,6 @@ def read_spec(path: Path) -> CohortSpec:
         raise ConfigError(f"cannot read cohort file {path}: {exc.strerror}.") from None
     if not isinstance(data, Mapping):
         raise ConfigError(f"{path}: the top level must be a mapping of keys. Got {data!r}.")
+    if device is not None:
+        data = {**data, "device": device}
     return spec_from_mapping(data, path.resolve().parent, str(path))

@@ -15,6 +15,7 @@ from crsbench.config.models import (
     OUTPUT_DIR_VAR,
     BenchmarkConfig,
 )
+from crsbench.datasets.bounds import ImageBounds
 
 # ----------------------------------------------------------------------------- hashing
 
@@ -77,8 +78,8 @@ def config_json(cfg: BenchmarkConfig) -> str:
 def _drop_later_defaults(content: dict[str, Any]) -> dict[str, Any]:
     """Remove keys added after version 1 when they hold their default (``encoders[].weights:
     pretrained``, ``encoders[].recipe: null``, ``regimes.lora.datasets: null``,
-    ``encoder_modules: []``), so the hash and stored text of a config written before they
-    existed are kept."""
+    ``encoder_modules: []``, ``image_bounds`` at the built-in bounds), so the hash and stored
+    text of a config written before they existed are kept."""
     if content.get("encoder_modules", "absent") == []:
         del content["encoder_modules"]
     for enc in content["encoders"]:
@@ -89,6 +90,8 @@ def _drop_later_defaults(content: dict[str, Any]) -> dict[str, Any]:
     lora = content["regimes"]["lora"]
     if lora["datasets"] is None:
         del lora["datasets"]
+    if content.get("image_bounds") == _canon(ImageBounds().as_dict(), Path("/")):
+        del content["image_bounds"]
     return content
 
 

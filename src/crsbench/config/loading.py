@@ -18,6 +18,7 @@ from crsbench.config.models import (
     BenchmarkConfig,
 )
 from crsbench.core.errors import ConfigError, CrsbenchError
+from crsbench.datasets.bounds import refuse_retired_env
 from crsbench.resources import resource_label, resource_names, resource_path
 
 # ----------------------------------------------------------------------------- errors
@@ -141,6 +142,7 @@ def parse_config(
     BenchmarkConfig
         Frozen config with every path absolute.
     """
+    refuse_retired_env()  # CRSBENCH_IMAGE_*: now the image_bounds key, never silently ignored
     if not isinstance(data, Mapping):
         raise ConfigError(
             f"invalid config {source}: the top level must be a mapping of keys. "

@@ -16,7 +16,7 @@ from pydantic import (
 )
 
 from crsbench import protocol
-from crsbench.config.rules import check_excluded_cells, check_shifts
+from crsbench.config.rules import ImageBounds, ImageBoundsKey, check_excluded_cells, check_shifts
 from crsbench.config.rules import unique as _unique
 from crsbench.store.columns import INTEGER_MAX
 
@@ -276,6 +276,8 @@ class BenchmarkConfig(_Strict):
     #: precision enters every feature cache key and every run's provenance.
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     precision_check: PrecisionCheckConfig = Field(default_factory=PrecisionCheckConfig)
+    #: Image geometry a run accepts (min_side, max_side, max_aspect; crsbench.datasets.bounds).
+    image_bounds: ImageBoundsKey = ImageBounds()
 
     @field_validator("encoders", mode="before")
     @classmethod

@@ -7,7 +7,11 @@ cross-checks read a :class:`~crsbench.config.models.BenchmarkConfig` by attribut
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+from crsbench.datasets.bounds import ImageBounds
 
 
 def unique(values: list[Any], what: str) -> list[Any]:
@@ -50,6 +54,18 @@ def check_shifts(cfg: Any) -> None:
                 f"shifts.{i}.rows must match the other shifts to {s.target!r} ({first!r}): a "
                 f"target has one set of evaluation rows. Got {s.rows!r} instead"
             )
+
+
+def image_bounds_value(value: Any) -> Any:
+    """The ``image_bounds`` key as :class:`~crsbench.datasets.bounds.ImageBounds`, checked
+    there (one home for its keys and ranges)."""
+    if isinstance(value, ImageBounds):
+        return value
+    return ImageBounds.from_mapping(value, "image_bounds")
+
+
+#: The type of the config's ``image_bounds`` key: a mapping checked by :func:`image_bounds_value`.
+ImageBoundsKey = Annotated[ImageBounds, BeforeValidator(image_bounds_value)]
 
 
 def check_excluded_cells(cfg: Any) -> None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 from crsbench.core.errors import DiskError
 
@@ -57,9 +58,15 @@ def _full_message(path: str, needed: int | None) -> str:
 
 
 def disk_message(kind: str, path: str, needed: int | None = None) -> str:
-    """The message of a :class:`DiskError` of ``kind`` at ``path``."""
+    """The message of a :class:`DiskError` of ``kind`` at ``path`` (``read-permission``: a
+    file or folder that may not be read, which is no write at all)."""
     if kind == "full":
         return _full_message(path, needed)
+    if kind == "read-permission":
+        return (
+            f"cannot read {path}: permission denied. Change its permissions (or run as a user "
+            "who may read it); nothing was written."
+        )
     if kind == "read-only":
         return (
             f"cannot write {path}: the file system is read-only. Choose a writable folder "
@@ -100,6 +107,24 @@ def disk_error(
     named = None if exact else getattr(exc, "filename", None)
     where = str(named or path or "a file")
     return DiskError(disk_message(kind, where, needed), path=where, kind=kind)
+
+
+def uncaught_os_error(exc: BaseException) -> DiskError | None:
+    """An :class:`OSError` that reached the command line uncaught, as a :class:`DiskError`.
+
+    Every write goes through this module and is named there, so what arrives here was not
+    caught by a writer: a full or read-only disk is still a refused write, but a permission
+    error on a file or folder that exists came from reading it (opening, listing), so it
+    says ``cannot read``; one on a path that does not exist came from creating it.
+    """
+    err = disk_error(exc)
+    if err is None or err.kind != "permission":
+        return err
+    named = getattr(exc, "filename", None)
+    if named is None or not os.path.lexists(named):
+        return err
+    where = os.fsdecode(named)
+    return DiskError(disk_message("read-permission", where), path=where, kind="permission")
 
 
 @contextmanager
@@ -168,26 +193,69 @@ def disk_error_in_text(
     return DiskError(disk_message(kind, str(path), needed), path=str(path), kind=kind)
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` through a hidden sibling renamed into place: a full disk
-    leaves the old file (or none), never a truncated one that looks complete.
+def write_atomic(
+    path: str | os.PathLike[str], write: Callable[[Path], object], needed: int | None = None
+) -> Path:
+    """Write ``path`` whole or not at all: ``write(tmp)`` fills a hidden sibling, which is
+    then renamed into place. A full disk leaves the old file (or none), never a truncated one
+    that looks complete; the folder is created first.
+
+    Parameters
+    ----------
+    path : path-like
+        The file to write.
+    write : callable
+        Writes the whole content to the path it is given (a library writer such as
+        ``frame.to_csv``, ``fig.savefig`` with an explicit format, ``torch.save``).
+    needed : int, optional
+        Bytes the content takes, named in the message of a full disk.
 
     Raises
     ------
     DiskError
-        The disk refused the write (the path is named).
+        The disk refused the write (``path`` is named, never the temporary file).
     """
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:
-        with disk_errors(target, len(text.encode("utf-8")), exact=True):
-            with open(tmp, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
+        with disk_errors(target, needed, exact=True):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write(tmp)
             os.replace(tmp, target)
     finally:
         remove_quietly(tmp)
+    return target
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` with :func:`write_atomic`, synced to disk."""
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    return write_atomic(path, write, len(text.encode("utf-8")))
+
+
+def write_csv_atomic(frame: Any, path: str | os.PathLike[str], **options: Any) -> Path:
+    """``frame.to_csv(path, **options)`` (a pandas DataFrame) with :func:`write_atomic`."""
+    return write_atomic(path, lambda tmp: frame.to_csv(tmp, **options))
+
+
+def make_folder(path: str | os.PathLike[str]) -> Path:
+    """Create the folder ``path`` (and its parents); a refused mkdir names it.
+
+    Raises
+    ------
+    DiskError
+        The disk refused to create it.
+    """
+    folder = Path(path)
+    with disk_errors(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def remove_quietly(path: str | os.PathLike[str]) -> None:

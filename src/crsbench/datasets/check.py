@@ -20,6 +20,7 @@ from crsbench.core.errors import DataError
 
 from .bad_images import MAX_BAD_FRACTION, bad_image_budget, too_many_bad
 from .base import Dataset, load
+from .bounds import ImageBounds
 from .files import FileProblem, probe_images
 
 SHOWN = 5
@@ -224,7 +225,13 @@ def _summarise(report: CheckReport, data: Dataset) -> None:
 
 
 def check(
-    name: str, root: str | Path, *, decode: bool = False, workers: int = 8, **options: Any
+    name: str,
+    root: str | Path,
+    *,
+    decode: bool = False,
+    workers: int = 8,
+    image_bounds: ImageBounds | None = None,
+    **options: Any,
 ) -> CheckReport:
     """Validate dataset ``name`` under ``root``; never raises for bad data, reports it.
 
@@ -238,6 +245,9 @@ def check(
         Fully decode every image (slow) instead of header + end-marker checks.
     workers : int, default 8
         Threads probing files.
+    image_bounds : ImageBounds, optional
+        The image geometry a run would accept (its config's ``image_bounds``; default: the
+        built-in bounds).
     **options
         Adapter options (``uncertainty``, ...); ``check_files`` is ignored, files are probed.
 
@@ -253,7 +263,8 @@ def check(
         report.errors.append(str(exc))
         return report
     _summarise(report, data)
-    report.file_problems = probe_images(data.paths, decode=decode, workers=workers)
+    report.file_problems = probe_images(data.paths, decode=decode, workers=workers,
+                                        bounds=image_bounds)  # fmt: skip
     _judge_bad_files(report)
     return report
 

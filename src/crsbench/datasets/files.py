@@ -84,7 +84,9 @@ def _tail_ok(kind: str, tail: bytes) -> bool:
     return PNG_IEND in tail  # png
 
 
-def probe_image(path: str, decode: bool = False) -> tuple[str, str] | None:
+def probe_image(
+    path: str, decode: bool = False, bounds: ImageBounds | None = None
+) -> tuple[str, str] | None:
     """Check one image file; return ``(error_class, message)`` or ``None`` when it is fine.
 
     Without ``decode``: the file exists, is a regular non-empty file, starts with an image
@@ -124,7 +126,7 @@ def probe_image(path: str, decode: bool = False) -> tuple[str, str] | None:
         return "truncated", f"{kind.upper()} file has no end-of-image marker (cut short?)"
     try:
         with Image.open(path) as image:
-            problem = _header_or_pixel_problem(image, decode)
+            problem = _header_or_pixel_problem(image, decode, bounds or ImageBounds())
     except UnidentifiedImageError:
         return "not_an_image", "not an image file (no image header Pillow can read)"
     except Image.DecompressionBombError as exc:
@@ -134,11 +136,13 @@ def probe_image(path: str, decode: bool = False) -> tuple[str, str] | None:
     return problem
 
 
-def _header_or_pixel_problem(image: Any, decode: bool) -> tuple[str, str] | None:
+def _header_or_pixel_problem(
+    image: Any, decode: bool, bounds: ImageBounds
+) -> tuple[str, str] | None:
     """Geometry outside :class:`ImageBounds` (from the header), then, with ``decode``, the
     pixels loaded and a float image's values checked finite: what a run's decoder refuses."""
     width, height = image.size
-    problem = ImageBounds.from_env().problem(width, height)
+    problem = bounds.problem(width, height)
     if problem is not None:
         return "bad_geometry", f"{width} x {height} px: {problem}"
     if not decode:
@@ -151,8 +155,11 @@ def _header_or_pixel_problem(image: Any, decode: bool) -> tuple[str, str] | None
     return None
 
 
-def probe_images(paths: np.ndarray, decode: bool = False, workers: int = 8) -> list[FileProblem]:
-    """Probe every path (threaded, I/O bound); return the problems in row order."""
+def probe_images(
+    paths: np.ndarray, decode: bool = False, workers: int = 8, bounds: ImageBounds | None = None
+) -> list[FileProblem]:
+    """Probe every path (threaded, I/O bound) against ``bounds`` (the run's ``image_bounds``;
+    default: the built-in ones); return the problems in row order."""
     from PIL import ImageFile
 
     if ImageFile.LOAD_TRUNCATED_IMAGES:
@@ -160,10 +167,9 @@ def probe_images(paths: np.ndarray, decode: bool = False, workers: int = 8) -> l
             "PIL.ImageFile.LOAD_TRUNCATED_IMAGES must be False so truncated images are "
             "detected. Got True instead (set by some other code in this process)."
         )
-    ImageBounds.from_env()  # a bad CRSBENCH_IMAGE_* value is named once, not per file
     path_list = [str(p) for p in paths]
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        results = list(pool.map(lambda p: probe_image(p, decode), path_list, chunksize=64))
+        results = list(pool.map(lambda p: probe_image(p, decode, bounds), path_list, chunksize=64))
     return [
         FileProblem(row=i, path=path_list[i], error_class=res[0], message=res[1])
         for i, res in enumerate(results)

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from crsbench.core.diskio import write_text_atomic
 from crsbench.core.errors import EncoderError
 
 if TYPE_CHECKING:
@@ -136,5 +137,5 @@ def check_and_write(
         )
     merged = {**locked, **{k: dict(v) for k, v in entries.items()}}
     doc = {"version": LOCK_VERSION, "families": dict(sorted(merged.items()))}
-    path.write_text(json.dumps(doc, indent=2) + "\n")
+    write_text_atomic(path, json.dumps(doc, indent=2) + "\n")
     return merged

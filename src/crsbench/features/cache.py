@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from crsbench.core.diskio import disk_errors, reserve_space
+from crsbench.core.diskio import disk_errors, make_folder, reserve_space
 from crsbench.core.errors import CacheError
 
 log = logging.getLogger(__name__)
@@ -190,7 +190,7 @@ class FeatureCache:
         apath = self.array_path(key)
         stamp = time.strftime("%Y%m%dT%H%M%S")
         dest = self.root / "corrupt" / f"{stamp}-{key[:16]}-{uuid.uuid4().hex[:6]}"
-        dest.mkdir(parents=True, exist_ok=True)
+        make_folder(dest)
         for p in (apath, mpath):
             if p is not None and p.exists():
                 with contextlib.suppress(OSError):
@@ -263,7 +263,7 @@ class FeatureCache:
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 **dict(extra or {}),
             }
-            with disk_errors(mtmp), open(mtmp, "w") as f:
+            with disk_errors(self.manifest_path(key), exact=True), open(mtmp, "w") as f:
                 json.dump(manifest, f, default=str)
                 f.flush()
                 os.fsync(f.fileno())
@@ -295,7 +295,9 @@ class FeatureCache:
         import fcntl
 
         path = self.root / "locks" / f"{name}.lock"
-        with open(path, "a+") as f:
+        with disk_errors(path):  # only the open: the locked block's own errors stay theirs
+            handle = open(path, "a+")
+        with handle as f:
             deadline = time.monotonic() + timeout_s
             while True:
                 try:

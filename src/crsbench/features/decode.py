@@ -50,8 +50,8 @@ _WIDE_MODES = {"I", "I;16", "I;16B", "I;16L", "I;16N", "F"}
 _TRANSIENT_RETRIES = (0.05, 0.2, 0.5)
 
 
-def _check_geometry(path: Path, width: int, height: int) -> None:
-    problem = ImageBounds.from_env().problem(width, height)
+def _check_geometry(path: Path, width: int, height: int, bounds: ImageBounds) -> None:
+    problem = bounds.problem(width, height)
     if problem is not None:
         raise ImageDecodeError("bad_geometry", f"{path} is {width} x {height} px: {problem}")
 
@@ -157,7 +157,7 @@ def _dicom_to_uint8(path: Path) -> np.ndarray:
     return np.rint(unit * 255.0).astype(np.uint8)
 
 
-def _decode_once(path: Path, size: int) -> np.ndarray:
+def _decode_once(path: Path, size: int, bounds: ImageBounds) -> np.ndarray:
     from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
 
     from crsbench.core.errors import DataError
@@ -174,12 +174,12 @@ def _decode_once(path: Path, size: int) -> np.ndarray:
             raise ImageDecodeError("empty_file", f"{path} has zero bytes")
         if is_dicom(path):
             grey = _dicom_to_uint8(path)
-            _check_geometry(path, grey.shape[1], grey.shape[0])
+            _check_geometry(path, grey.shape[1], grey.shape[0], bounds)
             return _resize_square(grey, size)
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as im:
-                _check_geometry(path, *im.size)  # from the header: nothing decoded yet
+                _check_geometry(path, *im.size, bounds)  # from the header: nothing decoded yet
                 if im.format == "JPEG":
                     im.draft(im.mode, (size, size))
                 im.load()
@@ -202,7 +202,9 @@ def _decode_once(path: Path, size: int) -> np.ndarray:
     return _resize_square(arr, size)
 
 
-def decode_image(path: str | os.PathLike[str], size: int) -> np.ndarray:
+def decode_image(
+    path: str | os.PathLike[str], size: int, bounds: ImageBounds | None = None
+) -> np.ndarray:
     """Decode ``path`` under :data:`DECODE_POLICY` to ``size`` x ``size``.
 
     Parameters
@@ -211,6 +213,9 @@ def decode_image(path: str | os.PathLike[str], size: int) -> np.ndarray:
         Image file (any format Pillow reads).
     size : int
         Working resolution S.
+    bounds : ImageBounds, optional
+        The geometry accepted (the run's ``image_bounds``; default: the built-in bounds),
+        checked from the header before decoding.
 
     Returns
     -------
@@ -226,7 +231,7 @@ def decode_image(path: str | os.PathLike[str], size: int) -> np.ndarray:
     p = Path(path)
     for delay in (*_TRANSIENT_RETRIES, None):
         try:
-            return _decode_once(p, int(size))
+            return _decode_once(p, int(size), bounds or ImageBounds())
         except ImageDecodeError as exc:
             if exc.error_class not in ("permission", "io_error") or delay is None:
                 raise

@@ -114,7 +114,7 @@ class _Shards:
 
 def _key_base(plan: _Plan) -> dict[str, Any]:
     """The key parts every final entry of the extraction shares."""
-    enc = plan.encoder
+    enc, bounds = plan.encoder, plan.settings.image_bounds
     return {
         "format": FEATURE_FORMAT_VERSION,
         "crsbench": crsbench.__version__,
@@ -133,6 +133,8 @@ def _key_base(plan: _Plan) -> dict[str, Any]:
         "memory_format": "channels_last" if plan.channels_last else "contiguous",
         "dtype": plan.settings.dtype,
         "batchnorm_fold": FOLD_POLICY if plan.fold else "none",
+        # which images are quarantined: keys of the default bounds are kept as they were
+        **({} if bounds.is_default else {"image_bounds": bounds.as_dict()}),
     }
 
 
@@ -215,7 +217,7 @@ def _encode_pending(plan: _Plan, shards: _Shards) -> int:
         batch_size=s.batch_size, num_workers=s.num_workers, progress=s.progress, dtype=s.dtype,
         on_cuda=plan.on_cuda, bf16=plan.bf16, channels_last=plan.channels_last,
         fold_batchnorm=plan.fold, dataset_revision=plan.dataset_revision,
-        fingerprints=plan.fingerprints,
+        fingerprints=plan.fingerprints, bounds=s.image_bounds,
     )  # fmt: skip
     return run_pending(work)
 

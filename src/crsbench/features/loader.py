@@ -20,6 +20,7 @@ import numpy as np
 
 from crsbench.core.errors import ConfigError
 from crsbench.core.types import Condition
+from crsbench.datasets.bounds import ImageBounds
 from crsbench.features import decode as _decode
 from crsbench.features.pixel_memo import PIXEL_MEMO
 
@@ -109,6 +110,8 @@ class DecodeSet:
         :func:`file_fingerprint` of every row when the run was planned (and keyed). A file
         whose fingerprint differs after decoding changed in between: the row fails with
         error class ``changed`` instead of giving features of bytes the key does not describe.
+    bounds : ImageBounds, optional
+        The image geometry accepted (the run's ``image_bounds``; default: the built-in ones).
 
     Each (image, condition) array is kept in :data:`crsbench.features.pixel_memo.PIXEL_MEMO`
     (bounded), so the next encoder of the run reuses it instead of decoding and perturbing the
@@ -123,8 +126,10 @@ class DecodeSet:
         conditions: Sequence[Condition],
         perturb: PerturbFn | None,
         fingerprints: Sequence[str] | None = None,
+        bounds: ImageBounds | None = None,
     ) -> None:
         self.paths = list(paths)
+        self.bounds = bounds or ImageBounds()
         self.fingerprints = None if fingerprints is None else list(fingerprints)
         self.image_ids = list(image_ids)
         self.size = int(size)
@@ -152,7 +157,7 @@ class DecodeSet:
         img = None
         if any(v is None for v in views):
             try:
-                img = _decode.decode_image(path, self.size)
+                img = _decode.decode_image(path, self.size, self.bounds)
             except _decode.ImageDecodeError as exc:
                 fail = {"error_class": exc.error_class, "message": exc.message}
                 return row, None, fail
@@ -178,8 +183,8 @@ class DecodeSet:
         clean = cond.name == "clean"
         if not clean and not self._perturb_hashable:
             return None
-        return (path, fingerprint, self.size, _decode.DECODE_POLICY, image_id, cond.name,
-                cond.severity, None if clean else self.perturb)  # fmt: skip
+        return (path, fingerprint, self.size, _decode.DECODE_POLICY, self.bounds, image_id,
+                cond.name, cond.severity, None if clean else self.perturb)  # fmt: skip
 
     def _condition_view(self, img: np.ndarray, cond: Condition, image_id: str) -> np.ndarray:
         """``img`` (decoded at W) under ``cond``: itself when clean, else perturbed."""

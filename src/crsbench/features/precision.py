@@ -12,14 +12,13 @@ next to the feature cache, so it runs once. See ``docs/features.md`` (Precision)
 from __future__ import annotations
 
 import json
-import os
-import uuid
 import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crsbench.core.diskio import write_text_atomic
 from crsbench.core.errors import ConfigError
 
 PRECISIONS = ("auto", "fp32", "bf16")
@@ -176,12 +175,8 @@ def read_figures(root: Path, key: str) -> dict[str, Any] | None:
 def write_figures(
     root: Path, key: str, parts: Mapping[str, Any], figures: Mapping[str, Any]
 ) -> Path:
-    """Write the check's figures atomically (temporary file, then ``os.replace``)."""
-    folder = Path(root) / "precision"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{key}.json"
-    tmp = folder / f".{key}.{uuid.uuid4().hex[:8]}.tmp"
+    """Write the check's figures atomically (:func:`~crsbench.core.diskio.write_text_atomic`:
+    a refused write names the file)."""
+    path = Path(root) / "precision" / f"{key}.json"
     record = {"key": key, "parts": dict(parts), "figures": dict(figures)}
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=True, default=str), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_text_atomic(path, json.dumps(record, indent=1, sort_keys=True, default=str))

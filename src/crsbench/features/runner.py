@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from crsbench.core.errors import EncoderError
+from crsbench.datasets.bounds import ImageBounds
 from crsbench.encoders.fold import batchnorm_folded
 from crsbench.features.loader import DecodeSet, collate, shard_batches
 
@@ -82,6 +83,7 @@ class PendingWork:
     dataset_revision: str
     fingerprints: list[str] | None = None
     fold_batchnorm: bool = False
+    bounds: ImageBounds | None = None
 
 
 def run_pending(job: PendingWork) -> int:
@@ -92,7 +94,8 @@ def run_pending(job: PendingWork) -> int:
 
     needed = sorted({ci for es in job.pending.values() for ci, _ in es})
     cond_sel = [job.conds[ci] for ci in needed]
-    dataset = DecodeSet(job.paths, job.ids, job.size, cond_sel, job.perturb, job.fingerprints)
+    dataset = DecodeSet(job.paths, job.ids, job.size, cond_sel, job.perturb, job.fingerprints,
+                        job.bounds)  # fmt: skip
     order = sorted(job.pending)
     chunk = forward_chunk(job.batch_size, job.input_size, job.on_cuda)
     per_task = loader_batch(job.batch_size, chunk, len(needed), job.on_cuda, job.size)

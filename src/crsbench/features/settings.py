@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from crsbench.core.errors import ConfigError
 from crsbench.core.types import Condition
 from crsbench.datasets.bad_images import MAX_BAD_FRACTION
+from crsbench.datasets.bounds import ImageBounds
 from crsbench.features.loader import PerturbFn
 from crsbench.features.results import as_condition
 
@@ -56,6 +57,9 @@ class ExtractSettings:
         the run (:func:`crsbench.encoders.fold.batchnorm_folded`: checked on a probe input,
         the encoder restored afterwards). Same features to float32 rounding, fewer passes
         over the activations. Enters the cache key when the encoder has pairs to fold.
+    image_bounds : ImageBounds
+        The image geometry accepted (the config's ``image_bounds``); an image outside it is
+        quarantined as ``bad_geometry``. Enters the cache key when not the default.
     """
 
     conditions: Sequence[Condition | tuple[str, int] | str] = (("clean", 0),)
@@ -71,6 +75,7 @@ class ExtractSettings:
     perturbed_depths: Sequence[float] | None = None
     precision: str = "auto"
     fold_batchnorm: bool = True
+    image_bounds: ImageBounds = ImageBounds()
 
     def resolved(self) -> tuple[list[Condition], list[float], set[float]]:
         """The distinct conditions, depths and perturbed depths, checked.

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crsbench.core.diskio import make_folder, write_csv_atomic, write_text_atomic
 from crsbench.scoring.aggregate import aggregate_by_encoder, score_cells
 from crsbench.scoring.anchors import Anchors, anchors_for_runs
 from crsbench.scoring.planned import (
@@ -133,9 +134,9 @@ def to_latex(df: pd.DataFrame, caption: str = "CRS-Bench leaderboard") -> str:
 def write_tables(df: pd.DataFrame, out_dir: str | Path, stem: str = "leaderboard") -> list[Path]:
     """Write ``df`` as ``stem.csv``, ``stem.md`` and ``stem.tex`` under ``out_dir``."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     paths = [out / f"{stem}.csv", out / f"{stem}.md", out / f"{stem}.tex"]
-    df.to_csv(paths[0], index=False)
-    paths[1].write_text(to_markdown(df), encoding="utf-8")
-    paths[2].write_text(to_latex(df), encoding="utf-8")
+    write_csv_atomic(df, paths[0], index=False)
+    write_text_atomic(paths[1], to_markdown(df))
+    write_text_atomic(paths[2], to_latex(df))
     return paths

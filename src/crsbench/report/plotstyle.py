@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crsbench.core.diskio import write_atomic
+
 OKABE_ITO: tuple[str, ...] = (
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#000000", "#999999",
 )  # fmt: skip
@@ -78,10 +80,11 @@ def encoder_styles(encoders: Sequence[str]) -> dict[str, dict[str, Any]]:
 def save(fig: Any, fig_dir: Path, name: str, caption: str) -> Figure:
     """Write ``fig`` as ``name.png`` (110 dpi) and ``name.svg`` under ``fig_dir``; close it."""
     plt = pyplot()
-    fig_dir.mkdir(parents=True, exist_ok=True)
     png, svg = fig_dir / f"{name}.png", fig_dir / f"{name}.svg"
-    fig.savefig(png, dpi=110, bbox_inches="tight", facecolor="white")
-    fig.savefig(svg, bbox_inches="tight", facecolor="white", metadata={"Date": None})
+    write_atomic(png, lambda tmp: fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight",
+                                              facecolor="white"))  # fmt: skip
+    write_atomic(svg, lambda tmp: fig.savefig(tmp, format="svg", bbox_inches="tight",
+                                              facecolor="white", metadata={"Date": None}))  # fmt: skip
     plt.close(fig)
     return Figure(name, png, svg, caption)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from crsbench.core.diskio import make_folder, write_csv_atomic
 from crsbench.report import figures_detail as fd
 from crsbench.report import figures_rank as fr
 from crsbench.report.data import BOARD_COLUMNS, ReportData
@@ -55,13 +56,13 @@ class Writer:
         self.out = out_dir
         self.fig_dir = out_dir / "figures"
         self.table_dir = out_dir / "tables"
-        self.fig_dir.mkdir(parents=True, exist_ok=True)
-        self.table_dir.mkdir(parents=True, exist_ok=True)
+        make_folder(self.fig_dir)
+        make_folder(self.table_dir)
         self.tables: list[str] = []
 
     def csv(self, df: pd.DataFrame, name: str) -> str:
         """Write ``tables/name.csv``; return its page-relative path."""
-        df.to_csv(self.table_dir / f"{name}.csv", index=False)
+        write_csv_atomic(df, self.table_dir / f"{name}.csv", index=False)
         rel = f"tables/{name}.csv"
         self.tables.append(rel)
         return rel

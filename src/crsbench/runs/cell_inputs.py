@@ -84,7 +84,7 @@ def _shift_data(
         tds.name,
         np.asarray(fa.features),
         y,
-        {"shift_rows": target.shift_provenance(rows)},
+        target.shift_details(rows),
         image_ids=tids[rows],
         groups=np.asarray(tds.groups)[target.eval_rows][rows],
         compared=compared,

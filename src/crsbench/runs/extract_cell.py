@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from crsbench.config import BenchmarkConfig, EncoderConfig
+from crsbench.datasets.bounds import ImageBounds
 from crsbench.runs.plan import CellPlan
 
 if TYPE_CHECKING:  # encoders and features import torch: loaded when a cell is extracted
@@ -83,11 +84,15 @@ def encoder_revision(
 
 
 def probe_batch(
-    plan: CellPlan, prep: PreparedDataset, n_images: int, working_size: int | None = None
+    plan: CellPlan,
+    prep: PreparedDataset,
+    n_images: int,
+    working_size: int | None = None,
+    image_bounds: ImageBounds | None = None,
 ) -> ProbeBatch:
     """The bf16 check's labelled batch: the first ``n_images`` rows of the training split
     followed by the validation split, under the cell's conditions at the run's working size
-    (None without labels)."""
+    and image bounds (None without labels)."""
     from crsbench.runs.precision_check import ProbeBatch
 
     ds, sp = prep.dataset, prep.splits
@@ -106,6 +111,7 @@ def probe_batch(
         dataset_revision=ds.revision,
         conditions=(("clean", 0), *plan.conditions),
         working_size=working_size,
+        image_bounds=image_bounds or ImageBounds(),
     )
 
 
@@ -120,7 +126,7 @@ def resolve_cell_precision(
     batch = (
         None
         if cfg.precision == "fp32"
-        else probe_batch(plan, prep, check.n_images, run_working_size(cfg))
+        else probe_batch(plan, prep, check.n_images, run_working_size(cfg), cfg.image_bounds)
     )
     return decide_precision(cfg.precision, enc, batch, cache, check)
 
@@ -248,6 +254,7 @@ def extract_cell_features(
         depths=tuple(cfg.layers),
         precision=decision.precision,
         working_size=run_working_size(cfg),
+        image_bounds=cfg.image_bounds,
     )
     job = _Extraction(enc, cache, common)
     results = _dataset_passes(job, plan, prep.dataset, np.asarray(prep.splits.test))

@@ -91,13 +91,15 @@ class LoraCell:
         self.input_size = int(input_size)  # the encoder's, after its own preprocessing
         self.conds = cell_conditions(cfg, ds.card.modality)
         self.y = targets(ds.labels, ds.task)
-        self.clean = ImageRows(ds.paths, ds.image_ids, size)
+        self.bounds = cfg.image_bounds  # the run's: the frozen extraction refuses the same files
+        self.clean = ImageRows(ds.paths, ds.image_ids, size, bounds=self.bounds)
         sp = prep.splits
         self.train = np.asarray(sp.train)
         self.val = self._ok(self.clean, sp.val)
         self.calib = self._ok(self.clean, sp.calib)
         test = self._ok(self.clean, sp.test)
-        multi = ImageRows(ds.paths[test], ds.image_ids[test], size, (("clean", 0), *self.conds))
+        multi = ImageRows(ds.paths[test], ds.image_ids[test], size, (("clean", 0), *self.conds),
+                          bounds=self.bounds)  # fmt: skip
         keep = multi.ok(np.arange(len(test)))
         self.test, self.test_multi, self.test_local = test[keep], multi, np.flatnonzero(keep)
         self.shifts = [self._shift(ds, t, size) for t in (shift_preps or {}).values()]
@@ -109,9 +111,9 @@ class LoraCell:
         from crsbench.runs.cell_inputs import shift_labels
 
         tds, rows = target.dataset, np.asarray(target.eval_rows)
-        srows = ImageRows(tds.paths[rows], tds.image_ids[rows], size)
+        srows = ImageRows(tds.paths[rows], tds.image_ids[rows], size, bounds=self.bounds)
         ok = self._ok(srows, np.arange(len(rows)))
-        scored = {"shift_rows": target.shift_provenance(np.isin(np.arange(len(rows)), ok))}
+        scored = target.shift_details(np.isin(np.arange(len(rows)), ok))
         y, compared = shift_labels(ds, tds, tds.labels[rows][ok])
         return _Shift(tds.name, srows, ok, targets(y, ds.task), scored, compared,
                       tuple(ds.label_names))  # fmt: skip

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from crsbench.core.errors import DataError
+from crsbench.datasets.bounds import ImageBounds
 from crsbench.features.cache import FeatureCache, make_key, sha256_text
 from crsbench.features.precision import (
     PRECISION_CHECK_VERSION,
@@ -53,6 +54,7 @@ class ProbeBatch:
     dataset_revision: str
     conditions: tuple[tuple[str, int], ...] = (("clean", 0),)
     working_size: int | None = None
+    image_bounds: ImageBounds = ImageBounds()
 
 
 def row_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -112,7 +114,7 @@ def _extract(encoder: Any, batch: ProbeBatch, cache: FeatureCache, precision: st
     settings = ExtractSettings(
         conditions=batch.conditions, depths=(1.0,), batch_size=32, num_workers=0,
         progress=False, max_bad_fraction=1.0, precision=precision,
-        working_size=batch.working_size,
+        working_size=batch.working_size, image_bounds=batch.image_bounds,
     )  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # emulated bf16: said once, upstream

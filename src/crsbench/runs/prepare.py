@@ -42,6 +42,14 @@ class PreparedDataset:
         rows = np.asarray(self.eval_rows)[np.asarray(scored, dtype=bool)]
         return rows_provenance(self.dataset, str(self.eval_rows_choice), rows)
 
+    def shift_details(self, scored: np.ndarray) -> dict[str, Any]:
+        """What every shift record on this target carries in ``details``: ``shift_rows``
+        (:meth:`shift_provenance`) and ``eval_dataset_revision``, the target's revision (its
+        label file and image list), which decides "already done" like the probe dataset's
+        ``dataset_revision`` (:mod:`crsbench.store.revisions`)."""
+        return {"shift_rows": self.shift_provenance(scored),
+                "eval_dataset_revision": self.dataset.revision}  # fmt: skip
+
 
 def cap_rows(image_ids: np.ndarray, groups: np.ndarray, max_images: int | None) -> np.ndarray:
     """Rows kept under a ``max_images`` cap: whole groups, chosen by a stable hash of the group.
@@ -115,26 +123,53 @@ def load_checked(cfg: BenchmarkConfig, name: str) -> tuple[Dataset, PreparedData
     preflight's check of a dataset (:mod:`crsbench.runs.preflight`): what passes here, the run
     can load.
     """
+    ds, target = _load_capped(cfg, name)
+    if cfg.datasets[name].options.get("check_files", True):
+        paths = np.asarray(ds.paths)
+        refuse_missing_files(name, paths if target is None else paths[target.eval_rows])
+    return ds, target
+
+
+def _load_capped(cfg: BenchmarkConfig, name: str) -> tuple[Dataset, PreparedDataset | None]:
+    """Dataset ``name`` of ``cfg`` as a run loads it (capped; files not checked)."""
     from crsbench.datasets import load
 
     spec = cfg.datasets[name]
     # Missing files follow the bad-image rule (quarantined up to the budget, see
     # crsbench.datasets.bad_images), so the adapter's all-or-nothing check is replaced.
     ds = load(name, spec.root, **{**dict(spec.options), "check_files": False})
-    check_files = spec.options.get("check_files", True)
     if name in cfg.shift_targets:
         # Nothing is ever trained on a shift target: only its evaluation rows matter.
         rows_of = {s.target: s.rows for s in cfg.shifts}
-        target = prepare_shift_target(ds, rows_of[name], spec.max_images)
-        if check_files:
-            refuse_missing_files(name, np.asarray(ds.paths)[target.eval_rows])
-        return ds, target
+        return ds, prepare_shift_target(ds, rows_of[name], spec.max_images)
     rows = cap_rows(np.asarray(ds.image_ids), np.asarray(ds.groups), spec.max_images)
     if len(rows) < len(ds):
         ds = subset_dataset(ds, rows, spec.max_images)
-    if check_files:
-        refuse_missing_files(name, np.asarray(ds.paths))
     return ds, None
+
+
+def current_revisions(cfg: BenchmarkConfig) -> tuple[dict[str, str], dict[str, str]]:
+    """Each dataset's revision as a run of ``cfg`` would record it now, without checking files.
+
+    Returns
+    -------
+    (dict, dict)
+        Dataset name → revision (probe datasets after the ``max_images`` cap, shift targets
+        as loaded: what :func:`prepare_datasets` gives), and dataset name → why it could not
+        be loaded (for ``crsbench status``, which reports rather than fails).
+    """
+    from crsbench.core.errors import CrsbenchError
+
+    revisions: dict[str, str] = {}
+    problems: dict[str, str] = {}
+    for name in cfg.datasets:
+        try:
+            ds, _ = _load_capped(cfg, name)
+        except CrsbenchError as exc:
+            problems[name] = str(exc)
+            continue
+        revisions[name] = ds.revision
+    return revisions, problems
 
 
 def prepare_datasets(cfg: BenchmarkConfig) -> dict[str, PreparedDataset]:

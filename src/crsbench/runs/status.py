@@ -27,8 +27,11 @@ def grid_summary(cfg: BenchmarkConfig) -> str:
 def grid_status(cfg: BenchmarkConfig) -> tuple[str, list[dict[str, Any]]]:
     """A title and one row per regime and cell: records done / planned and the cell's state.
 
-    ``state`` is ``done``, ``partial``, ``todo`` or ``skipped`` (left out by the last run's
-    ``--skip-missing``; ``reason`` says why).
+    ``state`` is ``done``, ``partial``, ``todo``, ``skipped`` (left out by the last run's
+    ``--skip-missing``; ``reason`` says why) or ``stale``: a dataset's label file or image
+    list changed since the store's runs (the same comparison ``crsbench run`` makes before it
+    moves the store to ``superseded/`` and runs every cell anew), so nothing counts as done
+    and ``reason`` names the dataset and both revisions.
     """
     from crsbench.datasets import DATASETS
     from crsbench.store import STORE_FILE, ResultsStore
@@ -37,10 +40,12 @@ def grid_status(cfg: BenchmarkConfig) -> tuple[str, list[dict[str, Any]]]:
     modalities = {n: DATASETS.get(n).card.modality for n in cfg.datasets}
     cells = plan_cells(cfg, modalities)
     done: set[str] = set()
+    stale = ""
     out = Path(cfg.output_dir)
     if (out / STORE_FILE).exists():
         with ResultsStore(out, h, mode="r") as store:
             done = store.done_keys()
+            stale = _stale_reason(cfg, store.con) if done else ""
     skipped = skipped_cells(out)
     plan = [("frozen", c.encoder, c.dataset, c.identities) for c in cells]
     for (enc, ds), by_seed in lora_plan(cfg, modalities).items():
@@ -51,10 +56,24 @@ def grid_status(cfg: BenchmarkConfig) -> tuple[str, list[dict[str, Any]]]:
         n = len(keys & done)
         state = "done" if n == len(keys) else ("partial" if n else "todo")
         reason = skipped.get((enc, ds), "") if state != "done" else ""
+        state = "skipped" if reason else state
+        if stale and n:
+            n, state, reason = 0, "stale", stale
         rows.append({"regime": regime, "encoder": enc, "dataset": ds, "done": n,
-                     "planned": len(keys), "state": "skipped" if reason else state,
-                     "reason": reason})  # fmt: skip
+                     "planned": len(keys), "state": state, "reason": reason})  # fmt: skip
     return f"crsbench status — {out} (config {h[:12]})", rows
+
+
+def _stale_reason(cfg: BenchmarkConfig, con: Any) -> str:
+    """Why the store's runs no longer count as done (a dataset changed), or ``""``."""
+    from crsbench.runs.prepare import current_revisions
+    from crsbench.store.revisions import changed_revision
+
+    revisions, _ = current_revisions(cfg)  # a dataset that does not load is not compared
+    changed = changed_revision(con, revisions)
+    if changed is None:
+        return ""
+    return f"{changed[0]}; the next run moves this store to superseded/ and runs it anew"
 
 
 #: Quarantined files listed per dataset by ``crsbench status`` (the rest are counted).

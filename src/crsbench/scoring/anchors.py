@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from crsbench.core.diskio import write_text_atomic
 from crsbench.core.errors import ConfigError
 from crsbench.protocol import ANCHORS_VERSION
 from crsbench.resources import resource_file, resource_label
@@ -243,7 +244,6 @@ def load_anchors(source: str | Path | Anchors | None = None) -> Anchors:
 def save_anchors(anchors: Anchors, out_path: str | Path) -> Path:
     """Write ``anchors`` as YAML (flow-style panel rows) and return the path."""
     out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
     doc = anchors.to_dict()
     panel = doc.pop("reference_panel")
     text = yaml.safe_dump(doc, sort_keys=False)
@@ -251,8 +251,7 @@ def save_anchors(anchors: Anchors, out_path: str | Path) -> Path:
     lines.append("  by_dataset:" + ("" if panel["by_dataset"] else " {}"))
     for ds, rows in panel["by_dataset"].items():
         lines += _panel_lines(ds, rows, "    ")
-    out.write_text(text + "\n".join(lines) + "\n", encoding="utf-8")
-    return out
+    return write_text_atomic(out, text + "\n".join(lines) + "\n")
 
 
 def _panel_lines(name: str, rows: list | str, indent: str) -> list[str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crsbench.core.diskio import make_folder, write_csv_atomic, write_text_atomic
 from crsbench.core.errors import DataError
 from crsbench.protocol import BOOTSTRAP_REPLICATES
 from crsbench.scoring.aggregate import aggregate_by_encoder, encoder_means, score_cells
@@ -142,7 +143,7 @@ def run_analyses(
         )
     board["pretraining_overlap"] = board["encoder"].map(
         pretraining_overlap(cells, shift_auroc_by_encoder(runs))).fillna("")  # fmt: skip
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
 
     def emit(
         name: str,
@@ -158,7 +159,7 @@ def run_analyses(
         if table is None or table.empty:
             summary["skipped"][name] = why_empty
             return
-        table.to_csv(out / f"{name}.csv", index=False)
+        write_csv_atomic(table, out / f"{name}.csv", index=False)
         summary["analyses"][name] = _jsonable(headline) if headline else _records(table)[:20]
 
     emit("cells", lambda: (cells, {"n_cells": len(cells), "n_encoders": len(board)}))
@@ -167,7 +168,8 @@ def run_analyses(
     def agreement() -> tuple[pd.DataFrame, dict]:
         auc, crs = encoder_means(cells, "auroc"), encoder_means(cells, "CRS")
         stats = rank_agreement(auc, crs)
-        rank_moves(auc, crs, names=("auroc", "crs")).to_csv(out / "rank_moves.csv", index=False)
+        write_csv_atomic(rank_moves(auc, crs, names=("auroc", "crs")), out / "rank_moves.csv",
+                         index=False)  # fmt: skip
         return pd.DataFrame([stats]), stats
 
     emit("agreement_auroc_vs_crs", agreement)
@@ -180,9 +182,8 @@ def run_analyses(
                               n_replicates=n_replicates, seed=seed, n_jobs=n_jobs)  # fmt: skip
         test_set_axes.append(axis_replicates_of(unc))
         ranks = unc.ranks()
-        unc.result.pairwise.assign(interval=unc.method).to_csv(
-            out / "bootstrap_pairwise.csv", index=False
-        )
+        write_csv_atomic(unc.result.pairwise.assign(interval=unc.method),
+                         out / "bootstrap_pairwise.csv", index=False)  # fmt: skip
         top = ranks.iloc[:3]
         return ranks, {
             "n_replicates": n_replicates,
@@ -199,7 +200,7 @@ def run_analyses(
 
     def insertion() -> tuple[pd.DataFrame, dict]:
         trials = insertion_experiment(cells, anc, seed=seed)
-        trials.to_csv(out / "insertion_trials.csv", index=False)
+        write_csv_atomic(trials, out / "insertion_trials.csv", index=False)
         summ = insertion_summary(trials)
         return summ, {"by_rule": _records(summ), "source": trials["source"].iloc[0]}
 
@@ -212,8 +213,8 @@ def run_analyses(
         per_enc = shift_auroc_by_encoder(runs)
         if per_enc.empty:
             return per_enc, {}
-        per_enc.to_csv(out / "shift_auroc.csv", index=False)
-        shift_drop_matrix(per_enc).to_csv(out / "shift_drop.csv")
+        write_csv_atomic(per_enc, out / "shift_auroc.csv", index=False)
+        write_csv_atomic(shift_drop_matrix(per_enc), out / "shift_drop.csv")
         encoders = sorted(per_enc["encoder"].unique())
         grp = groups if groups is not None else default_groups(encoders, runs)
         # one test per (source, target): the paper's CheXpert -> MIMIC-CXR row first, extra
@@ -237,7 +238,7 @@ def run_analyses(
     def control_probes() -> tuple[pd.DataFrame, dict]:
         table, coverage = control_probe_agreement(runs, anc, plan=plan)
         if not coverage.empty:
-            coverage.to_csv(out / "control_probe_coverage.csv", index=False)
+            write_csv_atomic(coverage, out / "control_probe_coverage.csv", index=False)
         return table, agreement_headline(table, coverage)
 
     emit(
@@ -249,5 +250,5 @@ def run_analyses(
     emit_beyond(emit, runs, cells, board, per_seed, anc, groups, n_replicates, seed, given,
                 plan=plan)  # fmt: skip
     emit_prediction_analyses(emit, out, store, cells, per_seed, n_replicates, seed, anc)
-    (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2), encoding="utf-8")
+    write_text_atomic(out / "summary.json", json.dumps(_jsonable(summary), indent=2))
     return summary

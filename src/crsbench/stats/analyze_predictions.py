@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from crsbench.core.diskio import write_csv_atomic
 from crsbench.scoring.anchors import Anchors
 from crsbench.stats.flips import prediction_flips
 from crsbench.stats.operating_points import operating_point_transfer, sensitivity_lost
@@ -48,13 +49,13 @@ def emit_prediction_analyses(
         if not preds:
             return pd.DataFrame(), {}
         res = subgroup_analysis(preds, n_replicates=max(n_replicates, 1), seed=seed)
-        res.subgroups.to_csv(out / "subgroup_cells.csv", index=False)
+        write_csv_atomic(res.subgroups, out / "subgroup_cells.csv", index=False)
         if res.worst.empty:
             return res.worst, {}
         per_cell, reps = worst_subgroup_crs(res, cells, anchors)
-        per_cell.to_csv(out / "subgroup_crs.csv", index=False)
+        write_csv_atomic(per_cell, out / "subgroup_crs.csv", index=False)
         ranking = worst_subgroup_ranking(per_cell, reps)
-        ranking.to_csv(out / "subgroup_ranking.csv", index=False)
+        write_csv_atomic(ranking, out / "subgroup_ranking.csv", index=False)
         return res.worst, {
             "too_small": int((res.subgroups["status"] == "too small").sum()),
             "ranking_worst_subgroup_crs": ranking["encoder"].tolist(),
@@ -67,7 +68,7 @@ def emit_prediction_analyses(
         table = operating_point_transfer(preds)
         if table.empty:
             return table, {}
-        table.to_csv(out / "operating_point_transfer.csv", index=False)
+        write_csv_atomic(table, out / "operating_point_transfer.csv", index=False)
         lost = sensitivity_lost(table)
         if lost.empty:
             return lost, {}

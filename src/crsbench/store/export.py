@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from crsbench.core.diskio import disk_error_in_text, make_folder, write_text_atomic
 from crsbench.core.errors import StoreError
 from crsbench.store.columns import GROUP_COLUMNS
 
@@ -47,7 +48,7 @@ def export_query(con: Any, query: str, dest: Path | str, fmt: str) -> Path:
     if fmt not in EXPORT_FORMATS:
         raise StoreError(f"export format must be one of {EXPORT_FORMATS}. Got {fmt!r} instead.")
     final = Path(dest)
-    final.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(final.parent)
     tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
     literal = str(tmp).replace("'", "''")
     try:
@@ -59,22 +60,15 @@ def export_query(con: Any, query: str, dest: Path | str, fmt: str) -> Path:
         tmp.unlink(missing_ok=True)
         if isinstance(exc, StoreError):
             raise
-        raise StoreError(f"could not export to {final}: {exc}") from exc
+        disk = disk_error_in_text(exc, final)  # DuckDB's COPY says it in words, no errno
+        raise disk or StoreError(f"could not export to {final}: {exc}") from exc
     return final
 
 
 def write_json_atomic(dest: Path, value: Any) -> Path:
-    """Write ``value`` as JSON to ``dest`` atomically (temporary file, fsync, rename)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")
-        _fsync_path(tmp)
-        os.replace(tmp, dest)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise StoreError(f"could not export to {dest}: {exc}") from exc
-    return dest
+    """Write ``value`` as JSON to ``dest`` atomically (temporary file, fsync, rename; a
+    refused write is a :class:`~crsbench.core.errors.DiskError` naming ``dest``)."""
+    return write_text_atomic(dest, json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def export_store(con: Any, meta: dict[str, Any], folder: Path, fmt: str) -> dict[str, Path]:

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from crsbench.core.diskio import make_folder
 from crsbench.core.errors import StoreError
 from crsbench.store.files import LOCK_FILE
 
@@ -122,7 +123,7 @@ class StoreLock:
         """Take the lock or raise :class:`StoreError` naming the holder."""
         if self._fd is not None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(self.path.parent)
         for _ in range(50):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:

@@ -324,7 +324,8 @@ def move_run_aside(out: Path, label: str) -> list[tuple[Path, Path]]:
     for name in RUN_OUTPUTS:
         source = out / name
         if source.exists():
-            target.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(source), str(target / name))
+            with disk_errors(target / name):
+                target.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(source), str(target / name))
             moved.append((source, target / name))
     return moved

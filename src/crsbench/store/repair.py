@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from crsbench.core.diskio import disk_error
 from crsbench.core.errors import StoreError
 from crsbench.store.files import STORE_FILE, locked_store
 from crsbench.store.lock import StoreLock
@@ -114,6 +115,8 @@ def _move_damaged(store: Path) -> list[tuple[Path, Path]]:
                 target.mkdir(exist_ok=True)
                 os.replace(source, dest)
             except OSError as exc:
+                if disk := disk_error(exc, dest):
+                    raise disk from None
                 raise StoreError(
                     f"cannot move {source} to {dest}: {exc.strerror or exc}; nothing was "
                     "rebuilt. Move it away yourself and rerun `crsbench store repair`."

@@ -18,7 +18,9 @@ def test_all_conditions_from_one_decode_per_image(tmp_path, doubles, images, mon
     ids, paths = images
     calls: list[str] = []
     real = decode.decode_image
-    monkeypatch.setattr(decode, "decode_image", lambda p, s: (calls.append(str(p)), real(p, s))[1])
+    monkeypatch.setattr(
+        decode, "decode_image", lambda p, s, b=None: (calls.append(str(p)), real(p, s, b))[1]
+    )
     conds = [("clean", 0), ("noise", 1), ("noise", 2), ("noise", 3)]
     res = doubles.run_extract(
         ids, paths, tmp_path / "c", conditions=conds, depths=(0.25, 0.5, 0.75, 1.0)
@@ -39,7 +41,9 @@ def test_perturbed_depths_limit_what_is_stored_not_what_is_decoded(
     ids, paths = images
     calls: list[str] = []
     real = decode.decode_image
-    monkeypatch.setattr(decode, "decode_image", lambda p, s: (calls.append(str(p)), real(p, s))[1])
+    monkeypatch.setattr(
+        decode, "decode_image", lambda p, s, b=None: (calls.append(str(p)), real(p, s, b))[1]
+    )
     conds = [("clean", 0), ("noise", 1), ("noise", 3)]
     depths = (0.5, 1.0)
     res = doubles.run_extract(
@@ -242,7 +246,9 @@ def test_a_changed_file_is_recomputed_not_served_stale(tmp_path, doubles, monkey
     os.utime(paths[5], ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
     calls: list[str] = []
     real = decode.decode_image
-    monkeypatch.setattr(decode, "decode_image", lambda p, s: (calls.append(str(p)), real(p, s))[1])
+    monkeypatch.setattr(
+        decode, "decode_image", lambda p, s, b=None: (calls.append(str(p)), real(p, s, b))[1]
+    )
     second = doubles.run_extract(ids, paths, tmp_path / "c")[("clean", 1.0)]
     assert second.status == "computed" and second.key != first.key
     assert sorted(calls) == sorted(paths[4:8])  # shard_size 4: only the shard holding row 5

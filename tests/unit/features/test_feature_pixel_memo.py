@@ -25,7 +25,9 @@ def test_a_memo_hit_gives_the_bytes_of_a_fresh_decode(doubles, images, monkeypat
     fresh = _stacks(paths, ids)  # memo off: decoded and perturbed from the files
     calls = []
     real = decode.decode_image
-    monkeypatch.setattr(decode, "decode_image", lambda p, s: (calls.append(p), real(p, s))[1])
+    monkeypatch.setattr(
+        decode, "decode_image", lambda p, s, b=None: (calls.append(p), real(p, s, b))[1]
+    )
     with PIXEL_MEMO.sharing() as memo:
         first = _stacks(paths, ids)
         second = _stacks(paths, ids)  # the next encoder: no decode, no perturbation

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -16,7 +17,8 @@ from typing import Protocol
 import numpy as np
 from PIL import Image
 
-from crsbench.core.errors import DataError
+from crsbench.core.diskio import disk_error, disk_errors, make_folder
+from crsbench.core.errors import DataError, DiskError
 from crsbench.datasets.synthetic.sampling import Progress
 from crsbench.datasets.synthetic.sizes import SynthSize, resolve_size
 from crsbench.store.outputs import SYNTH_MARKER, refuse_clearing
@@ -79,8 +81,9 @@ def write_atomically(
                 f"instead; pass overwrite=True (--overwrite) to replace it."
             )
         refuse_clearing(root, "--overwrite")  # only a folder crsbench wrote is replaced
-    root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.partial-", dir=root.parent))
+    make_folder(root.parent)
+    with disk_errors(root):
+        tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.partial-", dir=root.parent))
     try:
         os.chmod(tmp, 0o755)
         build(tmp)
@@ -93,10 +96,24 @@ def write_atomically(
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.rename(tmp, root)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _named(exc, tmp, root) from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return root
+
+
+def _named(exc: OSError, tmp: Path, root: Path) -> OSError | DiskError:
+    """A refused write while building in ``tmp``, as a :class:`DiskError` naming the file under
+    ``root`` (where it was to be) or ``root`` itself; any other error unchanged."""
+    named = getattr(exc, "filename", None)
+    where = root
+    if named is not None:
+        with contextlib.suppress(TypeError, ValueError):
+            where = root / Path(os.fsdecode(named)).relative_to(tmp)
+    return disk_error(exc, where, exact=True) or exc
 
 
 def write_dataset(
