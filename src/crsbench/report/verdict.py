@@ -19,8 +19,8 @@ from crsbench.store.outputs import write_output_file
 
 VERDICT_FILE = "verdict.html"
 _RANK_COLUMNS = {
-    "rank_crs": "rank", "encoder": "encoder", "CRS": "CRS", "crs_ci_low": "CRS 95% low",
-    "crs_ci_high": "CRS 95% high", "interval": "interval", "auroc": "AUROC (D)", "ece": "ECE (C)",
+    "rank_crs": "rank", "encoder": "encoder", "CRS": "CRS", "crs_ci_low": "CRS low",
+    "crs_ci_high": "CRS high", "interval": "interval", "auroc": "AUROC (D)", "ece": "ECE (C)",
     "retention": "retention (L)", "robustness_drop": "robustness drop (R)",
     "worst_condition": "worst condition", "worst_severity": "severity",
     "worst_drop": "AUROC lost there",
@@ -45,11 +45,13 @@ def interval_lede(d: VerdictData) -> str:
     """What the ranking's intervals are: the bootstrap that made them, in words."""
     if d.interval == TEST_PATIENTS_X_SEEDS:
         counts = ", ".join(f"{k} {v:,}" for k, v in sorted(d.n_patients.items()))
-        return (f"Intervals: 95 % paired bootstrap over test patients × seeds "
+        return (f"Intervals (CRS low / high): 95% CI, paired basic bootstrap over test "
+                f"patients × seeds "
                 f"({N_REPLICATES:,} replicates; test patients: {counts}).")  # fmt: skip
     if d.interval == SEED_ONLY:
-        return (f"Intervals: 95 % seed-only bootstrap ({N_REPLICATES:,} replicates; the seeds "
-                "re-draw the label subsamples, test-set variation is not in them).")  # fmt: skip
+        return (f"Intervals (CRS low / high): seed-only ranges, not 95% CIs "
+                f"({N_REPLICATES:,} replicates; the seeds re-draw the label subsamples, "
+                "test-set variation is not in them).")  # fmt: skip
     return "No CRS intervals (see the note)."
 
 

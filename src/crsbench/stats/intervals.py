@@ -19,6 +19,25 @@ from __future__ import annotations
 
 import numpy as np
 
+#: How the report names the two bootstraps.
+TEST_PATIENTS_X_SEEDS = "test patients × seeds"
+SEED_ONLY = "seed-only"
+#: What a printed interval is, named beside it (docs/scoring.md, "Every printed interval"):
+#: a basic (bias-corrected) interval shown to cover on planted truth ...
+CI95 = "95% CI"
+#: ... the 2.5–97.5 % spread of bootstrap replicates, not shown to cover (not a 95 % CI) ...
+BOOTSTRAP_RANGE = "bootstrap range"
+#: ... and the seed-only bootstrap's interval, which ignores that the test set is a sample
+#: (it covered the population CRS in 7 % of planted worlds).
+SEED_ONLY_RANGE = "seed-only range"
+
+
+def interval_label(method: str) -> str:
+    """What the CRS and axis intervals of a bootstrap ``method`` are called where printed:
+    :data:`CI95` for the test-patient × seed bootstrap, :data:`SEED_ONLY_RANGE` for the
+    seed-only one, ``"interval"`` for anything else."""
+    return {TEST_PATIENTS_X_SEEDS: CI95, SEED_ONLY: SEED_ONLY_RANGE}.get(method, "interval")
+
 
 def percentile_interval(rep: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     """The percentile interval of the finite values of ``rep`` (NaN, NaN when there are none)."""

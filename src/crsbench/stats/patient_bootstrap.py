@@ -32,7 +32,13 @@ from crsbench.stats.bootstrap import (
 )
 from crsbench.stats.cell_pool import map_cells, pool_size
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
-from crsbench.stats.intervals import basic_interval, ece_interval, reflected_replicates
+from crsbench.stats.intervals import (
+    SEED_ONLY,
+    TEST_PATIENTS_X_SEEDS,
+    basic_interval,
+    ece_interval,
+    reflected_replicates,
+)
 from crsbench.stats.replicate_values import (
     JPEG_DROP,
     add_shift_calibration,
@@ -51,9 +57,6 @@ from crsbench.stats.weighted_metrics import (
     weighted_shrunk_ece,
 )
 
-#: How the report names the two interval methods.
-TEST_PATIENTS_X_SEEDS = "test patients × seeds"
-SEED_ONLY = "seed-only"
 INTERVAL_METHODS: dict[str, str] = {"test-patients": TEST_PATIENTS_X_SEEDS, "seed-only": SEED_ONLY}
 #: Replicates evaluated at once (memory ~ chunk × the patients of the largest test split;
 #: each score column is sorted once per chunk).

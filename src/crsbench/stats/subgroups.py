@@ -4,8 +4,9 @@
 
 Every replicate resamples the test patients (:func:`crsbench.stats.resample.resample_counts_for`,
 the same patients for every encoder: paired), and a subgroup's value in a replicate is the
-metric on its rows with those weights; the per-subgroup intervals are percentile intervals
-of the replicates. A subgroup with fewer than ``min_patients`` distinct patients is ``too
+metric on its rows with those weights; beside each subgroup value is the percentile spread of
+the replicates, shown as a bootstrap range (not shown to cover on planted truth, so never
+called a 95 % CI). A subgroup with fewer than ``min_patients`` distinct patients is ``too
 small``: its values are NaN and it never enters the worst subgroup or the gap; below
 ``min_ece_patients`` its ECE is NaN. The worst subgroup and the gap read the debiased ECE.
 A gap is called real only by the permutation test of subgroup labels

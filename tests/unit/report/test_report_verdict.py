@@ -78,7 +78,7 @@ def test_without_predictions_the_intervals_fall_back_to_seed_only_loudly(cohort_
         assert board.loc[enc, "crs_ci_high"] == ref_ci.loc[enc, "crs_ci_high"]
     page = write_verdict(cohort_store).read_text(encoding="utf-8")
     assert "NOTE: intervals and tiers come from the seed-only bootstrap" in page
-    assert "95 % seed-only bootstrap (2,000 replicates" in page
+    assert "seed-only ranges, not 95% CIs (2,000 replicates" in page
     assert page.count("<td>seed-only</td>") == len(COHORT_ENCODERS)  # beside each interval
 
 

@@ -53,11 +53,15 @@ def test_planted_threshold_transfer():
     sens = table[(table.target_kind == "sensitivity") & (table.label == "output 1")]
     got = dict(zip(sens.evaluated_on, sens.sensitivity, strict=True))
     assert got == pytest.approx({"test": 0.9, "tgt": 0.6})
-    lost = sensitivity_lost(table, tolerance=0.05)
+    lost = sensitivity_lost(table, tolerance=0.05, min_positives=10)
     row = lost[lost.label == "output 1"].iloc[0]
-    assert row.sensitivity_lost == pytest.approx(0.3)
+    assert row.sensitivity_lost == pytest.approx(0.3) and row.n_positives == 10
     assert not row.keeps_operating_point
-    assert sensitivity_lost(table, tolerance=0.5)["keeps_operating_point"].all()
+    assert sensitivity_lost(table, tolerance=0.5, min_positives=10)["keeps_operating_point"].all()
+    # at the settings' minimum (40) 10 positives are too few: nothing decides
+    few = sensitivity_lost(table, tolerance=0.05)
+    assert set(few["status"]) == {"too few positives (10)"}
+    assert few["keeps_operating_point"].isna().all()
 
 
 def test_planted_flips_multiclass_and_multilabel():

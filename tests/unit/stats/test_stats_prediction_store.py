@@ -93,7 +93,9 @@ def test_planted_threshold_transfer_with_label_names(toy):
     sens = table[table.target_kind == "sensitivity"]
     assert set(sens["label"]) == set(CHEXPERT_LABELS)  # names, never indices
     assert np.allclose(sens["threshold"], 0.2)  # 18 of the 20 validation positives >= 0.2
-    lost = sensitivity_lost(table).set_index(["encoder", "shift_target", "label"])
+    # 20 positives per label: the hand-worked losses need a minimum of 20 (default 40)
+    assert sensitivity_lost(table)["keeps_operating_point"].isna().all()
+    lost = sensitivity_lost(table, min_positives=20).set_index(["encoder", "shift_target", "label"])
     assert lost.loc[("vit_b16", "mimic_cxr", "Edema"), "sensitivity_lost"] == pytest.approx(0.4)
     assert lost.loc[("clip", "nih_cxr14", "Edema"), "sensitivity_lost"] == pytest.approx(0.25)
     assert lost.loc[("clip", "mimic_cxr", "Edema"), "sensitivity_lost"] == pytest.approx(0.0)
@@ -137,6 +139,9 @@ def test_analyze_writes_every_table(toy, tmp_path):
     assert ranking["encoder"].iloc[-1] == "resnet50"
     ops = pd.read_csv(tmp_path / "operating_points.csv")
     assert set(ops["shift_target"]) == {"mimic_cxr", "nih_cxr14"}
+    op = summary["analyses"]["operating_points"]
+    assert (op["settings_version"], op["min_positives"]) == ("v1", 40)
+    assert op["labels_too_few_positives"] == len(ops) and op["keep_operating_point"] == []
     assert set(ops["label"]) <= set(CHEXPERT_LABELS)
 
 
