@@ -24,11 +24,13 @@ OP_GUIDE = (
     "'not decided' when no label has enough."
 )
 FLIP_GUIDE = (
-    "How to read: the share of test images whose decision changes when the image is "
-    "perturbed (the predicted class for multi-class tasks; any label's yes/no at the "
-    "validation sensitivity-{sens:g} threshold for multi-label tasks). A model can keep its "
-    "AUROC and still change many individual decisions: compare the flip share with the AUROC "
-    "drop of the same condition."
+    "How to read: the share of decisions that change when the image is perturbed. A decision "
+    "is the predicted class of an image for multi-class tasks and each label's yes/no at its "
+    "validation sensitivity-{sens:g} threshold for multi-label tasks, so the share is on one "
+    "scale for every task (for multi-label, the mean of the labels' flip shares; the share of "
+    "images with any label changed, which grows with the number of labels, and the per-label "
+    "shares are in the CSV). A model can keep its AUROC and still change many individual "
+    "decisions: compare the flip share with the AUROC drop of the same condition."
 )
 
 
@@ -107,6 +109,8 @@ def operating_points_section(p: PredictionData, w: Writer) -> Section:
 def flips_summary(flips: pd.DataFrame) -> pd.DataFrame:
     """Per (encoder, dataset, condition): flip share and AUROC drop, mean over severities,
     and the flip share at the strongest severity."""
+    if "label" in flips:  # the decision-level rows; the per-label ones are in the CSV
+        flips = flips[flips["label"] == "all"]
     g = flips.sort_values("severity").groupby(["encoder", "dataset", "condition"], sort=True)
     return g.agg(flip_share=("flip_share", "mean"), flip_share_strongest=("flip_share", "last"),
                  auroc_drop=("auroc_drop", "mean"), decision=("decision", "first")

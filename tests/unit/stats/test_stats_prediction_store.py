@@ -109,10 +109,18 @@ def test_planted_flips_keep_the_auroc(toy):
     from crsbench.stats.flips import prediction_flips
     from crsbench.testing.prediction_store import FLIP_CONDITION_INDEX
 
-    flips = prediction_flips(toy[1]).set_index(["encoder", "condition", "severity"])
+    table = prediction_flips(toy[1])
+    labels = table[table["label"] != "all"]
+    assert set(labels["label"]) == set(CHEXPERT_LABELS)  # one row per label, by name
+    flips = table[table["label"] == "all"].set_index(["encoder", "condition", "severity"])
     cond, sev = PAPER_CONDITIONS[FLIP_CONDITION_INDEX]
     row = flips.loc[("dinov2", cond, sev)]
+    # every label carries the same planted scores: the share of decisions, of images with any
+    # label changed and of each label are all 8 of 80
     assert row.flip_share == pytest.approx(8 / 80)
+    assert row.any_label_flip_share == pytest.approx(8 / 80)
+    per = labels.set_index(["encoder", "condition", "severity"]).loc[("dinov2", cond, sev)]
+    assert np.allclose(per["flip_share"], 8 / 80)
     assert row.auroc_drop == pytest.approx(0.0)  # 0.15 still ranks above every negative
     others = flips.drop(index=("dinov2", cond, sev))
     assert np.allclose(others["flip_share"], 0.0)
