@@ -38,7 +38,8 @@ def _verdict_section(d: VerdictData) -> Section:
     )
     lede = (f"Recommended: {d.recommended} ({d.why}), with recalibrator "
             f"{d.recommended_recal}." if d.recommended else d.why)  # fmt: skip
-    return Section("verdict", "Verdict", lede, [stats_html(stats), f"<ul>{items}</ul>"])
+    notes = [note_html(n) for n in (d.ece_note, d.r_note) if n]
+    return Section("verdict", "Verdict", lede, [stats_html(stats), f"<ul>{items}</ul>", *notes])
 
 
 def interval_lede(d: VerdictData) -> str:
@@ -58,6 +59,7 @@ def interval_lede(d: VerdictData) -> str:
 def _ranking_section(d: VerdictData) -> Section:
     cols = [c for c in _RANK_COLUMNS if c in d.board]
     parts = [] if not d.interval_note else [note_html(f"NOTE: {d.interval_note}.")]
+    parts += [note_html(d.r_note)] if d.r_note else []
     parts += [table_html(d.board[cols], headers=_RANK_COLUMNS, sortable=True, table_id="ranking")]
     parts += [note_html(n) for n in d.notes]
     lede = ("Encoders by CRS on the fixed anchors (comparable with any published crsbench "
@@ -71,7 +73,8 @@ def _recal_section(d: VerdictData) -> Section:
     lede = ("Clean-test ECE of the full-label probe as fitted (none) and after each "
             "recalibrator, fitted on the calibration split (seed means; — where the "
             "calibration split is below the protocol's minimum per class).")  # fmt: skip
-    return Section("recalibration", "Recalibration effect", lede, [table_html(wide)])
+    parts = [table_html(wide)] + ([note_html(d.ece_note)] if d.ece_note else [])
+    return Section("recalibration", "Recalibration effect", lede, parts)
 
 
 def _cohort_section(d: VerdictData) -> Section:
@@ -98,7 +101,8 @@ def _compare_section(d: VerdictData) -> Section | None:
         return None
     lede = ("The cohort's profile beside the benchmark store's for the same encoders (benchmark "
             "values: the mean over its datasets; — where the benchmark lacks the encoder).")  # fmt: skip
-    return Section("compare", "Beside the benchmark", lede, [table_html(d.compare)])
+    parts = [note_html(d.r_note)] if d.r_note else []
+    return Section("compare", "Beside the benchmark", lede, [*parts, table_html(d.compare)])
 
 
 def verdict_html(d: VerdictData, store_dir: Path) -> str:

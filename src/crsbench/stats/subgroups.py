@@ -54,8 +54,8 @@ DEFAULT_SUBGROUP_REPLICATES = 200
 TOO_SMALL = "too small"
 #: Fewest distinct patients a subgroup needs for an ECE: below it the debiased ECE of a
 #: perfectly calibrated model is still above 0.05 (0.104 at 30 patients, 0.054 at 100, 0.034
-#: at 200; ``docs/scoring.md``, "Minimum subgroup size"), so a small subgroup would look worst
-#: for its size alone.
+#: at 200: :data:`crsbench.stats.ece_bias.CALIBRATED_ECE`), so a small subgroup would look
+#: worst for its size alone.
 MIN_ECE_SUBGROUP_PATIENTS = 100
 #: The axes read per subgroup, and whether their worst value is the largest.
 WORST_IS_MAX: dict[str, bool] = {"auroc": False, "ece": True, "robustness_drop": True}
