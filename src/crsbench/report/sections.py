@@ -43,7 +43,8 @@ BOARD_LEGEND = (
     "under the 15 conditions, lower is better) · P: Pareto dominance · I: ideal proximity · "
     "W: worst axis · CRS = 0.60·P + 0.25·I + 0.15·W (means over the encoder's cells) · "
     "tier: bootstrap tier (same tier = not significantly different) · P(rank 1), P(top 3): "
-    "bootstrap probabilities · pretrain overlap: † n = n cells or shift targets that the "
+    "bootstrap probabilities, counted on the same bias-corrected replicates as the tiers · "
+    "pretrain overlap: † n = n cells or shift targets that the "
     "encoder's pretraining data may include (named in section 10 and leaderboard.csv). Definitions: docs/protocol.md, sections 7 "
     "and 8."
 )
