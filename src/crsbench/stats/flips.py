@@ -9,7 +9,7 @@ of decisions that change between the clean and the perturbed image: images for m
 The same definition for every task, so a 14-label CheXpert cell and an 8-class ISIC cell are
 compared on one scale; the old multi-label figure (an image flips when *any* of its labels
 does) grows with the number of labels and stays beside it as ``any_label_flip_share``.
-Multi-label cells also get one row per label. Each is reported beside the AUROC drop of the
+Multi-label cells also get one row per label that has a threshold. Each is reported beside the AUROC drop of the
 same condition (macro for the cell, the label's own for a label row); with several seeds
 every figure is the mean over seeds.
 """
@@ -118,6 +118,8 @@ def _cell_flips(cell: CellPredictions, target: float) -> list[dict]:
         per_label = np.mean([label_flip_shares(c, p, thr[s]) for s, (c, p) in enumerate(pairs)],
                             axis=0)  # fmt: skip
         for j, name in enumerate(output_names(cell.label_names, len(per_label))):
+            if not np.isfinite(per_label[j]):  # no threshold (no validation positives)
+                continue
             rows.append({**base, "label": name, "flip_share": float(per_label[j]),
                          "any_label_flip_share": np.nan, "auroc_clean": float(auc0_label[j]),
                          "auroc_perturbed": float(auc_label[j]),
