@@ -40,7 +40,11 @@ def interval_label(method: str) -> str:
 
 
 def percentile_interval(rep: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """The percentile interval of the finite values of ``rep`` (NaN, NaN when there are none)."""
+    """The percentile interval of the finite values of ``rep`` (NaN, NaN when there are none).
+
+    Not shown to cover where crsbench uses it (subgroup values, worst values, the
+    worst-subgroup CRS, the verdict's shift ECE increase): printed as a
+    :data:`BOOTSTRAP_RANGE`, never as a 95 % CI."""
     rep = rep[np.isfinite(rep)]
     if rep.size == 0:
         return float("nan"), float("nan")
