@@ -23,9 +23,9 @@ from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.intervals import basic_interval
 from crsbench.stats.operating_points import (
     DEFAULT_TARGET_SENSITIVITY,
-    _eval_sets,
-    _seeds,
+    eval_sets,
     output_names,
+    seed_slices,
     validation_thresholds,
 )
 from crsbench.stats.resample import patient_index, replicate_ids, resample_counts_for
@@ -54,7 +54,7 @@ def sensitivity_replicates(
     """Seed-mean sensitivity per label as drawn ``(K,)`` and in each replicate ``(B, K)``
     (``thr``: ``(S, K)`` thresholds; the split's patients resampled by replicate ``ids``)."""
     sums = [_patient_sums(split, p, thr[s], cell.task)
-            for s, p in enumerate(_seeds(prob, len(cell.seeds)))]  # fmt: skip
+            for s, p in enumerate(seed_slices(prob, len(cell.seeds)))]  # fmt: skip
     n_pat = sums[0][0].shape[0]
     with np.errstate(invalid="ignore", divide="ignore"):  # a label without positives: NaN
         point = np.mean([h.sum(0) / p.sum(0) for p, h in sums], axis=0)
@@ -96,7 +96,7 @@ def sensitivity_loss_intervals(
     ids = replicate_ids(n_replicates)
     rows = []
     for cell in cells.values():
-        sets = _eval_sets(cell)
+        sets = eval_sets(cell)
         if cell.val is None or len(sets) < 2:
             continue
         thr = validation_thresholds(cell, "sensitivity", target_sensitivity)

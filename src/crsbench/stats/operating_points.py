@@ -80,7 +80,8 @@ def label_columns(
             yield j, split.y[m, j], prob[m, j]
 
 
-def _seeds(prob: np.ndarray, n_seeds: int) -> list[np.ndarray]:
+def seed_slices(prob: np.ndarray, n_seeds: int) -> list[np.ndarray]:
+    """One ``(n, K)`` array per seed: ``prob`` repeated when it does not vary over seeds."""
     return [prob] * n_seeds if prob.ndim == 2 else list(prob)
 
 
@@ -95,7 +96,7 @@ def validation_thresholds(cell: CellPredictions, kind: str, target: float) -> np
     split, prob = cell.val
     pick = threshold_for_sensitivity if kind == "sensitivity" else threshold_for_specificity
     out = []
-    for p in _seeds(prob, len(cell.seeds)):
+    for p in seed_slices(prob, len(cell.seeds)):
         t = np.full(p.shape[-1], np.nan)
         for j, y, s in label_columns(split, p, cell.task):
             t[j] = pick(y, s, target)
@@ -103,7 +104,9 @@ def validation_thresholds(cell: CellPredictions, kind: str, target: float) -> np
     return np.asarray(out)
 
 
-def _eval_sets(cell: CellPredictions) -> list[tuple[str, EvalSplit, np.ndarray]]:
+def eval_sets(cell: CellPredictions) -> list[tuple[str, EvalSplit, np.ndarray]]:
+    """(``test`` or the target's name, rows, probabilities): the test set, then each shift
+    target (inside R and outside it)."""
     out = [("test", cell.test, cell.clean)]
     shifts = (*cell.shifts, *cell.extra_shifts)
     return out + [(split.dataset, split, prob) for split, prob in shifts]
@@ -121,10 +124,10 @@ def _cell_rows(cell: CellPredictions, kind: str, target: float) -> list[dict]:
     names = output_names(cell.label_names, thr.shape[-1])
     n_val = positives(cell.val[0], thr.shape[-1], cell.task)
     rows = []
-    for where, split, prob in _eval_sets(cell):
+    for where, split, prob in eval_sets(cell):
         per = {}
         n_pos = positives(split, thr.shape[-1], cell.task)
-        for s, p in enumerate(_seeds(prob, len(cell.seeds))):
+        for s, p in enumerate(seed_slices(prob, len(cell.seeds))):
             for j, y, score in label_columns(split, p, cell.task):
                 per.setdefault(j, []).append((*rates(y, score, thr[s, j]), thr[s, j]))
         for j, v in per.items():
