@@ -8,8 +8,9 @@ with it. A replicate's sensitivity is (positives called positive) / (positives) 
 resampled patients, averaged over seeds; the loss is test − target. The interval is the basic
 (bias-corrected) bootstrap interval, :func:`crsbench.stats.intervals.basic_interval`, the one
 behind the axes and the CRS; it is conditional on the thresholds (the validation draw is not
-resampled), and it covered the population loss at those thresholds in 0.93–0.96 of planted
-worlds (``tests/unit/stats/test_stats_operating_point_interval.py``).
+resampled), and it covered the population loss at those thresholds in 0.947 ± 0.005 of 2,000
+planted worlds of 300 patients and 0.944 ± 0.007 of 1,000 of 100 patients
+(``tests/unit/stats/test_stats_operating_point_interval.py``).
 """
 
 from __future__ import annotations
