@@ -30,13 +30,16 @@ def _estimate(value: float, lo: float, hi: float) -> str:
 
 
 def _runner_up(row: pd.Series) -> str:
-    """``ahead of B`` when the gap's interval excludes 0, else ``≈ B 0.812 (gap [lo, hi])``."""
+    """``ahead of B`` when the gap's interval excludes 0, else ``≈ B 0.812 (gap 95% CI
+    [lo, hi])`` (the gap's interval named by ``gap_interval_kind``)."""
     if row["runner_up"] is None or pd.isna(row["runner_up"]):
         return "— (only one encoder)"
     if bool(row["distinguishable"]):
         return f"ahead of {row['runner_up']}"
+    kind = row.get("gap_interval_kind")
+    kind = f"{kind} " if isinstance(kind, str) and kind else ""
     return (f"≈ {row['runner_up']} {row['runner_up_value']:.3f} "
-            f"(gap [{row['gap_ci_low']:.3f}, {row['gap_ci_high']:.3f}])")  # fmt: skip
+            f"(gap {kind}[{row['gap_ci_low']:.3f}, {row['gap_ci_high']:.3f}])")  # fmt: skip
 
 
 def _kind(row: pd.Series) -> str:

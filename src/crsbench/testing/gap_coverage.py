@@ -58,7 +58,7 @@ def _verdict_hits(table: pd.DataFrame, truth: dict, w: int) -> list[dict]:
         true_gap = sign * (truth[(r.leader, r.dataset, r.question)]
                            - truth[(r.runner_up, r.dataset, r.question)])  # fmt: skip
         rows.append({"world": w, "target": f"verdict gap: {r.question}",
-                     "kind": r.interval_kind,
+                     "kind": r.gap_interval_kind,
                      "covered": bool(r.gap_ci_low <= true_gap <= r.gap_ci_high)})  # fmt: skip
     return rows
 

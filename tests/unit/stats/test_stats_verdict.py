@@ -93,7 +93,7 @@ def test_every_row_says_what_its_interval_is(verdict: pd.DataFrame) -> None:
     """Seed-only rows are seed-only ranges; on the test-patient resamples every value is a 95%
     CI except the shift ECE increase (percentile spread, not shown to cover: a range)."""
     from crsbench.stats.patient_bootstrap import patient_seed_bootstrap
-    from crsbench.stats.verdict import from_patient_bootstrap
+    from crsbench.stats.verdict import GAPS_SHOWN_TO_COVER, from_patient_bootstrap
     from crsbench.testing import simulate_runs
     from crsbench.testing.planted import draw_world, planted_parameters, population_table
 
@@ -107,3 +107,7 @@ def test_every_row_says_what_its_interval_is(verdict: pd.DataFrame) -> None:
     kinds = dict(zip(table["question"], table["interval_kind"], strict=True))
     assert kinds.pop("shift_calibration") == "bootstrap range"
     assert set(kinds.values()) == {"95% CI"} and "jpeg" in kinds
+    gaps = dict(zip(table["question"], table["gap_interval_kind"], strict=True))
+    shown = {q: "95% CI" if q in GAPS_SHOWN_TO_COVER else "bootstrap range" for q in gaps}
+    assert gaps == shown and gaps["shift_calibration"] == "bootstrap range"
+    assert set(verdict["gap_interval_kind"]) == {"seed-only range"}
