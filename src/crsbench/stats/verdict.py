@@ -221,12 +221,13 @@ def _interval(point: float, rep: np.ndarray, level: float, basic: bool) -> tuple
 
 
 #: Questions whose leader − runner-up gap, on the test-patient resamples, is printed as a 95 %
-#: CI: its basic interval covered the planted gap in 90–98 % of worlds
-#: (``benchmarks/gap_coverage.py``, docs/scoring.md "Coverage of differences"); every other
-#: gap is printed as a bootstrap range (``gap_interval_kind``).
-GAPS_SHOWN_TO_COVER: frozenset[str] = frozenset(
-    {"pick", "discrimination", "calibration", "label_efficiency", "robustness", "jpeg"}
-)
+#: CI: its basic interval covered the planted gap in 90–98 % of worlds (pick 0.930,
+#: discrimination 0.945, robustness 0.975, JPEG 0.980; 100 worlds, 500 replicates,
+#: ``benchmarks/gap_coverage.py``, docs/scoring.md "Coverage of differences"). The others are
+#: printed as bootstrap ranges (``gap_interval_kind``): calibration 0.840 (a difference of two
+#: ECEs, as the shift ECE increase), label efficiency 0.995 (above the band), the shift ECE
+#: increase (percentile).
+GAPS_SHOWN_TO_COVER: frozenset[str] = frozenset({"pick", "discrimination", "robustness", "jpeg"})
 
 
 def interval_kind(method: str, basic: bool) -> str:

@@ -16,4 +16,6 @@ def test_reduced_gap_coverage_on_planted_truth():
     ci = table[table["kind"] == "95% CI"]
     assert ci["coverage"].min() >= 0.7, ci
     assert table.loc["verdict gap: shift_calibration", "kind"] == "bootstrap range"
-    assert {"verdict gap: pick", "verdict gap: calibration", "verdict gap: jpeg"} <= set(ci.index)
+    assert {"verdict gap: pick", "verdict gap: robustness", "verdict gap: jpeg"} <= set(ci.index)
+    for q in ("calibration", "label_efficiency"):  # not shown to cover: printed as a range
+        assert table.loc[f"verdict gap: {q}", "kind"] == "bootstrap range"
