@@ -46,8 +46,8 @@ def interval_lede(d: VerdictData) -> str:
     """What the ranking's intervals are: the bootstrap that made them, in words."""
     if d.interval == TEST_PATIENTS_X_SEEDS:
         counts = ", ".join(f"{k} {v:,}" for k, v in sorted(d.n_patients.items()))
-        return (f"Intervals (CRS low / high): 95% CI, paired basic bootstrap over test "
-                f"patients × seeds "
+        return (f"Intervals (CRS low / high): 95% CI (basic) from the paired bootstrap over "
+                f"test patients × seeds "
                 f"({N_REPLICATES:,} replicates; test patients: {counts}).")  # fmt: skip
     if d.interval == SEED_ONLY:
         return (f"Intervals (CRS low / high): seed-only ranges, not 95% CIs "
