@@ -37,6 +37,9 @@ RETENTION_FRACTIONS: tuple[float, ...] = tuple(f for f in LABEL_FRACTIONS if f !
 #: The main probe's inverse-regularisation grid: 13 values, 10^-4 … 10^2 in half decades,
 #: written to 12 significant digits (the values a config stores and hashes).
 C_GRID: tuple[float, ...] = tuple(float(f"{10.0 ** (-4 + 0.5 * i):.12g}") for i in range(13))
+#: Equal-width confidence bins of the ECE (every stored ``ece``, the bootstrap's, the
+#: reliability diagrams').
+ECE_BINS = 15
 #: The main probe's iteration cap and gradient tolerance, the same for every encoder.
 LOGISTIC_MAX_ITER = 1000
 LOGISTIC_TOL = 1e-6
@@ -103,6 +106,15 @@ LORA_EPOCHS = 8
 LORA_LR = 1e-4
 LORA_LR_FACTORS: tuple[float, ...] = (1.0, 3.0, 10.0)
 LORA_SEEDS: tuple[int, ...] = (0, 1, 2)
+
+# ----------------------------------------------------------------------------- encoders
+
+#: The paper's panel: the 15 encoder families CRS-Bench compares (registry names). Encoders
+#: added by other packages or by a config's ``encoder_modules`` are never part of it.
+PAPER_ENCODERS: tuple[str, ...] = (
+    "biomedclip", "biovil", "chexzero", "clip", "dinov2", "llava_med", "mae", "medgemma",
+    "medsiglip", "panderm", "rad_dino", "resnet50", "retfound", "siglip", "vit_b16",
+)  # fmt: skip
 
 # ----------------------------------------------------------------------------- conditions
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -18,7 +17,7 @@ class _Commands(TyperGroup):
     """The root command group: a disk that refuses a write (full, read-only, no permission)
     anywhere in a command ends it with the path named (exit 3), never a traceback."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:
         """Run the command; an OSError of a refused write becomes crsbench's DiskError."""
         from crsbench.core.diskio import disk_error
 

@@ -82,6 +82,7 @@ def profile(
     DIR/verdict.html is written.
     """
     from crsbench.cohort.profile import profile_cohort
+    from crsbench.core.extras import require_extra
     from crsbench.encoders.devices import require_device
     from crsbench.runs.progress import RunProgress
 
@@ -91,6 +92,7 @@ def profile(
         spec = _spec(config, data, images, label_columns, out, group_column=group_column,
                      encoders=encoders, path_column=path_column, classes=classes,
                      labels_per_image=labels_per_image, device=device)  # fmt: skip
+        require_extra("encoders", "crsbench profile")  # before any folder
         require_device(spec.device, "--device" if device else "device")  # before any folder
         with RunProgress(console, verbosity=level, bars=level > QUIET) as bar:
 
@@ -179,10 +181,12 @@ def predict(
     """Calibrated probabilities of new images: encoder → probe → recalibrator."""
     from crsbench.cohort.artefact import load_model
     from crsbench.cohort.predict import predict_images, write_predictions
+    from crsbench.core.extras import require_extra
     from crsbench.encoders.devices import require_device
 
     level = verbosity(quiet, verbose)
     try:
+        require_extra("encoders", "crsbench predict")
         require_device(device, "--device")
         claim_output_file(out)  # refused before any work: never a store or a foreign file
         artefact = load_model(model)

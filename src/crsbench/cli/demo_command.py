@@ -28,9 +28,11 @@ def demo(
     """Run the whole protocol on embedded synthetic data with offline encoders."""
     from crsbench.cli.demo_workflow import run_demo
     from crsbench.core.errors import CrsbenchError
+    from crsbench.core.extras import require_extra
 
     level = verbosity(quiet, verbose)
     try:
+        require_extra("encoders", "crsbench demo")  # before the synthetic data is written
         run_demo(out, console=console, progress=progress, verbosity=level,
                  from_process_start=True)  # fmt: skip
     except CrsbenchError as exc:

@@ -47,6 +47,7 @@ def _tell(name: str) -> None:
 
 def _speeds(cfg, given: dict[str, float], documented: bool, images: int):
     """Every encoder's speed: given, else documented (``--documented``), else measured."""
+    from crsbench.core.extras import require_extra
     from crsbench.runs.estimate import (
         EncoderSpeed,
         documented_speeds,
@@ -57,6 +58,8 @@ def _speeds(cfg, given: dict[str, float], documented: bool, images: int):
     sizes = input_sizes(cfg)
     rest = [n for n in sizes if n not in given]
     other = []
+    if rest and not documented:
+        require_extra("encoders", "crsbench estimate (measuring img/s here)")
     if rest:
         other = (
             documented_speeds(cfg, rest)

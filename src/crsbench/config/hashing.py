@@ -76,8 +76,11 @@ def config_json(cfg: BenchmarkConfig) -> str:
 
 def _drop_later_defaults(content: dict[str, Any]) -> dict[str, Any]:
     """Remove keys added after version 1 when they hold their default (``encoders[].weights:
-    pretrained``, ``encoders[].recipe: null``, ``regimes.lora.datasets: null``), so the hash
-    and stored text of a config written before they existed are kept."""
+    pretrained``, ``encoders[].recipe: null``, ``regimes.lora.datasets: null``,
+    ``encoder_modules: []``), so the hash and stored text of a config written before they
+    existed are kept."""
+    if content.get("encoder_modules", "absent") == []:
+        del content["encoder_modules"]
     for enc in content["encoders"]:
         if enc["weights"] == "pretrained":
             del enc["weights"]

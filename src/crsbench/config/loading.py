@@ -17,7 +17,7 @@ from crsbench.config.models import (
     OUTPUT_DIR_VAR,
     BenchmarkConfig,
 )
-from crsbench.core.errors import ConfigError
+from crsbench.core.errors import ConfigError, CrsbenchError
 from crsbench.resources import resource_label, resource_names, resource_path
 
 # ----------------------------------------------------------------------------- errors
@@ -151,6 +151,7 @@ def parse_config(
     except ValidationError as exc:
         raise _config_error(source, exc) from None
     base = Path(base_dir).resolve()
+    _import_encoder_modules(cfg.encoder_modules, base, source)
     out = (
         Path(os.path.abspath(Path(output_dir).expanduser()))
         if output_dir is not None
@@ -265,6 +266,18 @@ def read_yaml_file(path: Path) -> Any:
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist or is not a file.")
     return _read_yaml(_read_text(path), str(path))
+
+
+def _import_encoder_modules(modules: list[str], base: Path, source: str) -> None:
+    """Import the config's ``encoder_modules`` (the config's folder searched too)."""
+    if not modules:
+        return
+    from crsbench.encoders.plugins import load_encoder_modules
+
+    try:
+        load_encoder_modules(modules, search_dir=base)
+    except CrsbenchError as exc:
+        raise ConfigError(f"invalid config {source}: {exc}") from exc
 
 
 def load_config(path: Path | str, *, output_dir: Path | str | None = None) -> BenchmarkConfig:

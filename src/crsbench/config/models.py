@@ -24,8 +24,9 @@ CONFIG_SCHEMA_VERSION = 1
 #: Execution settings: they change where and how fast, never what is computed, so they are
 #: left out of :func:`config_hash`.
 EXECUTION_FIELDS: frozenset[str] = frozenset(
-    {"output_dir", "cache_dir", "num_workers", "device", "batch_size"}
+    {"output_dir", "cache_dir", "num_workers", "device", "batch_size", "encoder_modules"}
 )
+_MODULE_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 OUTPUT_DIR_VAR = "${output_dir}"
 _INT64 = (-(2**63), 2**63 - 1)
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -243,6 +244,9 @@ class BenchmarkConfig(_Strict):
     """A whole benchmark grid. See ``docs/config_and_store.md`` for every key."""
 
     version: int = CONFIG_SCHEMA_VERSION
+    #: Modules that register encoders defined outside crsbench (imported before the names
+    #: are checked; searched on PYTHONPATH and in the config's folder).
+    encoder_modules: list[str] = Field(default_factory=list)
     encoders: list[EncoderConfig] = Field(min_length=1)
     datasets: dict[str, DatasetConfig] = Field(min_length=1)
     shifts: list[ShiftConfig] = Field(default_factory=list)
@@ -278,6 +282,14 @@ class BenchmarkConfig(_Strict):
     def _encoder_strings(cls, v: Any) -> Any:
         if isinstance(v, list):
             return [{"name": e} if isinstance(e, str) else e for e in v]
+        return v
+
+    @field_validator("encoder_modules")
+    @classmethod
+    def _module_paths(cls, v: list[str]) -> list[str]:
+        bad = [m for m in v if not _MODULE_PATH.fullmatch(m)]
+        if bad:
+            raise ValueError(f"must be dotted module paths (my_package.encoders). Got {bad}")
         return v
 
     @field_validator("version")

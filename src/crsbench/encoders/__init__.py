@@ -23,8 +23,10 @@ from crsbench.encoders.registry import (
     weights_unavailable_reason,
 )
 from crsbench.encoders.weights import WEIGHTS_ENV, load_state_dict
+from crsbench.protocol import PAPER_ENCODERS
 
-PAPER_FAMILIES = tuple(n for n in ENCODERS.names() if get_card(n).family_group != "baseline")
+#: The paper's 15 families (registry names); other packages' encoders are never among them.
+PAPER_FAMILIES: tuple[str, ...] = PAPER_ENCODERS
 
 __all__ = [
     "ENCODERS",

@@ -12,7 +12,42 @@ from crsbench.core.registry import Registry
 from crsbench.encoders.base import Backbone, BuildContext, Encoder
 from crsbench.encoders.card import EncoderCard, EncoderSpec
 
-ENCODERS: Registry[EncoderSpec] = Registry("encoder")
+
+class EncoderRegistry(Registry[EncoderSpec]):
+    """The encoder registry: crsbench's cards, then those of installed packages.
+
+    Every lookup first loads the ``crsbench.encoders`` entry points not loaded yet
+    (:mod:`crsbench.encoders.plugins`), so an encoder of another package is known to
+    ``encoders list``, ``doctor``, ``run`` and Ray workers alike.
+    """
+
+    def _with_plugins(self) -> None:
+        from crsbench.encoders.plugins import load_entry_point_encoders
+
+        load_entry_point_encoders()
+
+    def get(self, name: str) -> EncoderSpec:
+        """Look ``name`` up (entry points loaded first)."""
+        if name not in self._items:
+            self._with_plugins()
+        return super().get(name)
+
+    def names(self) -> list[str]:
+        """Registered names, sorted (entry points loaded first)."""
+        self._with_plugins()
+        return super().names()
+
+    def __contains__(self, name: object) -> bool:
+        if name not in self._items:
+            self._with_plugins()
+        return super().__contains__(name)
+
+    def __len__(self) -> int:
+        self._with_plugins()
+        return super().__len__()
+
+
+ENCODERS: EncoderRegistry = EncoderRegistry("encoder")
 
 
 def lazy(module: str, func: str) -> Callable[[BuildContext], Backbone]:

@@ -19,6 +19,7 @@ import numpy as np
 
 from crsbench.core.errors import DataError
 from crsbench.metrics._checks import check
+from crsbench.protocol import ECE_BINS
 
 _EPS = 1e-15
 
@@ -31,7 +32,7 @@ def _check_probs(p: np.ndarray) -> None:
         )
 
 
-def binned_ece(conf: np.ndarray, acc: np.ndarray, n_bins: int = 15) -> float:
+def binned_ece(conf: np.ndarray, acc: np.ndarray, n_bins: int = ECE_BINS) -> float:
     """ECE of confidences ``conf`` against 0/1 outcomes ``acc`` with equal-width bins."""
     if n_bins < 1:
         raise ValueError(f"n_bins must be >= 1. Got {n_bins} instead.")
@@ -46,7 +47,7 @@ def binned_ece(conf: np.ndarray, acc: np.ndarray, n_bins: int = 15) -> float:
 
 
 def expected_calibration_error(
-    y_true: object, y_prob: object, task: str, n_bins: int = 15
+    y_true: object, y_prob: object, task: str, n_bins: int = ECE_BINS
 ) -> float:
     """Expected calibration error with ``n_bins`` equal-width bins on [0, 1].
 

@@ -12,6 +12,7 @@ One folder per kind of data::
     dataset_sizes/ v1.yaml                          (crsbench.runs.estimate_data)
     operating_points/ v1.yaml                       (crsbench.stats.load_operating_point_settings)
     report/       report.css, sortable.js           (crsbench.report.html)
+    consortium/   v1.yaml                           (crsbench.consortium.settings)
 
 This module imports nothing else of the package, so every layer may read its data here; each
 reader keeps its own parsing and its own error for a file that is not shipped.

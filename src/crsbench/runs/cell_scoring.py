@@ -20,6 +20,7 @@ from crsbench.metrics import (
     negative_log_likelihood,
     sensitivity_at_specificity,
 )
+from crsbench.protocol import ECE_BINS
 from crsbench.runs.identity import RunIdentity
 from crsbench.store.reliability import reliability_bins
 
@@ -50,7 +51,7 @@ def score(y_true: np.ndarray, prob: np.ndarray, task: str) -> Scores:
         det = macro_auroc(y_true, prob, task, return_details=True)
         out: dict[str, Any] = {
             "auroc": float(det.value),
-            "ece": float(expected_calibration_error(y_true, prob, task, n_bins=15)),
+            "ece": float(expected_calibration_error(y_true, prob, task, n_bins=ECE_BINS)),
             "brier": float(brier_score(y_true, prob, task)),
             "nll": float(negative_log_likelihood(y_true, prob, task)),
             "sens_at_spec90": float(sensitivity_at_specificity(y_true, prob, task, 0.90)),

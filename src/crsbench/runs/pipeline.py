@@ -332,7 +332,10 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
         When the preflight finds something missing and ``skip_missing`` is False; the message
         lists everything missing at once with where to put it.
     """
+    from crsbench.core.extras import require_extra
+
     opts = options or RunOptions()
+    require_extra("encoders", "crsbench run")  # before any folder: features need torch
     t_start = time.perf_counter()
     h = config_hash(cfg)
     cfg_json = cfg.model_dump_json()

@@ -25,7 +25,7 @@ HUB_CHECK_TIMEOUT_S = 3.0
 class Lack:
     """One thing the config needs that this machine does not have."""
 
-    kind: str  # "dataset", "encoder" or "anchors"
+    kind: str  # "extra", "device", "dataset", "encoder" or "anchors"
     name: str
     problem: str
     places: tuple[str, ...] = ()
@@ -176,11 +176,16 @@ def preflight(cfg: BenchmarkConfig, *, hub_check: bool = True) -> Preflight:
     Preflight
     """
     from crsbench.config.loading import _anchors_is_path
+    from crsbench.core.extras import EXTRAS, missing_modules
     from crsbench.encoders.devices import device_problem
 
     notes: list[str] = []
     lacks = _dataset_lacks(cfg) + _encoder_lacks(cfg, notes, hub_check)
-    problem = device_problem(cfg.device)
+    absent = missing_modules("encoders")
+    problem = device_problem(cfg.device) if not absent else None
+    if absent:  # nothing is extracted without torch (--skip-missing cannot skip it)
+        hint = EXTRAS["encoders"].install_hint
+        lacks.insert(0, Lack("extra", "encoders", f"{', '.join(absent)} not installed", (hint,)))
     if problem is not None:  # first: nothing runs without it (--skip-missing cannot skip it)
         lacks.insert(0, Lack("device", cfg.device, problem, ("device: in the config",)))
     if _anchors_is_path(cfg.anchors) and not Path(cfg.anchors).is_file():

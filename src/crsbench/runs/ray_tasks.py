@@ -121,8 +121,10 @@ def extract_task(
     extract_fn: ExtractFn | None = None,
 ) -> ExtractedCell:
     """Body of an extraction task: fill the shared cache with the cell's features."""
+    from crsbench.encoders.plugins import load_encoder_modules
     from crsbench.runs.extract_cell import extract_cell_features
 
+    load_encoder_modules(cfg.encoder_modules)  # a worker process: the config's encoders too
     fn = extract_fn or extract_cell_features
     t0 = time.perf_counter()
     prep = prepared[plan.dataset]
@@ -140,8 +142,10 @@ def probe_task(
     evaluate_fn: EvaluateFn | None = None,
 ) -> CellOutcome:
     """Body of a probe task: read the cell's features from the cache and evaluate it."""
+    from crsbench.encoders.plugins import load_encoder_modules
     from crsbench.runs.cell_inputs import cell_data
 
+    load_encoder_modules(cfg.encoder_modules)
     t0 = time.perf_counter()
     feats = load_features(extracted.features, cfg.resolved_cache_dir)
     prep = prepared[plan.dataset]

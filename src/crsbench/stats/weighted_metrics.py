@@ -20,8 +20,9 @@ import numpy as np
 from scipy.special import ndtr
 
 from crsbench.core.errors import DataError
+from crsbench.protocol import ECE_BINS
 
-N_BINS = 15
+N_BINS = ECE_BINS
 _INT32_MAX = np.iinfo(np.int32).max
 _CACHE_ELEMENTS = 1 << 18  # cumulative sums per block of replicates (about 1 MiB of int32)
 _ECE_BLOCK_ELEMENTS = 1 << 20  # patient counts per block of the ECE's matrix product (8 MiB)

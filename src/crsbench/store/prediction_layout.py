@@ -26,6 +26,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from crsbench.core.errors import StoreError
+from crsbench.protocol import ECE_BINS
 
 SPLITS_TABLE = "eval_splits"
 BLOBS_TABLE = "prediction_blobs"
@@ -37,8 +38,6 @@ PREDICTION_TABLES: tuple[str, ...] = (SPLITS_TABLE, BLOBS_TABLE, PREDICTIONS_TAB
 BLOB_DTYPE = np.dtype("<f4")
 #: The exact fallback of a probability matrix that float32 would change.
 EXACT_DTYPE = np.dtype("<f8")
-#: The ECE's bins (the same 15 equal-width bins as the stored ``ece``).
-ECE_BINS = 15
 #: The split a run record is scored on (its test rows, or the shift target's rows) and the
 #: validation split of the same model (kept for operating points picked on validation).
 EVAL_SPLIT = "test"

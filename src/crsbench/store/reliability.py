@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crsbench.protocol import ECE_BINS
 from crsbench.store.columns import IDENTITY_COLUMNS, RELIABILITY_COLUMNS, RELIABILITY_TABLE
-from crsbench.store.prediction_layout import ECE_BINS
 from crsbench.store.reader import select_runs
 
 
