@@ -122,10 +122,11 @@ def positives(split: EvalSplit, n_labels: int, task: str) -> np.ndarray:
 def _cell_rows(cell: CellPredictions, kind: str, target: float) -> list[dict]:
     thr = validation_thresholds(cell, kind, target)
     names = output_names(cell.label_names, thr.shape[-1])
-    n_val = positives(cell.val[0], thr.shape[-1], cell.task)
+    n_val = (np.zeros(thr.shape[-1], int) if cell.val is None  # refused above, for mypy
+             else positives(cell.val[0], thr.shape[-1], cell.task))  # fmt: skip
     rows = []
     for where, split, prob in eval_sets(cell):
-        per = {}
+        per: dict[int, list[tuple[float, float, float]]] = {}
         n_pos = positives(split, thr.shape[-1], cell.task)
         for s, p in enumerate(seed_slices(prob, len(cell.seeds))):
             for j, y, score in label_columns(split, p, cell.task):
