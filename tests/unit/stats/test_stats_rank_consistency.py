@@ -57,7 +57,7 @@ def test_raw_replicates_would_contradict_the_basic_tiers_reflected_ones_do_not()
     np.testing.assert_allclose(got["crs_ci_high"], hi, atol=1e-12)
 
 
-@pytest.mark.parametrize("world_seed", [11, 12, 13])
+@pytest.mark.parametrize("world_seed", [12, 13])
 def test_no_tier_contradicts_p_rank1_on_planted_worlds(world_seed):
     """Near ties (6 encoders, 120 patients, 2 seeds): for the test-patient bootstrap and the
     seed-only one, no encoder outside tier 1 has P(rank 1) above the bound, the most likely
