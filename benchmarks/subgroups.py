@@ -2,7 +2,8 @@
 identical subgroups, its power by planted AUROC gap and test-set size, and the bias of the
 plug-in and bias-corrected gap (``docs/scoring.md``, "Subgroups: when is a difference real").
 
-Run: ``PYTHONPATH=src python benchmarks/subgroups.py [--worlds 1000] [--power-worlds 200]``.
+Run: ``PYTHONPATH=src python benchmarks/subgroups.py [--worlds 1000] [--power-worlds 200]
+[--power-only]``.
 Each world is one binary cell (:mod:`crsbench.testing.planted_subgroups`), two sex subgroups
 of equal expected size, 199 label reassignments per test, 50 bootstrap replicates.
 """
@@ -72,9 +73,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--worlds", type=int, default=1000)
     ap.add_argument("--power-worlds", type=int, default=200)
+    ap.add_argument("--power-only", action="store_true", help="skip the false-positive table")
     args = ap.parse_args()
     t = time.time()
-    false_positives(args.worlds)
+    if not args.power_only:
+        false_positives(args.worlds)
     power(args.power_worlds)
     print(f"\n{time.time() - t:.0f} s")
 

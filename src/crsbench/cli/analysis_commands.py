@@ -39,10 +39,11 @@ def interval_lines(attrs: dict, replicates: int) -> list[str]:
     patients = attrs.get("n_patients") or {}
     if patients:
         counts = ", ".join(f"{d} {n:,}" for d, n in sorted(patients.items()))
-        out.append(f"intervals: test patients × seeds bootstrap, {replicates:,} replicates; "
-                   f"test patients: {counts}")  # fmt: skip
+        out.append(f"intervals: test patients × seeds bootstrap (95% CI, basic), "
+                   f"{replicates:,} replicates; test patients: {counts}")  # fmt: skip
     elif replicates > 0:
-        out.append(f"intervals: seed-only bootstrap, {replicates:,} replicates")
+        out.append(f"intervals: seed-only bootstrap, {replicates:,} replicates (seed-only "
+                   "ranges, not 95% CIs: the test set is not resampled)")  # fmt: skip
     incomplete = [f"NOTE: {line}" for line in attrs.get("incomplete") or []]
     return out + list(attrs.get("indistinguishable") or []) + incomplete
 

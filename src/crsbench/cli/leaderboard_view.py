@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 
 from crsbench.cli.output import print_table
+from crsbench.stats.intervals import interval_label
 from crsbench.stats.uncertainty import estimate_outside_interval_sentence
 
 #: Board column → header of the printed leaderboard, in order (``ci`` is built from the
@@ -23,7 +24,7 @@ LEADERBOARD_COLUMNS = {
     "I": "I",
     "W": "W",
     "CRS": "CRS",
-    "ci": "95% CI",
+    "ci": "CRS interval",
     "rank_auroc": "#auroc",
     "tier": "tier",
     "p_rank1": "P(1)",
@@ -32,6 +33,15 @@ LEADERBOARD_COLUMNS = {
 
 def _ci(low: float, high: float) -> str:
     return "" if low != low or high != high else f"[{low:.3f}, {high:.3f}]"
+
+
+def interval_header(board: Any) -> str:
+    """The CRS interval column's header: ``95% CI`` (test patients × seeds, shown to cover on
+    planted truth), ``seed-only range`` (the seed-only bootstrap, which ignores the test set's
+    sampling) or both when rows mix them."""
+    methods = sorted({m for m in board.get("interval", []) if isinstance(m, str) and m})
+    labels = sorted({interval_label(m) for m in methods})
+    return " / ".join(labels) if labels else "CRS interval"
 
 
 def leaderboard_rows(board: Any, *, with_missing: bool = False) -> list[dict[str, Any]]:
@@ -51,7 +61,8 @@ def print_leaderboard(console: Console, board: Any, *, title: str, as_json: bool
     a JSON list with ``as_json`` (with each encoder's ``missing`` note)."""
     right = [c for c in LEADERBOARD_COLUMNS if c != "encoder"]
     rows = leaderboard_rows(board, with_missing=as_json)
-    print_table(console, rows, LEADERBOARD_COLUMNS, title=title, as_json=as_json, right=right,
+    headers = {**LEADERBOARD_COLUMNS, "ci": interval_header(board)}
+    print_table(console, rows, headers, title=title, as_json=as_json, right=right,
                 whole=("encoder",))  # fmt: skip
     note = "" if as_json else estimate_outside_interval_sentence(board)
     if note:  # under the table on a terminal; on stderr in a pipe, so stdout stays the table

@@ -197,7 +197,7 @@ def shift_figure(shift: pd.DataFrame, fig_dir: Path) -> Figure:
 
 
 def recalibration_summary_figure(recal: pd.DataFrame, fig_dir: Path) -> Figure:
-    """Across cells: mean ECE reduction per recalibrator with its 95 % bootstrap interval."""
+    """Across cells: mean ECE reduction per recalibrator with its bootstrap range over cells."""
     plt = pyplot()
     r = recal[np.isfinite(recal["mean_abs_reduction"])]
     r = r.sort_values("mean_abs_reduction", ascending=False).reset_index(drop=True)
@@ -213,7 +213,7 @@ def recalibration_summary_figure(recal: pd.DataFrame, fig_dir: Path) -> Figure:
     ax.set_ylim(len(r) - 0.4, -0.6)
     xmax = float(np.nanmax(r["abs_reduction_ci_high"])) if len(r) else 1.0
     ax.set_xlim(min(0.0, float(np.nanmin(r["abs_reduction_ci_low"]))), xmax * 1.35 + 1e-6)
-    ax.set_xlabel("mean ECE reduction over cells (before − after; 95% CI)")
+    ax.set_xlabel("mean ECE reduction over cells (before − after; bootstrap range over cells)")
     ax.set_title("ECE reduction by recalibrator, all cells")
     ax.grid(axis="y", visible=False)
     fig.tight_layout()

@@ -18,6 +18,7 @@ from crsbench.report.plotstyle import (
     pyplot,
     save,
 )
+from crsbench.stats.intervals import interval_label
 
 #: Utility columns in radar order, with their short axis labels.
 PROFILE_AXES: tuple[tuple[str, str], ...] = (
@@ -103,7 +104,8 @@ def rank_shift_figure(moves: pd.DataFrame, fig_dir: Path) -> Figure:
 def uncertainty_figure(
     boot: pd.DataFrame, fig_dir: Path, n_replicates: int, method: str = "seed-only"
 ) -> Figure:
-    """P(rank 1), P(top 3) bars and the CRS 95 % interval per encoder (CRS order)."""
+    """P(rank 1), P(top 3) bars and the CRS interval per encoder (CRS order), named as
+    :func:`crsbench.stats.intervals.interval_label` names ``method``'s."""
     plt = pyplot()
     b = boot.sort_values("CRS", ascending=False).reset_index(drop=True)
     n = len(b)
@@ -128,7 +130,7 @@ def uncertainty_figure(
     for yi, t in zip(y, b["tier"], strict=True):
         ax.text(1.01, yi, f"tier {int(t)}", transform=ax.get_yaxis_transform(), va="center",
                 fontsize=8)  # fmt: skip
-    ax.set_title("CRS with 95% bootstrap interval")
+    ax.set_title(f"CRS with its {interval_label(method)}")
     ax.grid(axis="y", visible=False)
     axes[0].set_yticks(y, b["encoder"])
     axes[0].set_ylim(n - 0.5, -0.5)

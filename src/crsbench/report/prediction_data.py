@@ -62,15 +62,14 @@ def _add_subgroups(d: ReportData, preds: dict, out: PredictionData) -> None:
         out.missing["ranking"] = "every subgroup is below the minimum size"
 
 
-def _add_operating_points(preds: dict, out: PredictionData) -> None:
-    from crsbench.stats.operating_points import operating_point_transfer, sensitivity_lost
+def _add_operating_points(preds: dict, out: PredictionData, seed: int) -> None:
+    from crsbench.stats.operating_point_loss import operating_point_tables
 
-    table = operating_point_transfer(preds)
+    table, lost = operating_point_tables(preds, out.n_replicates, seed)
     if table.empty:
         out.missing["operating_points"] = "the store has no validation predictions"
         return
     out.transfer = table
-    lost = sensitivity_lost(table)
     if lost.empty:
         out.missing["transfer"] = "the store has no shift target with predictions"
     else:
@@ -89,7 +88,7 @@ def compute_predictions(d: ReportData) -> PredictionData:
             out.missing[key] = NO_PREDICTIONS
         return out
     _add_subgroups(d, preds, out)
-    _add_operating_points(preds, out)
+    _add_operating_points(preds, out, d.seed)
     flips = prediction_flips(preds)
     if flips.empty:
         out.missing["flips"] = "no perturbed predictions (or no validation predictions)"

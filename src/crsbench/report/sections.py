@@ -26,6 +26,7 @@ from crsbench.report.html import (
 )
 from crsbench.report.quarantine import quarantine_lines
 from crsbench.report.sections_uncertainty import interval_notes
+from crsbench.stats.intervals import interval_label
 
 BOARD_HEADERS = {
     "rank_crs": "CRS rank", "rank_auroc": "AUROC rank", "n_cells": "cells",
@@ -43,7 +44,8 @@ BOARD_LEGEND = (
     "under the 15 conditions, lower is better) · P: Pareto dominance · I: ideal proximity · "
     "W: worst axis · CRS = 0.60·P + 0.25·I + 0.15·W (means over the encoder's cells) · "
     "tier: bootstrap tier (same tier = not significantly different) · P(rank 1), P(top 3): "
-    "bootstrap probabilities · pretrain overlap: † n = n cells or shift targets that the "
+    "bootstrap probabilities, counted on the same bias-corrected replicates as the tiers · "
+    "pretrain overlap: † n = n cells or shift targets that the "
     "encoder's pretraining data may include (named in section 10 and leaderboard.csv). Definitions: docs/protocol.md, sections 7 "
     "and 8."
 )
@@ -113,7 +115,8 @@ def _page_board(board: pd.DataFrame) -> pd.DataFrame:
             for a, b in zip(lo, hi, strict=True)
         ]
         methods = sorted({m for m in board.get("interval", pd.Series(dtype=str)) if m})
-        name = f"CRS 95% CI ({', '.join(methods)})" if methods else "CRS 95% CI"
+        name = ("CRS " + " / ".join(f"{interval_label(m)} ({m})" for m in methods)
+                if methods else "CRS interval")  # fmt: skip
         board = board.drop(columns=["crs_ci_low", "crs_ci_high", "interval"], errors="ignore")
         board.insert(board.columns.get_loc("CRS") + 1, name, ci)
     return board
@@ -191,8 +194,10 @@ def calibration(d: ReportData, w: Writer) -> Section:
     s = Section(
         "calibration", "5. Calibration",
         "How far predicted probabilities sit from observed frequencies before and after each "
-        "post-hoc recalibrator; the table gives the ECE reduction over every cell with its "
-        "95% interval and the (small) AUROC change.",
+        "post-hoc recalibrator; the table gives the mean ECE reduction over every cell with "
+        "its bootstrap range over cells (the 2.5–97.5 % spread of the mean when the cells are "
+        "resampled: how much it depends on which cells, not a 95% CI) and the (small) AUROC "
+        "change.",
     )  # fmt: skip
     if d.calibration_cell is None:
         s.parts.append(_missing(d, "calibration"))

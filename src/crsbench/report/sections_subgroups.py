@@ -18,7 +18,8 @@ GUIDE = (
     "How to read: an encoder can be accurate on average and still fail one group of patients. "
     "For every subgroup the dataset records (sex, age band, X-ray view, anatomical site) the "
     "page gives AUROC (higher is better), ECE (calibration error, lower is better) and R (the "
-    "robustness drop, lower is better) with 95% intervals from resampling test patients. "
+    "robustness drop, lower is better) with bootstrap ranges from resampling test patients "
+    "(the 2.5–97.5 % spread of the replicates; not shown to cover, so not 95% CIs). "
     "'Worst' is the weakest subgroup, 'gap' how far it falls behind the best one, corrected "
     "for the upward bias of a best-minus-worst of noisy values. A gap is marked real only "
     "where a permutation test of the subgroup labels (the labels reshuffled among the test "
@@ -26,7 +27,7 @@ GUIDE = (
     "1 gap in 20 is marked. ECE is compared debiased and only for subgroups of at least "
     "{n_ece} patients (the ECE of smaller ones is inflated by their size). The ranges beside "
     "the worst value, the gap and the worst-subgroup CRS are bootstrap ranges, not 95% "
-    "confidence intervals. A subgroup with fewer than {n} patients is 'too small': no number "
+    "confidence intervals either. A subgroup with fewer than {n} patients is 'too small': no number "
     "is given for it."
 )
 RANKING = (
@@ -94,7 +95,7 @@ def subgroup_table(sub: pd.DataFrame) -> pd.DataFrame:
     ok = sub["status"] == "ok"
     for name, label in (("auroc", "AUROC"), ("ece", "ECE"), ("robustness_drop", "R")):
         vals = _col(sub, name) if name in sub else ["—"] * len(sub)
-        out[f"{label} [95% CI]"] = np.where(ok, vals, sub["status"])
+        out[f"{label} [bootstrap range]"] = np.where(ok, vals, sub["status"])
     return out
 
 

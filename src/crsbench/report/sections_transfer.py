@@ -15,40 +15,79 @@ OP_GUIDE = (
     "that reaches sensitivity {sens:g} on the source validation split is kept fixed and "
     "applied to the source test set and to every shift target (another hospital's images). "
     "'Sensitivity lost' is test minus target: the share of positive cases the same threshold "
-    "misses in addition at the new site. An encoder keeps its operating point on a target when "
-    "no label loses more than {tol:g}."
+    "misses in addition at the new site, with its 95% CI (basic bootstrap over the test and "
+    "target patients at the fixed threshold; shown to cover on planted worlds). A label needs "
+    "at least {n_min} positives on validation, on test and on the target (settings {version}): "
+    "below that it is shown as 'too few positives (n)', its sensitivity is too noisy to read "
+    "(standard error about 0.05 at 40 positives) and it does not decide. An encoder keeps its "
+    "operating point on a target when no label with enough positives loses more than {tol:g}; "
+    "'not decided' when no label has enough."
 )
 FLIP_GUIDE = (
-    "How to read: the share of test images whose decision changes when the image is "
-    "perturbed (the predicted class for multi-class tasks; any label's yes/no at the "
-    "validation sensitivity-{sens:g} threshold for multi-label tasks). A model can keep its "
-    "AUROC and still change many individual decisions: compare the flip share with the AUROC "
-    "drop of the same condition."
+    "How to read: the share of decisions that change when the image is perturbed. A decision "
+    "is the predicted class of an image for multi-class tasks and each label's yes/no at its "
+    "validation sensitivity-{sens:g} threshold for multi-label tasks, so the share is on one "
+    "scale for every task (for multi-label, the mean of the labels' flip shares; the share of "
+    "images with any label changed, which grows with the number of labels, and the per-label "
+    "shares are in the CSV). A model can keep its AUROC and still change many individual "
+    "decisions: compare the flip share with the AUROC drop of the same condition."
 )
+
+
+def _loss(row: pd.Series) -> str:
+    if pd.isna(row["sensitivity_lost"]):
+        return "—"
+    lo, hi = row.get("lost_ci_low", float("nan")), row.get("lost_ci_high", float("nan"))
+    ci = f" [{lo:.3f}, {hi:.3f}]" if pd.notna(lo) and pd.notna(hi) else ""
+    return f"{row['sensitivity_lost']:.3f}{ci}"
+
+
+def _few_names(rows: pd.DataFrame, shown: int = 5) -> str:
+    """``No Finding (12), Fracture (3), … (+4)``: the labels below the minimum, fewest first."""
+    rows = rows.sort_values("n_positives")
+    names = [f"{lab} ({int(n)})" for lab, n in zip(rows["label"], rows["n_positives"], strict=True)]
+    more = f", … (+{len(names) - shown})" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def transfer_summary(lost: pd.DataFrame) -> pd.DataFrame:
-    """Per (encoder, dataset, shift target): labels, mean sensitivity on test and on the
-    target, the label losing most (by name) and whether the operating point is kept."""
-    g = lost.groupby(["encoder", "dataset", "shift_target"], sort=True)
-    worst = lost.loc[g["sensitivity_lost"].idxmax().dropna()]
-    out = g.agg(labels=("label", "count"), sensitivity_test=("sensitivity_test", "mean"),
-                sensitivity_shift=("sensitivity_shift", "mean"),
-                keeps=("keeps_operating_point", "all")).reset_index()  # fmt: skip
+    """Per (encoder, dataset, shift target): labels with enough positives (of all), mean
+    sensitivity on test and on the target over them, the label losing most (by name) with its
+    loss and 95% CI, whether the operating point is kept (``not decided`` when no label has
+    enough positives) and the labels with too few positives (with their counts)."""
     key = ["encoder", "dataset", "shift_target"]
-    worst = worst.set_index(key)[["label", "sensitivity_lost"]]
+    ok = lost[lost["status"] == "ok"] if "status" in lost else lost
+    out = lost.groupby(key, sort=True).agg(labels=("label", "count")).reset_index()
+    means = ok.groupby(key).agg(decided=("label", "count"),
+                                sensitivity_test=("sensitivity_test", "mean"),
+                                sensitivity_shift=("sensitivity_shift", "mean"))  # fmt: skip
+    out = out.join(means, on=key)
+    worst = ok.sort_values("sensitivity_lost", ascending=False).drop_duplicates(key)
+    worst = worst.assign(loss=worst.apply(_loss, axis=1)).set_index(key)[["label", "loss"]]
     out = out.join(worst, on=key)
-    out["keeps"] = out["keeps"].map({True: "yes", False: "no"})
-    return out.rename(columns={"label": "label losing most", "sensitivity_lost": "its loss",
-                               "keeps": "keeps operating point"})  # fmt: skip
+    keeps = lost.groupby(key, sort=True)["keeps_operating_point"].first()
+    out["keeps"] = [("not decided" if pd.isna(k) else "yes" if k else "no")
+                    for k in keeps.reindex(pd.MultiIndex.from_frame(out[key]))]  # fmt: skip
+    few = lost[lost["status"] != "ok"] if "status" in lost else lost.iloc[:0]
+    named = few.groupby(key)[["label", "n_positives"]].apply(_few_names)
+    out["too few positives"] = (
+        named.reindex(pd.MultiIndex.from_frame(out[key])).fillna("").to_numpy()
+    )
+    out["labels"] = [f"{int(d) if pd.notna(d) else 0} of {n}"
+                     for d, n in zip(out["decided"], out["labels"], strict=True)]  # fmt: skip
+    return out.drop(columns="decided").rename(columns={
+        "labels": "labels with enough positives", "label": "label losing most",
+        "loss": "its loss [95% CI]", "keeps": "keeps operating point"})  # fmt: skip
 
 
 def operating_points_section(p: PredictionData, w: Writer) -> Section:
     """Section 13: validation thresholds applied on test and on each shift target."""
-    from crsbench.stats.operating_points import DEFAULT_TARGET_SENSITIVITY, DEFAULT_TOLERANCE
+    from crsbench.stats.operating_point_settings import load_operating_point_settings
 
+    st = load_operating_point_settings()
     s = Section("operating-points", "13. Operating points under shift",
-                OP_GUIDE.format(sens=DEFAULT_TARGET_SENSITIVITY, tol=DEFAULT_TOLERANCE))  # fmt: skip
+                OP_GUIDE.format(sens=st.target_sensitivity, tol=st.tolerance,
+                                n_min=st.min_positives, version=st.version))  # fmt: skip
     if p.transfer is None:
         s.parts.append(note_html(p.missing.get("operating_points", "not available")))
         return s
@@ -70,6 +109,8 @@ def operating_points_section(p: PredictionData, w: Writer) -> Section:
 def flips_summary(flips: pd.DataFrame) -> pd.DataFrame:
     """Per (encoder, dataset, condition): flip share and AUROC drop, mean over severities,
     and the flip share at the strongest severity."""
+    if "label" in flips:  # the decision-level rows; the per-label ones are in the CSV
+        flips = flips[flips["label"] == "all"]
     g = flips.sort_values("severity").groupby(["encoder", "dataset", "condition"], sort=True)
     return g.agg(flip_share=("flip_share", "mean"), flip_share_strongest=("flip_share", "last"),
                  auroc_drop=("auroc_drop", "mean"), decision=("decision", "first")

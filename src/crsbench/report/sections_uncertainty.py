@@ -12,6 +12,7 @@ import pandas as pd
 from crsbench.report import figures_rank as fr
 from crsbench.report.data import ReportData
 from crsbench.report.html import Section, figure_html, files_html, note_html, stats_html
+from crsbench.stats.intervals import interval_label
 from crsbench.stats.uncertainty import estimate_outside_interval_sentence
 
 
@@ -21,11 +22,13 @@ def interval_lines(d: ReportData) -> list[str]:
     if not d.interval_method:
         return []
     out = [
-        f"Intervals (95 %, basic) and tiers: {d.interval_method} bootstrap, "
-        f"{d.n_replicates:,} replicates, paired across encoders."
+        f"Intervals (95% CI, basic: shown to cover on planted test sets) and tiers: "
+        f"{d.interval_method} bootstrap, {d.n_replicates:,} replicates, paired across "
+        "encoders; the tiers, P(rank 1) and P(top 3) come from the same bias-corrected "
+        "replicates, so no encoder outside tier 1 has a P(rank 1) above about 0.025."
         if d.n_patients
-        else f"Intervals (95 %) and tiers: {d.interval_method} bootstrap, "
-        f"{d.n_replicates:,} replicates (the test set is not resampled)."
+        else f"Seed-only ranges (not 95% CIs: the test set is not resampled) and tiers: "
+        f"{d.interval_method} bootstrap, {d.n_replicates:,} replicates."
     ]
     if d.n_patients:
         counts = ", ".join(f"{ds} {n:,}" for ds, n in sorted(d.n_patients.items()))
@@ -62,7 +65,7 @@ def uncertainty(d: ReportData, w: object) -> Section:
         s.parts.append(stats_html([
             ("leader", g["leader"]), ("runner-up", g["runner_up"]),
             ("CRS gap", f"{g['diff']:.3f}"),
-            (f"95% CI of the gap ({d.interval_method})",
+            (f"{interval_label(d.interval_method)} of the gap ({d.interval_method})",
              f"[{g['ci_low']:.3f}, {g['ci_high']:.3f}]"),
             ("P(leader ahead)", f"{g['p_leader_better']:.2f}"),
         ]))  # fmt: skip

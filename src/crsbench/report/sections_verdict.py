@@ -11,6 +11,7 @@ from crsbench.report.beyond_data import BeyondData
 from crsbench.report.data import ReportData
 from crsbench.report.html import Section, esc, files_html, note_html, table_html
 from crsbench.report.sections import Writer
+from crsbench.stats.intervals import SEED_ONLY_RANGE
 
 SECTION_ID = "at-a-glance"
 FLAG_MARK = "†"
@@ -29,13 +30,26 @@ def _estimate(value: float, lo: float, hi: float) -> str:
 
 
 def _runner_up(row: pd.Series) -> str:
-    """``ahead of B`` when the gap's interval excludes 0, else ``≈ B 0.812 (gap [lo, hi])``."""
+    """``ahead of B`` when the gap's interval excludes 0, else ``≈ B 0.812 (gap 95% CI
+    [lo, hi])`` (the gap's interval named by ``gap_interval_kind``)."""
     if row["runner_up"] is None or pd.isna(row["runner_up"]):
         return "— (only one encoder)"
     if bool(row["distinguishable"]):
         return f"ahead of {row['runner_up']}"
+    kind = row.get("gap_interval_kind")
+    kind = f"{kind} " if isinstance(kind, str) and kind else ""
     return (f"≈ {row['runner_up']} {row['runner_up_value']:.3f} "
-            f"(gap [{row['gap_ci_low']:.3f}, {row['gap_ci_high']:.3f}])")  # fmt: skip
+            f"(gap {kind}[{row['gap_ci_low']:.3f}, {row['gap_ci_high']:.3f}])")  # fmt: skip
+
+
+def _kind(row: pd.Series) -> str:
+    """``95% CI (test patients × seeds)``, ``bootstrap range (test patients × seeds)`` or
+    ``seed-only range``: what the row's brackets are (a verdict written before the
+    ``interval_kind`` column: the bootstrap's name alone)."""
+    kind = row.get("interval_kind")
+    if not isinstance(kind, str) or not kind:
+        return str(row["interval"])
+    return kind if kind == SEED_ONLY_RANGE else f"{kind} ({row['interval']})"
 
 
 def readable_verdict(verdict: pd.DataFrame, cat: PretrainingCatalog) -> pd.DataFrame:
@@ -50,9 +64,9 @@ def readable_verdict(verdict: pd.DataFrame, cat: PretrainingCatalog) -> pd.DataF
             "dataset": r["dataset"],
             "question": f"{r['asks']} ({r['value_name']} {arrow})",
             "leader": f"{r['leader']}{mark}",
-            "value [95% interval]": _estimate(r["value"], r["ci_low"], r["ci_high"]),
+            "value [interval]": _estimate(r["value"], r["ci_low"], r["ci_high"]),
             "runner-up": _runner_up(r),
-            "interval": r["interval"],
+            "interval": _kind(r),
         })  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -61,8 +75,8 @@ def verdict_section(d: ReportData, b: BeyondData, w: Writer) -> Section:
     """Section "At a glance": the verdict table per dataset."""
     s = Section(
         SECTION_ID, "At a glance: which encoder for what",
-        "For each dataset, the encoder that leads on each question with its 95% bootstrap "
-        "interval. When the interval of its gap to the runner-up includes 0, the two are not "
+        "For each dataset, the encoder that leads on each question with its bootstrap "
+        "interval (a 95% CI or a bootstrap range, named on every row). When the interval of its gap to the runner-up includes 0, the two are not "
         "distinguishable on these runs: pick between them on other grounds (licence, cost, "
         "the axis you care about most).",
     )  # fmt: skip
@@ -72,10 +86,14 @@ def verdict_section(d: ReportData, b: BeyondData, w: Writer) -> Section:
     cat = load_pretraining(b.catalogue_version or None)
     table = readable_verdict(b.verdict, cat)
     methods = ", ".join(sorted(set(b.verdict["interval"])))
-    s.parts.append(f'<p class="legend">Intervals: {esc(methods)} bootstrap (the method is '
-                   "named on every row; seed-only intervals ignore that the test set is a "
-                   "sample, and are zero-width where the full-label probe does not vary "
-                   f"over seeds). ↑ / ↓: higher / lower is better. ≈: the runner-up is not "
+    s.parts.append(f'<p class="legend">Intervals: {esc(methods)} bootstrap (named on every '
+                   "row with what the brackets are: a 95% CI is a basic bootstrap interval "
+                   "shown to cover on planted test sets; a bootstrap range is the 2.5–97.5 % "
+                   "spread of the replicates, not shown to cover (the ECE increase under "
+                   "shift); a seed-only range ignores that the test set is a sample, and is "
+                   "zero-width where the full-label probe does not vary over seeds; see "
+                   "docs/scoring.md, 'Every printed interval'). ↑ / ↓: higher / lower is "
+                   "better. ≈: the runner-up is not "
                    "distinguishable from the leader (the interval of the gap includes 0). "
                    f"{FLAG_MARK}: the leader's pretraining data may include this dataset "
                    "(section 10).</p>")  # fmt: skip

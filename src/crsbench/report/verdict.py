@@ -19,8 +19,8 @@ from crsbench.store.outputs import write_output_file
 
 VERDICT_FILE = "verdict.html"
 _RANK_COLUMNS = {
-    "rank_crs": "rank", "encoder": "encoder", "CRS": "CRS", "crs_ci_low": "CRS 95% low",
-    "crs_ci_high": "CRS 95% high", "interval": "interval", "auroc": "AUROC (D)", "ece": "ECE (C)",
+    "rank_crs": "rank", "encoder": "encoder", "CRS": "CRS", "crs_ci_low": "CRS low",
+    "crs_ci_high": "CRS high", "interval": "interval", "auroc": "AUROC (D)", "ece": "ECE (C)",
     "retention": "retention (L)", "robustness_drop": "robustness drop (R)",
     "worst_condition": "worst condition", "worst_severity": "severity",
     "worst_drop": "AUROC lost there",
@@ -38,24 +38,28 @@ def _verdict_section(d: VerdictData) -> Section:
     )
     lede = (f"Recommended: {d.recommended} ({d.why}), with recalibrator "
             f"{d.recommended_recal}." if d.recommended else d.why)  # fmt: skip
-    return Section("verdict", "Verdict", lede, [stats_html(stats), f"<ul>{items}</ul>"])
+    notes = [note_html(n) for n in (d.ece_note, d.r_note) if n]
+    return Section("verdict", "Verdict", lede, [stats_html(stats), f"<ul>{items}</ul>", *notes])
 
 
 def interval_lede(d: VerdictData) -> str:
     """What the ranking's intervals are: the bootstrap that made them, in words."""
     if d.interval == TEST_PATIENTS_X_SEEDS:
         counts = ", ".join(f"{k} {v:,}" for k, v in sorted(d.n_patients.items()))
-        return (f"Intervals: 95 % paired bootstrap over test patients × seeds "
+        return (f"Intervals (CRS low / high): 95% CI (basic) from the paired bootstrap over "
+                f"test patients × seeds "
                 f"({N_REPLICATES:,} replicates; test patients: {counts}).")  # fmt: skip
     if d.interval == SEED_ONLY:
-        return (f"Intervals: 95 % seed-only bootstrap ({N_REPLICATES:,} replicates; the seeds "
-                "re-draw the label subsamples, test-set variation is not in them).")  # fmt: skip
+        return (f"Intervals (CRS low / high): seed-only ranges, not 95% CIs "
+                f"({N_REPLICATES:,} replicates; the seeds re-draw the label subsamples, "
+                "test-set variation is not in them).")  # fmt: skip
     return "No CRS intervals (see the note)."
 
 
 def _ranking_section(d: VerdictData) -> Section:
     cols = [c for c in _RANK_COLUMNS if c in d.board]
     parts = [] if not d.interval_note else [note_html(f"NOTE: {d.interval_note}.")]
+    parts += [note_html(d.r_note)] if d.r_note else []
     parts += [table_html(d.board[cols], headers=_RANK_COLUMNS, sortable=True, table_id="ranking")]
     parts += [note_html(n) for n in d.notes]
     lede = ("Encoders by CRS on the fixed anchors (comparable with any published crsbench "
@@ -69,7 +73,8 @@ def _recal_section(d: VerdictData) -> Section:
     lede = ("Clean-test ECE of the full-label probe as fitted (none) and after each "
             "recalibrator, fitted on the calibration split (seed means; — where the "
             "calibration split is below the protocol's minimum per class).")  # fmt: skip
-    return Section("recalibration", "Recalibration effect", lede, [table_html(wide)])
+    parts = [table_html(wide)] + ([note_html(d.ece_note)] if d.ece_note else [])
+    return Section("recalibration", "Recalibration effect", lede, parts)
 
 
 def _cohort_section(d: VerdictData) -> Section:
@@ -96,7 +101,8 @@ def _compare_section(d: VerdictData) -> Section | None:
         return None
     lede = ("The cohort's profile beside the benchmark store's for the same encoders (benchmark "
             "values: the mean over its datasets; — where the benchmark lacks the encoder).")  # fmt: skip
-    return Section("compare", "Beside the benchmark", lede, [table_html(d.compare)])
+    parts = [note_html(d.r_note)] if d.r_note else []
+    return Section("compare", "Beside the benchmark", lede, [*parts, table_html(d.compare)])
 
 
 def verdict_html(d: VerdictData, store_dir: Path) -> str:

@@ -48,6 +48,56 @@ class VerdictData:
     n_patients: dict[str, int] = field(default_factory=dict)
     #: Per dataset: the revision (label file and image list sha256) the runs describe.
     revisions: dict[str, str] = field(default_factory=dict)
+    #: How far a calibrated model's ECE is from 0 at this test set's size (and whether the
+    #: ECE can be read at all), and that R has no shift term (empty when it has one).
+    ece_note: str = ""
+    r_note: str = ""
+
+
+def ece_size_note(n: int, unit: str = "patients") -> str:
+    """What an ECE means on a test set of ``n`` patients (or at most ``n``, counted in
+    images): the ECE a perfectly calibrated model would show there
+    (:func:`crsbench.stats.ece_bias.calibrated_ece`), and, when that reaches
+    :data:`crsbench.stats.ece_bias.READABLE_ECE_FLOOR`, that the test set is too small for
+    the ECE to be read."""
+    from crsbench.stats.ece_bias import READABLE_ECE_FLOOR, calibrated_ece, ece_readable
+
+    if not n:
+        return ""
+    floor = calibrated_ece(n)
+    size = f"{n:,} test {unit}"
+    base = (f"a perfectly calibrated model would show an ECE of about {floor:.3f} on {size} "
+            "(the binned ECE's upward bias at this size; binary, prevalence 0.3), so an ECE "
+            f"below about {floor:.3f}, or a difference in ECE of that size, cannot be told "
+            "from calibration noise")  # fmt: skip
+    if ece_readable(n):
+        return f"ECE at this size: {base}."
+    return (f"The test set is too small for the ECE to be read: {base}; that is at least "
+            f"{READABLE_ECE_FLOOR:g}, the line this page draws for 'well calibrated'.")  # fmt: skip
+
+
+def r_shift_note(runs: pd.DataFrame) -> str:
+    """That R has no shift term when the cohort's runs evaluate no shift target (``""``
+    otherwise)."""
+    if "condition" in runs and (runs["condition"] == "shift").any():
+        return ""
+    return ("R on this cohort has no shift term: it is the protocol's drop over the 15 "
+            "perturbation conditions only (the cohort has no second site to shift to), while "
+            "a benchmark's R for a dataset with a planned shift (CheXpert → MIMIC-CXR) also "
+            "counts that shift's drop. Compare R, and so the CRS, with a benchmark's with that "
+            "in mind: the cohort's is not lowered by a site change.")  # fmt: skip
+
+
+def _test_size(cohort: dict[str, Any], n_patients: dict[str, int], datasets) -> tuple[int, str]:
+    """Test patients of the cohort's dataset (the bootstrap counted them), else its test
+    images from ``cohort.json`` (patients are at most that many)."""
+    counted = [n_patients[d] for d in datasets if d in n_patients]
+    if counted:
+        return min(counted), "patients"
+    images = int(cohort.get("split_sizes", {}).get("test", 0) or 0)
+    if cohort.get("group_column"):
+        return images, "images (fewer patients)"
+    return images, "patients"
 
 
 def _worst_condition(runs: pd.DataFrame) -> pd.DataFrame:
@@ -206,6 +256,8 @@ def compute_verdict(store_dir: Path, compare: Path | None = None,
     recal_method = best_recalibrator(recal, best)[0] if best else "none"
     revisions = {str(k): ", ".join(sorted(set(v))) for k, v
                  in runs.groupby("dataset")["dataset_revision"]}  # fmt: skip
+    n_test, unit = _test_size(cohort, n_patients, sorted(runs["dataset"].unique()))
     return VerdictData(board, recal, cohort, sentences, best, recal_method, why,
                        None if compare is None else _compare(board, compare), notes,
-                       method, note, n_patients, revisions)  # fmt: skip
+                       method, note, n_patients, revisions, ece_size_note(n_test, unit),
+                       r_shift_note(runs))  # fmt: skip

@@ -10,6 +10,7 @@ One folder per kind of data::
     pretraining/  v1.yaml                           (crsbench.pretraining.load_pretraining)
     throughput/   v1.yaml                           (crsbench.runs.estimate_data)
     dataset_sizes/ v1.yaml                          (crsbench.runs.estimate_data)
+    operating_points/ v1.yaml                       (crsbench.stats.operating_point_settings)
     report/       report.css, sortable.js           (crsbench.report.html)
     consortium/   v1.yaml                           (crsbench.consortium.settings)
 

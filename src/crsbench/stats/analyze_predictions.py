@@ -11,7 +11,7 @@ import pandas as pd
 from crsbench.core.diskio import write_csv_atomic
 from crsbench.scoring.anchors import Anchors
 from crsbench.stats.flips import prediction_flips
-from crsbench.stats.operating_points import operating_point_transfer, sensitivity_lost
+from crsbench.stats.operating_point_loss import kept_by_encoder, operating_point_tables
 from crsbench.stats.store_predictions import load_store_predictions
 from crsbench.stats.subgroup_crs import worst_subgroup_crs, worst_subgroup_ranking
 from crsbench.stats.subgroups import subgroup_analysis
@@ -65,15 +65,19 @@ def emit_prediction_analyses(
     def operating_points() -> tuple[pd.DataFrame, dict]:
         if not preds:
             return pd.DataFrame(), {}
-        table = operating_point_transfer(preds)
+        table, lost = operating_point_tables(preds, max(n_replicates, 1), seed)
         if table.empty:
             return table, {}
         write_csv_atomic(table, out / "operating_point_transfer.csv", index=False)
-        lost = sensitivity_lost(table)
         if lost.empty:
             return lost, {}
-        keep = lost.groupby("encoder")["keeps_operating_point"].all()
-        return lost, {"keep_operating_point": sorted(keep[keep].index)}
+        kept = kept_by_encoder(lost)
+        few = lost[lost["status"] != "ok"]
+        return lost, {"keep_operating_point": kept["keep"],
+                      "undecided_operating_point": kept["undecided"],
+                      "settings_version": str(table["settings_version"].iloc[0]),
+                      "min_positives": int(lost["min_positives"].iloc[0]),
+                      "labels_too_few_positives": int(len(few))}  # fmt: skip
 
     emit("subgroups", subgroups, _NO_PREDICTIONS + " (or no subgroup metadata)")
     emit("operating_points", operating_points,

@@ -17,7 +17,9 @@ from crsbench.store.reader import select_runs
 def mean_ci(
     values: np.ndarray, n_boot: int = 2_000, seed: int = 0, level: float = 0.95
 ) -> tuple[float, float, float]:
-    """Mean of ``values`` and its percentile bootstrap CI (resampling the values), vectorised."""
+    """Mean of ``values`` and the 2.5–97.5 % spread of its bootstrap over the values (a
+    bootstrap range over cells: how much the mean depends on which cells; not a 95 % CI of
+    any population value, none being sampled), vectorised."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     if v.size == 0:
@@ -34,7 +36,8 @@ def recalibration_effect(
     runs: pd.DataFrame, regime: str = "frozen", n_boot: int = 2_000, seed: int = 0
 ) -> pd.DataFrame:
     """Per recalibration method: ECE before/after, relative reduction, mean absolute reduction
-    (bootstrap CI over cells) and AUROC delta (bootstrap CI over cells).
+    (with its bootstrap range over cells in ``abs_reduction_ci_low``/``_high``, kept under
+    their old names) and AUROC delta (``auroc_delta_ci_low``/``_high``, the same kind of range).
 
     Cells are (encoder, dataset) seed means of the clean, full-label main-protocol rows;
     "before" is ``recalibrator='none'``. A cell with any seed whose recalibrated ECE is NaN

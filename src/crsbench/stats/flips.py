@@ -1,10 +1,17 @@
-"""Prediction flips under perturbation (``docs/scoring.md``, "Subgroups, operating points, flips").
+"""Prediction flips under perturbation (``docs/scoring.md``, "Prediction flips").
 
-The share of test images whose decision changes between the clean and the perturbed image:
-the predicted class (argmax) for multi-class tasks; for multi-label tasks, any label's
-decision at the validation-picked sensitivity operating point
-(:func:`crsbench.stats.operating_points.validation_thresholds`). Reported beside the AUROC
-drop of the same condition; with several seeds each is the mean over seeds.
+A *decision* is what a reader of the model's output acts on: for a multi-class task the
+predicted class of an image (argmax); for a multi-label (and binary) task each label's yes/no
+at the validation-picked sensitivity operating point
+(:func:`crsbench.stats.operating_points.validation_thresholds`). ``flip_share`` is the share
+of decisions that change between the clean and the perturbed image: images for multi-class,
+(image, label) pairs for multi-label, i.e. the mean over labels of each label's flip share.
+The same definition for every task, so a 14-label CheXpert cell and an 8-class ISIC cell are
+compared on one scale; the old multi-label figure (an image flips when *any* of its labels
+does) grows with the number of labels and stays beside it as ``any_label_flip_share``.
+Multi-label cells also get one row per label that has a threshold. Each is reported beside the AUROC drop of the
+same condition (macro for the cell, the label's own for a label row); with several seeds
+every figure is the mean over seeds.
 """
 
 from __future__ import annotations
@@ -15,8 +22,15 @@ import numpy as np
 import pandas as pd
 
 from crsbench.stats.cell_predictions import CellPredictions
-from crsbench.stats.operating_points import DEFAULT_TARGET_SENSITIVITY, validation_thresholds
+from crsbench.stats.operating_points import (
+    DEFAULT_TARGET_SENSITIVITY,
+    output_names,
+    validation_thresholds,
+)
 from crsbench.stats.weighted_metrics import weighted_macro_auroc
+
+#: ``label`` of the row that holds the cell's decision-level flip share.
+ALL_DECISIONS = "all"
 
 
 def _decisions(prob: np.ndarray, task: str, thr: np.ndarray | None) -> np.ndarray:
@@ -26,22 +40,50 @@ def _decisions(prob: np.ndarray, task: str, thr: np.ndarray | None) -> np.ndarra
         return prob >= thr[None, :]
 
 
-def flip_share(clean: np.ndarray, perturbed: np.ndarray, task: str, thr=None) -> float:
-    """Share of rows whose class (multi-class) or any thresholded label (multi-label) differs.
+def label_flip_shares(clean: np.ndarray, perturbed: np.ndarray, thr: np.ndarray) -> np.ndarray:
+    """``(K,)`` share of rows whose yes/no at each label's threshold differs (NaN where the
+    threshold is NaN)."""
+    changed = _decisions(clean, "multilabel", thr) != _decisions(perturbed, "multilabel", thr)
+    return np.where(np.isfinite(thr), changed.mean(axis=0), np.nan)
 
-    Labels with a NaN threshold are ignored.
-    """
-    a, b = _decisions(clean, task, thr), _decisions(perturbed, task, thr)
-    if task != "multiclass":
-        ok = np.isfinite(thr)
-        a, b = a[:, ok], b[:, ok]
-        if a.shape[1] == 0:
-            return float("nan")
+
+def flip_share(clean: np.ndarray, perturbed: np.ndarray, task: str, thr=None) -> float:
+    """Share of decisions that differ: images whose class differs (multi-class), or
+    (image, label) pairs whose thresholded decision differs (multi-label: the mean of
+    :func:`label_flip_shares` over the labels with a threshold; NaN when none has one)."""
+    if task == "multiclass":
+        return float((_decisions(clean, task, None) != _decisions(perturbed, task, None)).mean())
+    shares = label_flip_shares(clean, perturbed, thr)
+    return float(np.nanmean(shares)) if np.isfinite(shares).any() else float("nan")
+
+
+def any_label_flip_share(clean: np.ndarray, perturbed: np.ndarray, thr: np.ndarray) -> float:
+    """Share of images with at least one thresholded label changed (labels with a NaN
+    threshold ignored): grows with the number of labels, not comparable across tasks."""
+    ok = np.isfinite(thr)
+    if not ok.any():
+        return float("nan")
+    a, b = (
+        _decisions(clean, "multilabel", thr)[:, ok],
+        _decisions(perturbed, "multilabel", thr)[:, ok],
+    )
     return float(np.any(a != b, axis=1).mean())
 
 
 def _per_seed(prob: np.ndarray, n: int) -> list[np.ndarray]:
     return [prob] * n if prob.ndim == 2 else list(prob)
+
+
+def _aurocs(cell: CellPredictions, probs: list[np.ndarray]) -> tuple[float, np.ndarray]:
+    """Seed-mean macro AUROC and, for multi-label, each label's ``(K,)``."""
+    ones = np.ones((1, len(cell.test.groups)))
+    y = cell.test.y
+    macro = float(np.mean([weighted_macro_auroc(y, p, cell.task, ones)[0] for p in probs]))
+    if cell.task == "multiclass":
+        return macro, np.empty(0)
+    per = [[weighted_macro_auroc(y[:, [j]], p[:, [j]], cell.task, ones)[0]
+            for j in range(p.shape[1])] for p in probs]  # fmt: skip
+    return macro, np.mean(per, axis=0)
 
 
 def _cell_flips(cell: CellPredictions, target: float) -> list[dict]:
@@ -51,21 +93,38 @@ def _cell_flips(cell: CellPredictions, target: float) -> list[dict]:
         if cell.val is None:
             return []
         thr = validation_thresholds(cell, "sensitivity", target)
-    ones = np.ones((1, len(cell.test.groups)))
     clean = _per_seed(cell.clean, n)
-    auc0 = [weighted_macro_auroc(cell.test.y, c, cell.task, ones)[0] for c in clean]
+    auc0, auc0_label = _aurocs(cell, clean)
+    decision = ("argmax (one decision per image)" if thr is None else
+                f"each label >= its threshold at sensitivity {target:g} (validation)")  # fmt: skip
     rows = []
     for (cond, sev), prob in cell.conditions.items():
         pert = _per_seed(prob, n)
-        flips = [flip_share(c, p, cell.task, None if thr is None else thr[s])
-                 for s, (c, p) in enumerate(zip(clean, pert, strict=True))]  # fmt: skip
-        auc = [weighted_macro_auroc(cell.test.y, p, cell.task, ones)[0] for p in pert]
-        rows.append({"encoder": cell.encoder, "dataset": cell.dataset, "condition": cond,
-                     "severity": int(sev), "flip_share": float(np.mean(flips)),
-                     "auroc_clean": float(np.mean(auc0)), "auroc_perturbed": float(np.mean(auc)),
-                     "auroc_drop": float(np.mean(auc0) - np.mean(auc)),
-                     "decision": "argmax" if thr is None else
-                     f"label >= threshold at sensitivity {target:g} (validation)"})  # fmt: skip
+        pairs = list(zip(clean, pert, strict=True))
+        auc, auc_label = _aurocs(cell, pert)
+        base = {"encoder": cell.encoder, "dataset": cell.dataset, "condition": cond,
+                "severity": int(sev)}  # fmt: skip
+        row = {**base, "label": ALL_DECISIONS,
+               "flip_share": float(np.mean([flip_share(c, p, cell.task, None if thr is None
+                                                       else thr[s])
+                                            for s, (c, p) in enumerate(pairs)])),
+               "any_label_flip_share": np.nan, "auroc_clean": auc0, "auroc_perturbed": auc,
+               "auroc_drop": auc0 - auc, "decision": decision}  # fmt: skip
+        rows.append(row)
+        if thr is None:
+            continue
+        row["any_label_flip_share"] = float(np.mean(
+            [any_label_flip_share(c, p, thr[s]) for s, (c, p) in enumerate(pairs)]))  # fmt: skip
+        per_label = np.mean([label_flip_shares(c, p, thr[s]) for s, (c, p) in enumerate(pairs)],
+                            axis=0)  # fmt: skip
+        for j, name in enumerate(output_names(cell.label_names, len(per_label))):
+            if not np.isfinite(per_label[j]):  # no threshold (no validation positives)
+                continue
+            rows.append({**base, "label": name, "flip_share": float(per_label[j]),
+                         "any_label_flip_share": np.nan, "auroc_clean": float(auc0_label[j]),
+                         "auroc_perturbed": float(auc_label[j]),
+                         "auroc_drop": float(auc0_label[j] - auc_label[j]),
+                         "decision": decision})  # fmt: skip
     return rows
 
 
@@ -74,7 +133,7 @@ def prediction_flips(
     *,
     target_sensitivity: float = DEFAULT_TARGET_SENSITIVITY,
 ) -> pd.DataFrame:
-    """Flip share and AUROC drop per (encoder, dataset, condition, severity).
+    """Flip share and AUROC drop per (encoder, dataset, condition, severity, label).
 
     Parameters
     ----------
@@ -86,7 +145,10 @@ def prediction_flips(
     Returns
     -------
     pandas.DataFrame
-        ``flip_share`` in [0, 1], ``auroc_clean``, ``auroc_perturbed``, ``auroc_drop`` and the
+        ``label`` is :data:`ALL_DECISIONS` for the cell's row (``flip_share``: share of
+        decisions changed, comparable across tasks; ``any_label_flip_share`` for multi-label;
+        the macro AUROC) and a label name for each multi-label label's row (its flip share
+        and its own AUROC); ``auroc_clean``, ``auroc_perturbed``, ``auroc_drop`` and the
         ``decision`` rule. A multi-label cell without validation predictions is left out.
     """
     rows: list[dict] = []

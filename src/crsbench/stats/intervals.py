@@ -10,17 +10,41 @@ bootstrap built on the observed gaps repeats too little of that bias, and the ba
 then misses low population ECEs from above. The shrunk world repeats it where a bin may be
 calibrated; since which world is nearer the truth is unknown, the interval takes both. The
 lower end is not below 0 (an ECE is never negative).
+
+The CRS, its differences, the tiers, P(rank 1) and P(top 3) of the test-patient bootstrap all
+come from the reflected replicates :func:`reflected_replicates`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from crsbench.stats.bootstrap import BootstrapResult, _tiers
+#: How the report names the two bootstraps.
+TEST_PATIENTS_X_SEEDS = "test patients × seeds"
+SEED_ONLY = "seed-only"
+#: What a printed interval is, named beside it (docs/scoring.md, "Every printed interval"):
+#: a basic (bias-corrected) interval shown to cover on planted truth ...
+CI95 = "95% CI"
+#: ... the 2.5–97.5 % spread of bootstrap replicates, not shown to cover (not a 95 % CI) ...
+BOOTSTRAP_RANGE = "bootstrap range"
+#: ... and the seed-only bootstrap's interval, which ignores that the test set is a sample
+#: (it covered the population CRS in 7 % of planted worlds).
+SEED_ONLY_RANGE = "seed-only range"
+
+
+def interval_label(method: str) -> str:
+    """What the CRS and axis intervals of a bootstrap ``method`` are called where printed:
+    :data:`CI95` for the test-patient × seed bootstrap, :data:`SEED_ONLY_RANGE` for the
+    seed-only one, ``"interval"`` for anything else."""
+    return {TEST_PATIENTS_X_SEEDS: CI95, SEED_ONLY: SEED_ONLY_RANGE}.get(method, "interval")
 
 
 def percentile_interval(rep: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """The percentile interval of the finite values of ``rep`` (NaN, NaN when there are none)."""
+    """The percentile interval of the finite values of ``rep`` (NaN, NaN when there are none).
+
+    Not shown to cover where crsbench uses it (subgroup values, worst values, the
+    worst-subgroup CRS, the verdict's shift ECE increase): printed as a
+    :data:`BOOTSTRAP_RANGE`, never as a 95 % CI."""
     rep = rep[np.isfinite(rep)]
     if rep.size == 0:
         return float("nan"), float("nan")
@@ -65,33 +89,28 @@ def ece_interval(
     return np.maximum(np.minimum(lo, s_lo), 0.0), np.maximum(hi, s_hi)
 
 
-def basic_rank_intervals(res: BootstrapResult, point: np.ndarray, level: float) -> BootstrapResult:
-    """``res`` with its percentile intervals of CRS and of each CRS difference replaced by
-    basic (bias-corrected) ones, ``2·θ̂ − q``, and the tiers recomputed from them.
+def reflected_replicates(point: np.ndarray, reps: np.ndarray) -> np.ndarray:
+    """The bias-corrected (reflected) replicates ``2·θ̂ − θ*`` of ``reps`` (``(B, …)``)
+    around ``point``.
 
-    ECE, the max inside R and the dominance share P are biased in finite test sets, and the
-    bootstrap repeats that bias on top of the estimate; the percentile interval then misses
-    the population value far more often than nominal (shown on planted truth,
-    ``benchmarks/coverage.py``), the basic interval corrects it.
+    Their percentile interval is the basic interval (:func:`basic_interval`), so ranking,
+    tiering and counting on them gives intervals, tiers, P(rank 1) and P(top 3) that come
+    from one bias-corrected distribution and cannot contradict each other: the interval of
+    a difference is the percentile interval of the difference of reflected replicates, and
+    an encoder whose tier head beats it (lower bound of head − it > 0) is ahead of the head
+    in at most ``(1 − level)/2`` of them (:func:`rank1_bound`).
+    """
+    return 2 * np.asarray(point)[None] - reps
+
+
+def rank1_bound(level: float, n_replicates: int) -> float:
+    """The largest P(rank 1) an encoder outside tier 1 can have on ``n_replicates`` reflected
+    replicates: ``(1 − level)/2 + 1/B``.
+
+    Outside tier 1 means the lower ``(1 − level)/2`` quantile of (head − encoder) over the
+    replicates is above 0; with numpy's linear interpolation at most
+    ``⌊α(B − 1)⌋ + 1`` replicates are then ≤ 0, and in every other replicate the head is
+    ahead, so the encoder is not ranked first there.
     """
     alpha = (1 - level) / 2
-    reps = res.replicates
-    order = list(res.ranks["encoder"])
-    encoders = sorted(order)
-    q_lo, q_hi = np.nanquantile(reps, alpha, axis=0), np.nanquantile(reps, 1 - alpha, axis=0)
-    by_enc = dict(zip(encoders, range(len(encoders)), strict=True))
-    idx = [by_enc[e] for e in order]
-    ranks = res.ranks.copy()
-    ranks["crs_ci_low"] = 2 * point[idx] - q_hi[idx]
-    ranks["crs_ci_high"] = 2 * point[idx] - q_lo[idx]
-    diffs = reps[:, :, None] - reps[:, None, :]
-    d_point = point[:, None] - point[None, :]
-    d_lo = 2 * d_point - np.nanquantile(diffs, 1 - alpha, axis=0)
-    d_hi = 2 * d_point - np.nanquantile(diffs, alpha, axis=0)
-    pw = res.pairwise.copy()
-    ia = [by_enc[e] for e in pw["encoder_a"]]
-    ib = [by_enc[e] for e in pw["encoder_b"]]
-    pw["ci_low"], pw["ci_high"] = d_lo[ia, ib], d_hi[ia, ib]
-    tiers = _tiers(point, d_lo)
-    ranks["tier"] = [tiers[by_enc[e]] for e in order]
-    return BootstrapResult(ranks, pw, reps)
+    return (np.floor(alpha * (n_replicates - 1)) + 1) / n_replicates

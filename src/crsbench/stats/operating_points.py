@@ -5,7 +5,10 @@ validation split from the full-label fit's stored validation predictions: the la
 threshold whose sensitivity reaches the target (or the smallest whose specificity reaches
 it); a case is called positive when its score is ≥ the threshold. The same threshold is
 applied on the source test set and on each shift target. With several seeds each seed picks
-its own threshold and the rates are averaged over seeds.
+its own threshold and the rates are averaged over seeds. The targets, the tolerance and the
+fewest positives a label needs come from the versioned settings
+(:mod:`crsbench.stats.operating_point_settings`); the interval of the sensitivity lost from
+:mod:`crsbench.stats.operating_point_loss`.
 """
 
 from __future__ import annotations
@@ -17,11 +20,15 @@ import numpy as np
 import pandas as pd
 
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
+from crsbench.stats.operating_point_settings import load_operating_point_settings
 
-DEFAULT_TARGET_SENSITIVITY = 0.90
-DEFAULT_TARGET_SPECIFICITY = 0.90
+_SETTINGS = load_operating_point_settings()
+DEFAULT_TARGET_SENSITIVITY = _SETTINGS.target_sensitivity
+DEFAULT_TARGET_SPECIFICITY = _SETTINGS.target_specificity
 #: Largest sensitivity lost under shift with which an operating point is still "kept".
-DEFAULT_TOLERANCE = 0.05
+DEFAULT_TOLERANCE = _SETTINGS.tolerance
+#: Fewest positives of a label on validation, test and the shift target.
+DEFAULT_MIN_POSITIVES = _SETTINGS.min_positives
 
 
 def output_names(names: tuple[str, ...], n_outputs: int) -> list[str]:
@@ -73,7 +80,8 @@ def label_columns(
             yield j, split.y[m, j], prob[m, j]
 
 
-def _seeds(prob: np.ndarray, n_seeds: int) -> list[np.ndarray]:
+def seed_slices(prob: np.ndarray, n_seeds: int) -> list[np.ndarray]:
+    """One ``(n, K)`` array per seed: ``prob`` repeated when it does not vary over seeds."""
     return [prob] * n_seeds if prob.ndim == 2 else list(prob)
 
 
@@ -88,7 +96,7 @@ def validation_thresholds(cell: CellPredictions, kind: str, target: float) -> np
     split, prob = cell.val
     pick = threshold_for_sensitivity if kind == "sensitivity" else threshold_for_specificity
     out = []
-    for p in _seeds(prob, len(cell.seeds)):
+    for p in seed_slices(prob, len(cell.seeds)):
         t = np.full(p.shape[-1], np.nan)
         for j, y, s in label_columns(split, p, cell.task):
             t[j] = pick(y, s, target)
@@ -96,19 +104,31 @@ def validation_thresholds(cell: CellPredictions, kind: str, target: float) -> np
     return np.asarray(out)
 
 
-def _eval_sets(cell: CellPredictions) -> list[tuple[str, EvalSplit, np.ndarray]]:
+def eval_sets(cell: CellPredictions) -> list[tuple[str, EvalSplit, np.ndarray]]:
+    """(``test`` or the target's name, rows, probabilities): the test set, then each shift
+    target (inside R and outside it)."""
     out = [("test", cell.test, cell.clean)]
     shifts = (*cell.shifts, *cell.extra_shifts)
     return out + [(split.dataset, split, prob) for split, prob in shifts]
 
 
+def positives(split: EvalSplit, n_labels: int, task: str) -> np.ndarray:
+    """``(K,)`` positives of each label (one-vs-rest per class) on ``split``'s labelled rows."""
+    if task == "multiclass":
+        return np.bincount(np.asarray(split.y, int), minlength=n_labels)[:n_labels]
+    return np.nansum(np.asarray(split.y, float) == 1, axis=0).astype(int)
+
+
 def _cell_rows(cell: CellPredictions, kind: str, target: float) -> list[dict]:
     thr = validation_thresholds(cell, kind, target)
     names = output_names(cell.label_names, thr.shape[-1])
+    n_val = (np.zeros(thr.shape[-1], int) if cell.val is None  # refused above, for mypy
+             else positives(cell.val[0], thr.shape[-1], cell.task))  # fmt: skip
     rows = []
-    for where, split, prob in _eval_sets(cell):
-        per = {}
-        for s, p in enumerate(_seeds(prob, len(cell.seeds))):
+    for where, split, prob in eval_sets(cell):
+        per: dict[int, list[tuple[float, float, float]]] = {}
+        n_pos = positives(split, thr.shape[-1], cell.task)
+        for s, p in enumerate(seed_slices(prob, len(cell.seeds))):
             for j, y, score in label_columns(split, p, cell.task):
                 per.setdefault(j, []).append((*rates(y, score, thr[s, j]), thr[s, j]))
         for j, v in per.items():
@@ -117,7 +137,9 @@ def _cell_rows(cell: CellPredictions, kind: str, target: float) -> list[dict]:
                 sens, spec, t = np.nanmean(np.asarray(v, float), axis=0)
             rows.append({"encoder": cell.encoder, "dataset": cell.dataset, "label": names[j],
                          "label_index": j, "target_kind": kind, "target": target, "threshold": t,
-                         "evaluated_on": where, "sensitivity": sens, "specificity": spec})  # fmt: skip
+                         "evaluated_on": where, "sensitivity": sens, "specificity": spec,
+                         "n_positives": int(n_pos[j]), "n_positives_val": int(n_val[j]),
+                         "settings_version": _SETTINGS.version})  # fmt: skip
     return rows
 
 
@@ -140,8 +162,11 @@ def operating_point_transfer(
     -------
     pandas.DataFrame
         One row per (encoder, dataset, label, target_kind, evaluated_on): ``label`` is the
-        dataset's label (or class) name, ``label_index`` its column; the threshold (seed mean), sensitivity and specificity (seed means). ``evaluated_on`` is
-        ``test`` or the shift target's dataset; a label without positives is left out.
+        dataset's label (or class) name, ``label_index`` its column; the threshold (seed
+        mean), sensitivity and specificity (seed means), ``n_positives`` (on the set
+        evaluated), ``n_positives_val`` (on validation) and ``settings_version``.
+        ``evaluated_on`` is ``test`` or the shift target's dataset; a label without labelled
+        rows is left out.
     """
     rows: list[dict] = []
     for cell in cells.values():
@@ -152,7 +177,12 @@ def operating_point_transfer(
     return pd.DataFrame(rows)
 
 
-def sensitivity_lost(table: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE) -> pd.DataFrame:
+def sensitivity_lost(
+    table: pd.DataFrame,
+    tolerance: float = DEFAULT_TOLERANCE,
+    min_positives: int = DEFAULT_MIN_POSITIVES,
+    intervals: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """The sensitivity lost under shift at the sensitivity operating point.
 
     Parameters
@@ -160,15 +190,26 @@ def sensitivity_lost(table: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE) 
     table : pandas.DataFrame
         :func:`operating_point_transfer`'s table.
     tolerance : float
-        An encoder keeps its operating point on a (dataset, target) when no label loses more
-        than this much sensitivity.
+        An encoder keeps its operating point on a (dataset, target) when no label that has
+        ``min_positives`` loses more than this much sensitivity.
+    min_positives : int
+        Fewest positives of a label on validation, on test and on the target; below it the
+        label's ``status`` is ``too few positives (n)`` (``n`` the smallest of the three), its
+        loss is NaN and it does not decide ``keeps_operating_point``.
+    intervals : pandas.DataFrame, optional
+        :func:`crsbench.stats.operating_point_loss.sensitivity_loss_intervals`: its
+        ``lost_ci_low`` / ``lost_ci_high`` (95 % CI, basic bootstrap over test and target
+        patients at the validation-picked thresholds) are joined on (encoder, dataset,
+        shift_target, label).
 
     Returns
     -------
     pandas.DataFrame
         One row per (encoder, dataset, shift target, label): ``sensitivity_test``,
-        ``sensitivity_shift``, ``sensitivity_lost`` (test − shift), and ``keeps_operating_point``
-        (every label of the encoder on that target within ``tolerance``).
+        ``sensitivity_shift``, ``sensitivity_lost`` (test − shift), ``lost_ci_low``,
+        ``lost_ci_high``, ``n_positives`` (the smallest of validation, test and target),
+        ``status``, ``keeps_operating_point`` (every label with enough positives within
+        ``tolerance``; NaN when no label has enough), ``tolerance``, ``min_positives``.
     """
     sens = table[table["target_kind"] == "sensitivity"]
     test = sens[sens["evaluated_on"] == "test"].set_index(["encoder", "dataset", "label"])
@@ -179,8 +220,23 @@ def sensitivity_lost(table: pd.DataFrame, tolerance: float = DEFAULT_TOLERANCE) 
         columns={"evaluated_on": "shift_target", "sensitivity": "sensitivity_shift"})  # fmt: skip
     key = pd.MultiIndex.from_frame(out[["encoder", "dataset", "label"]])
     out["sensitivity_test"] = test["sensitivity"].reindex(key).to_numpy()
-    out["sensitivity_lost"] = out["sensitivity_test"] - out["sensitivity_shift"]
-    worst = out.groupby(["encoder", "dataset", "shift_target"])["sensitivity_lost"].transform("max")
-    out["keeps_operating_point"] = worst <= tolerance
-    out["tolerance"] = tolerance
+    n_pos = np.minimum.reduce([shift["n_positives"].to_numpy(), shift["n_positives_val"].to_numpy(),
+                               test["n_positives"].reindex(key).fillna(0).to_numpy()])  # fmt: skip
+    out["n_positives"] = n_pos.astype(int)
+    enough = out["n_positives"] >= min_positives
+    out["status"] = np.where(enough, "ok", [f"too few positives ({n})" for n in out["n_positives"]])
+    out["sensitivity_lost"] = (out["sensitivity_test"] - out["sensitivity_shift"]).where(enough)
+    out["lost_ci_low"] = out["lost_ci_high"] = np.nan
+    if intervals is not None and not intervals.empty:
+        ci = intervals.set_index(["encoder", "dataset", "shift_target", "label"])
+        at = pd.MultiIndex.from_frame(out[["encoder", "dataset", "shift_target", "label"]])
+        for col in ("lost_ci_low", "lost_ci_high"):
+            out[col] = ci[col].reindex(at).to_numpy()
+        out.loc[~enough, ["lost_ci_low", "lost_ci_high"]] = np.nan
+    group = out.groupby(["encoder", "dataset", "shift_target"])["sensitivity_lost"]
+    worst, decided = group.transform("max"), group.transform("count") > 0
+    out["keeps_operating_point"] = pd.array(np.where(decided, worst <= tolerance, False),
+                                            dtype="boolean")  # fmt: skip
+    out.loc[~decided, "keeps_operating_point"] = pd.NA
+    out["tolerance"], out["min_positives"] = tolerance, min_positives
     return out.reset_index(drop=True)

@@ -32,7 +32,13 @@ from crsbench.stats.bootstrap import (
 )
 from crsbench.stats.cell_pool import map_cells, pool_size
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
-from crsbench.stats.intervals import basic_interval, basic_rank_intervals, ece_interval
+from crsbench.stats.intervals import (
+    SEED_ONLY,
+    TEST_PATIENTS_X_SEEDS,
+    basic_interval,
+    ece_interval,
+    reflected_replicates,
+)
 from crsbench.stats.replicate_values import (
     JPEG_DROP,
     add_shift_calibration,
@@ -51,9 +57,6 @@ from crsbench.stats.weighted_metrics import (
     weighted_shrunk_ece,
 )
 
-#: How the report names the two interval methods.
-TEST_PATIENTS_X_SEEDS = "test patients × seeds"
-SEED_ONLY = "seed-only"
 INTERVAL_METHODS: dict[str, str] = {"test-patients": TEST_PATIENTS_X_SEEDS, "seed-only": SEED_ONLY}
 #: Replicates evaluated at once (memory ~ chunk × the patients of the largest test split;
 #: each score column is sorted once per chunk).
@@ -284,7 +287,7 @@ def patient_seed_bootstrap(
     seed : int
         The bootstrap's seed; replicate ``b`` is the same draw in every cell.
     top_k, level : int, float
-        ``p_top3`` counts ranks ``<= top_k``; the percentile intervals' level.
+        ``p_top3`` counts ranks ``<= top_k``; the intervals' level.
     chunk : int
         Replicates evaluated at once (memory ~ chunk × the patients of the largest split).
     rule : {"fixed", "cohort"}
@@ -299,6 +302,12 @@ def patient_seed_bootstrap(
     PatientBootstrapResult
         As :func:`crsbench.stats.paired_seed_bootstrap`; ``ranks`` also has ``interval``
         (the method's name); the per-replicate axes and test patients per dataset are kept.
+        The CRS intervals, the intervals of the differences, the tiers, ``p_rank1``,
+        ``p_top3``, ``mean_rank`` and ``p_a_better`` all come from the bias-corrected
+        replicates ``2·CRS − CRS*`` (:func:`crsbench.stats.intervals.reflected_replicates`):
+        the intervals are basic intervals and no tier contradicts P(rank 1)
+        (:func:`crsbench.stats.intervals.rank1_bound`). ``replicates`` holds the raw
+        ``CRS*``.
     """
     _check_cells(cells)
     anc = load_anchors(anchors)
@@ -316,14 +325,13 @@ def patient_seed_bootstrap(
     point_raw = [axes for axes, _ in points]
     ones = np.ones((1, n_s), dtype=int)
     point, encoders = _scores(cells, point_raw, anc, rule)
-    base = basic_rank_intervals(
-        _summarise(encoders, point[0], np.concatenate(reps), top_k, level), point[0], level
-    )
+    raw = np.concatenate(reps)
+    base = _summarise(encoders, point[0], reflected_replicates(point[0], raw), top_k, level)
     base.ranks["interval"] = TEST_PATIENTS_X_SEEDS
     return PatientBootstrapResult(
         base.ranks,
         base.pairwise,
-        base.replicates,
+        raw,
         cell_keys=[(c.encoder, c.dataset) for c in cells],
         axes=axes,
         point_axes=np.concatenate(point_raw),

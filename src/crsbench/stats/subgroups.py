@@ -4,8 +4,9 @@
 
 Every replicate resamples the test patients (:func:`crsbench.stats.resample.resample_counts_for`,
 the same patients for every encoder: paired), and a subgroup's value in a replicate is the
-metric on its rows with those weights; the per-subgroup intervals are percentile intervals
-of the replicates. A subgroup with fewer than ``min_patients`` distinct patients is ``too
+metric on its rows with those weights; beside each subgroup value is the percentile spread of
+the replicates, shown as a bootstrap range (not shown to cover on planted truth, so never
+called a 95 % CI). A subgroup with fewer than ``min_patients`` distinct patients is ``too
 small``: its values are NaN and it never enters the worst subgroup or the gap; below
 ``min_ece_patients`` its ECE is NaN. The worst subgroup and the gap read the debiased ECE.
 A gap is called real only by the permutation test of subgroup labels
@@ -53,8 +54,8 @@ DEFAULT_SUBGROUP_REPLICATES = 200
 TOO_SMALL = "too small"
 #: Fewest distinct patients a subgroup needs for an ECE: below it the debiased ECE of a
 #: perfectly calibrated model is still above 0.05 (0.104 at 30 patients, 0.054 at 100, 0.034
-#: at 200; ``docs/scoring.md``, "Minimum subgroup size"), so a small subgroup would look worst
-#: for its size alone.
+#: at 200: :data:`crsbench.stats.ece_bias.CALIBRATED_ECE`), so a small subgroup would look
+#: worst for its size alone.
 MIN_ECE_SUBGROUP_PATIENTS = 100
 #: The axes read per subgroup, and whether their worst value is the largest.
 WORST_IS_MAX: dict[str, bool] = {"auroc": False, "ece": True, "robustness_drop": True}

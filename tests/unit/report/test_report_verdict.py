@@ -78,7 +78,7 @@ def test_without_predictions_the_intervals_fall_back_to_seed_only_loudly(cohort_
         assert board.loc[enc, "crs_ci_high"] == ref_ci.loc[enc, "crs_ci_high"]
     page = write_verdict(cohort_store).read_text(encoding="utf-8")
     assert "NOTE: intervals and tiers come from the seed-only bootstrap" in page
-    assert "95 % seed-only bootstrap (2,000 replicates" in page
+    assert "seed-only ranges, not 95% CIs (2,000 replicates" in page
     assert page.count("<td>seed-only</td>") == len(COHORT_ENCODERS)  # beside each interval
 
 
@@ -122,3 +122,27 @@ def test_compare_puts_the_benchmark_beside_the_cohort(cohort_store, bench_store)
     assert absent.isna().all()  # the benchmark lacks rad_dino: —, never a number
     page = write_verdict(cohort_store, compare=bench_store).read_text(encoding="utf-8")
     assert 'id="compare"' in page and ">0.850<" in page and ">0.730<" in page
+
+
+def test_small_test_set_and_no_shift_term_are_said_before_any_compare(tmp_path, bench_store):
+    import json
+
+    from crsbench.report.verdict_data import ece_size_note, r_shift_note
+    from crsbench.stats.ece_bias import calibrated_ece, ece_readable
+
+    store = _store(tmp_path / "store", COHORT_ENCODERS, ("isic2019",), 2, {})
+    (store / "cohort.json").write_text(json.dumps({"split_sizes": {"test": 120},
+                                                   "prevalence": {}, "positives": {}}))  # fmt: skip
+    d = compute_verdict(store, compare=bench_store)
+    floor = calibrated_ece(120)
+    assert 0.067 < floor < 0.083  # between the table's 150 and 100 patients
+    assert d.ece_note.startswith("The test set is too small for the ECE to be read")
+    assert f"about {floor:.3f} on 120 test patients" in d.ece_note
+    assert d.r_note.startswith("R on this cohort has no shift term")
+    page = write_verdict(store, compare=bench_store).read_text(encoding="utf-8")
+    assert page.index("no shift term") < page.index('id="compare"')
+    assert page.index("too small for the ECE to be read") < page.index('id="ranking"')
+    # a large test set: the floor is said, not "too small"; a cohort with a shift: no R note
+    assert ece_readable(1000) and ece_size_note(1000).startswith("ECE at this size: ")
+    assert "about 0.026 on 1,000 test patients" in ece_size_note(1000)
+    assert r_shift_note(load_runs(bench_store)) == ""  # its CheXpert cells have MIMIC-CXR

@@ -93,7 +93,9 @@ def test_planted_threshold_transfer_with_label_names(toy):
     sens = table[table.target_kind == "sensitivity"]
     assert set(sens["label"]) == set(CHEXPERT_LABELS)  # names, never indices
     assert np.allclose(sens["threshold"], 0.2)  # 18 of the 20 validation positives >= 0.2
-    lost = sensitivity_lost(table).set_index(["encoder", "shift_target", "label"])
+    # 20 positives per label: the hand-worked losses need a minimum of 20 (default 40)
+    assert sensitivity_lost(table)["keeps_operating_point"].isna().all()
+    lost = sensitivity_lost(table, min_positives=20).set_index(["encoder", "shift_target", "label"])
     assert lost.loc[("vit_b16", "mimic_cxr", "Edema"), "sensitivity_lost"] == pytest.approx(0.4)
     assert lost.loc[("clip", "nih_cxr14", "Edema"), "sensitivity_lost"] == pytest.approx(0.25)
     assert lost.loc[("clip", "mimic_cxr", "Edema"), "sensitivity_lost"] == pytest.approx(0.0)
@@ -107,10 +109,18 @@ def test_planted_flips_keep_the_auroc(toy):
     from crsbench.stats.flips import prediction_flips
     from crsbench.testing.prediction_store import FLIP_CONDITION_INDEX
 
-    flips = prediction_flips(toy[1]).set_index(["encoder", "condition", "severity"])
+    table = prediction_flips(toy[1])
+    labels = table[table["label"] != "all"]
+    assert set(labels["label"]) == set(CHEXPERT_LABELS)  # one row per label, by name
+    flips = table[table["label"] == "all"].set_index(["encoder", "condition", "severity"])
     cond, sev = PAPER_CONDITIONS[FLIP_CONDITION_INDEX]
     row = flips.loc[("dinov2", cond, sev)]
+    # every label carries the same planted scores: the share of decisions, of images with any
+    # label changed and of each label are all 8 of 80
     assert row.flip_share == pytest.approx(8 / 80)
+    assert row.any_label_flip_share == pytest.approx(8 / 80)
+    per = labels.set_index(["encoder", "condition", "severity"]).loc[("dinov2", cond, sev)]
+    assert np.allclose(per["flip_share"], 8 / 80)
     assert row.auroc_drop == pytest.approx(0.0)  # 0.15 still ranks above every negative
     others = flips.drop(index=("dinov2", cond, sev))
     assert np.allclose(others["flip_share"], 0.0)
@@ -137,6 +147,9 @@ def test_analyze_writes_every_table(toy, tmp_path):
     assert ranking["encoder"].iloc[-1] == "resnet50"
     ops = pd.read_csv(tmp_path / "operating_points.csv")
     assert set(ops["shift_target"]) == {"mimic_cxr", "nih_cxr14"}
+    op = summary["analyses"]["operating_points"]
+    assert (op["settings_version"], op["min_positives"]) == ("v1", 40)
+    assert op["labels_too_few_positives"] == len(ops) and op["keep_operating_point"] == []
     assert set(ops["label"]) <= set(CHEXPERT_LABELS)
 
 

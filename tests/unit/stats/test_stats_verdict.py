@@ -87,3 +87,27 @@ def test_cell_replicates_are_the_paired_seed_bootstrap_draws() -> None:
                      .mean(axis=1) for enc in encoders], axis=1)  # fmt: skip
     boot = paired_seed_bootstrap(per_seed, anc, n_replicates=300, seed=7)
     assert np.allclose(mean, boot.replicates)
+
+
+def test_every_row_says_what_its_interval_is(verdict: pd.DataFrame) -> None:
+    """Seed-only rows are seed-only ranges; on the test-patient resamples every value is a 95%
+    CI except the shift ECE increase (percentile spread, not shown to cover: a range)."""
+    from crsbench.stats.patient_bootstrap import patient_seed_bootstrap
+    from crsbench.stats.verdict import GAPS_SHOWN_TO_COVER, from_patient_bootstrap
+    from crsbench.testing import simulate_runs
+    from crsbench.testing.planted import draw_world, planted_parameters, population_table
+
+    assert set(verdict["interval_kind"]) == {"seed-only range"}
+    rng = np.random.default_rng(21)
+    params = planted_parameters(2, ("chexpert",), rng)
+    world = draw_world(params, 120, 2, rng, population_table(params))
+    res = patient_seed_bootstrap(world.cells, n_replicates=100, seed=0)
+    runs = simulate_runs(n_encoders=2, datasets=("chexpert",), seeds=2)
+    table = verdict_table(runs, from_patient_bootstrap(res))
+    kinds = dict(zip(table["question"], table["interval_kind"], strict=True))
+    assert kinds.pop("shift_calibration") == "bootstrap range"
+    assert set(kinds.values()) == {"95% CI"} and "jpeg" in kinds
+    gaps = dict(zip(table["question"], table["gap_interval_kind"], strict=True))
+    shown = {q: "95% CI" if q in GAPS_SHOWN_TO_COVER else "bootstrap range" for q in gaps}
+    assert gaps == shown and gaps["shift_calibration"] == "bootstrap range"
+    assert set(verdict["gap_interval_kind"]) == {"seed-only range"}
