@@ -50,20 +50,18 @@ def _without_flagged_parts(b: BeyondData, rels: list[str], w: Writer) -> list[st
     line saying why there is nothing to compare."""
     if b.welch is None:
         return [note_html(b.missing.get("shift", "no shift analysis"))]
+    rels.append(w.csv(b.welch, "shift_welch_without_flagged"))
+    if b.validity is not None and not b.validity.empty:
+        rels.append(w.csv(b.validity, "external_validity_shift_without_flagged"))
     if _nothing_flagged(b):
         return [line_html("No shift result is flagged, so the shift analyses without flagged "
                           "results are those of section 7 (nothing to compare).")]  # fmt: skip
     parts = ["<h3>Medical vs general on the shift target, with and without flagged results</h3>"]
     reason = welch_reason(b.welch)
-    if reason:
-        parts.append(line_html(reason))
-    else:
-        parts.append(table_html(b.welch, table_id="overlap-welch"))
-        rels.append(w.csv(b.welch, "shift_welch_without_flagged"))
+    parts.append(line_html(reason) if reason else table_html(b.welch, table_id="overlap-welch"))
     if b.validity is not None and not b.validity.empty:
         parts.append("<h3>External validity, with and without flagged results</h3>")
         parts.append(table_html(b.validity, table_id="overlap-validity"))
-        rels.append(w.csv(b.validity, "external_validity_shift_without_flagged"))
     return parts
 
 

@@ -37,11 +37,12 @@ def shift_target_parts(d: ReportData, w: Any) -> tuple[list[str], list[str]]:
     rels = [w.csv(drop.reset_index(), "shift_drop")]
     parts.append("<h4>Medical vs general encoders, per target (Welch t-test)</h4>")
     reason = welch_reason(d.shift_test)
+    if d.shift_test is not None:
+        rels.append(w.csv(d.shift_test, "shift_welch"))  # the CSV says what the line sums up
     if reason:
         parts.append(line_html(reason))
     elif d.shift_test is not None:
         parts.append(table_html(d.shift_test, table_id="shift-test"))
-        rels.append(w.csv(d.shift_test, "shift_welch"))
     else:
         parts.append(note_html("Welch test not run: " + d.missing.get("shift_test", "")))
     parts.append("<h4>External validity, leave one target out</h4>")
