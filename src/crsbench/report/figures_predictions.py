@@ -20,12 +20,28 @@ FOREST_AXES: tuple[tuple[str, str], ...] = (
 WORST_METRIC = {"auroc": "auroc", "ece_debiased": "ece", "robustness_drop": "robustness_drop"}
 
 
-def forest_rows(sub: pd.DataFrame) -> pd.DataFrame:
+#: At most this many subgroup rows in the forest plot (it stays legible and its drawing time
+#: bounded); the attributes with the smallest permutation p-values come first.
+MAX_FOREST_ROWS = 96
+GROUP = ["encoder", "dataset", "attribute"]
+
+
+def forest_rows(sub: pd.DataFrame, worst: pd.DataFrame | None = None,
+                max_rows: int = MAX_FOREST_ROWS) -> pd.DataFrame:  # fmt: skip
     """The subgroups a forest plot shows: reported (``ok``) ones of attributes with at least
-    two reported subgroups, ordered by dataset, attribute, encoder and subgroup."""
+    two reported subgroups, ordered by dataset, attribute, encoder and subgroup; beyond
+    ``max_rows`` only the attributes with the smallest permutation p-value (any axis)."""
     ok = sub[sub["status"] == "ok"]
-    n = ok.groupby(["encoder", "dataset", "attribute"])["subgroup"].transform("nunique")
-    return ok[n >= 2].sort_values(["dataset", "attribute", "encoder", "subgroup"])
+    n = ok.groupby(GROUP)["subgroup"].transform("nunique")
+    ok = ok[n >= 2]
+    if len(ok) > max_rows:
+        p = (worst.groupby(GROUP)["p_value"].min() if worst is not None and not worst.empty
+             else pd.Series(dtype=float))  # fmt: skip
+        sizes = ok.groupby(GROUP).size().to_frame("n").join(p).fillna({"p_value": 1.0})
+        sizes = sizes.sort_values(["p_value", "n"])
+        keep = sizes.index[sizes["n"].cumsum() <= max_rows]
+        ok = ok.set_index(GROUP).loc[keep].reset_index()
+    return ok.sort_values(["dataset", "attribute", "encoder", "subgroup"])
 
 
 def _verdicts(worst: pd.DataFrame | None, metric: str) -> dict[tuple, str]:
@@ -63,7 +79,9 @@ def subgroup_forest_figure(sub: pd.DataFrame, worst: pd.DataFrame | None,
                            fig_dir: Path) -> Figure | None:  # fmt: skip
     """One forest panel per axis: each reported subgroup's value with its 95% interval,
     highlighted where the permutation test calls the attribute's gap real (``*``)."""
-    rows = forest_rows(sub)
+    rows = forest_rows(sub, worst)
+    shown = rows.groupby(GROUP).ngroups
+    total = forest_rows(sub, max_rows=10**9).groupby(GROUP).ngroups
     axes = [(c, t) for c, t in FOREST_AXES if c in rows and rows[c].notna().any()]
     if rows.empty or not axes:
         return None
@@ -79,9 +97,11 @@ def subgroup_forest_figure(sub: pd.DataFrame, worst: pd.DataFrame | None,
     panels[0].set_yticks(np.arange(len(rows))[::-1])
     panels[0].set_yticklabels(labels, fontsize=7)
     fig.tight_layout()
+    part = "" if shown == total else (f"; the {shown} of {total} attributes with the smallest "
+                                      "p (all in the table and CSV)")  # fmt: skip
     return save(fig, fig_dir, "subgroup_forest",
                 "Subgroups per axis with 95% intervals; p: permutation test of the gap "
-                "(* and red: p < 0.05)")  # fmt: skip
+                f"(* and red: p < 0.05){part}")  # fmt: skip
 
 
 def transfer_figure(lost: pd.DataFrame, fig_dir: Path) -> Figure:
