@@ -61,6 +61,9 @@ def panel_data(d: ReportData) -> PanelData:
     for _, row in board.iterrows():
         part = cells[cells["encoder"] == row["encoder"]]
         rank = row["rank_auroc"]
+        values = part[[*UTILITY_COLUMNS, "P"]].to_numpy(dtype=float)
+        if part.empty or not np.isfinite(values).all():
+            continue  # an encoder with an unscored cell has no CRS to reweigh
         encoders.append(PanelEncoder(
             name=str(row["encoder"]),
             u=part[list(UTILITY_COLUMNS)].to_numpy(dtype=float).tolist(),
