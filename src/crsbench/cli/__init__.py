@@ -18,6 +18,7 @@ if sys.stdout is None or not sys.stdout.isatty():
 from crsbench.cli import (  # noqa: F401  (importing registers the commands)
     analysis_commands,
     cohort_commands,
+    consortium_commands,
     datasets_commands,
     demo_command,
     encoder_commands,

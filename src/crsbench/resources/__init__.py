@@ -11,6 +11,7 @@ One folder per kind of data::
     throughput/   v1.yaml                           (crsbench.runs.estimate_data)
     dataset_sizes/ v1.yaml                          (crsbench.runs.estimate_data)
     report/       report.css, sortable.js, weights.js (crsbench.report.html)
+    consortium/   v1.yaml                           (crsbench.consortium.settings)
 
 This module imports nothing else of the package, so every layer may read its data here; each
 reader keeps its own parsing and its own error for a file that is not shipped.

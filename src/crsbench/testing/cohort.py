@@ -24,12 +24,14 @@ def write_cohort(
     seed: int = 0,
     classes: tuple[str, ...] = CLASSES,
     images_per_patient: int = 3,
+    jitter: float = 0.0,
 ) -> tuple[Path, Path]:
     """Write ``root/images/*.png`` and ``root/cohort.csv``; return (csv, images folder).
 
     Columns: ``path`` (relative to the images folder), ``patient``, ``age`` (kept as
     metadata), and ``diagnosis`` (multi-class, ``classes``) or ``effusion``, ``nodule``
-    (multi-label 0/1).
+    (multi-label 0/1). ``jitter`` > 0 adds a per-image brightness offset with that standard
+    deviation, so the classes overlap and the probes' AUROC stays below 1.
     """
     from PIL import Image
 
@@ -49,6 +51,8 @@ def write_cohort(
             level, stripes = 50 + 70 * k, int(k == 2)
         for i in range(1 + (p // len(classes)) % images_per_patient):
             noise = rng.normal(0, 25, (size, size))
+            if jitter > 0:
+                noise = noise + rng.normal(0, jitter)
             pattern = 40 * np.sin(xx * 1.3) * stripes + 0.5 * yy
             pixels = np.clip(level + pattern + noise, 0, 255).astype(np.uint8)
             name = f"p{p:04d}_{i}.png"
