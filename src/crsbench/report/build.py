@@ -19,10 +19,12 @@ from crsbench.report.prediction_data import compute_predictions
 from crsbench.report.sections_control import control_probes
 from crsbench.report.sections_overlap import overlap_section
 from crsbench.report.sections_subgroups import subgroups_section
+from crsbench.report.sections_summary import summary_section
 from crsbench.report.sections_transfer import flips_section, operating_points_section
 from crsbench.report.sections_uncertainty import uncertainty
 from crsbench.report.sections_verdict import verdict_section
 from crsbench.report.sections_weights import weights_section
+from crsbench.report.weights_panel import weights_panel_section
 from crsbench.store.files import STORE_FILE
 from crsbench.store.reader import skipped_cells
 
@@ -146,8 +148,10 @@ def build_report(
         beyond = compute_beyond(data)
         preds = compute_predictions(data)
     body = [
+        summary_section(data, beyond),
         verdict_section(data, beyond, writer),
         sections.leaderboard(data, writer),
+        weights_panel_section(data),
         sections.profiles(data, writer),
         sections.rank_shift(data, writer),
         uncertainty(data, writer),

@@ -6,6 +6,8 @@ The page inlines its stylesheet, its script and every figure (SVG as a ``data:``
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -127,8 +129,24 @@ def _asset(name: str) -> str:
     return resource_file("report", name).read_text(encoding="utf-8")
 
 
+#: The page's scripts, in order, inlined as one ``<script>`` whose hash the CSP names.
+SCRIPTS: tuple[str, ...] = ("sortable.js", "weights.js")
+
+
+def page_script() -> tuple[str, str]:
+    """The page's one inline script and its CSP source (``'sha256-…'``)."""
+    text = "\n".join(_asset(name) for name in SCRIPTS)
+    digest = base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+    return text, f"'sha256-{digest}'"
+
+
 def page_html(title: str, subtitle: str, sections: Sequence[Section], footer: str) -> str:
-    """The whole self-contained page (inline CSS and JS; no external reference)."""
+    """The whole self-contained page (inline CSS and JS; no external reference).
+
+    The Content-Security-Policy is ``default-src 'none'`` with inline styles, ``data:`` and
+    ``file:`` images, and only the page's own script (by its SHA-256 hash).
+    """
+    script, script_src = page_script()
     toc = "".join(f'<a href="#{esc(s.id)}">{esc(s.title)}</a>' for s in sections)
     body = "".join(s.render() for s in sections)
     return (
@@ -137,11 +155,11 @@ def page_html(title: str, subtitle: str, sections: Sequence[Section], footer: st
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<link rel="icon" href="data:,">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "img-src data: file:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+        f"img-src data: file:; style-src 'unsafe-inline'; script-src {script_src}\">"
         f"<title>{esc(title)}</title><style>{_asset('report.css')}</style></head><body>"
         f'<header class="top"><div class="wrap"><h1>{esc(title)}</h1>'
         f'<p class="subtitle">{esc(subtitle)}</p><nav class="toc">{toc}</nav></div></header>'
         f'<main class="wrap">{body}</main>'
         f'<footer class="wrap">{esc(footer)}</footer>'
-        f"<script>{_asset('sortable.js')}</script></body></html>\n"
+        f"<script>{script}</script></body></html>\n"
     )

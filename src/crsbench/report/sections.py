@@ -14,6 +14,7 @@ import pandas as pd
 from crsbench.core.diskio import make_folder, write_csv_atomic
 from crsbench.report import figures_detail as fd
 from crsbench.report import figures_rank as fr
+from crsbench.report.collapse import line_html
 from crsbench.report.data import BOARD_COLUMNS, ReportData
 from crsbench.report.html import (
     Section,
@@ -208,7 +209,10 @@ def calibration(d: ReportData, w: Writer) -> Section:
         fig = fd.reliability_figure(d.reliability, (enc, ds), w.fig_dir)
         s.parts.append(figure_html(fig, "Reliability diagrams"))
         s.parts.append(files_html([w.csv(d.reliability, "reliability_bins")]))
-    else:
+    if d.recalibration is None:  # one bar ("none (before)") says nothing: the line says why
+        s.parts.append(line_html("No recalibration result: " + d.missing.get("calibration", "")))
+        return s
+    if d.reliability is None:
         s.parts.append(note_html(
             d.missing.get("reliability", "") + ". Shown instead: the ECE of this cell before "
             "and after each recalibrator (bar = seed mean, dots = seeds)."
@@ -216,9 +220,6 @@ def calibration(d: ReportData, w: Writer) -> Section:
     if d.cell_ece is not None and not d.cell_ece.empty:
         fig = fd.cell_ece_figure(d.cell_ece, (enc, ds), w.fig_dir)
         s.parts.append(figure_html(fig, "ECE per recalibrator for the chosen cell"))
-    if d.recalibration is None:  # before-recalibration diagrams only, and why
-        s.parts.append(_missing(d, "calibration"))
-        return s
     s.parts.append("<h3>ECE reduction over all cells</h3>")
     s.parts.append(figure_html(fd.recalibration_summary_figure(d.recalibration, w.fig_dir),
                                "ECE reduction per recalibrator"))  # fmt: skip

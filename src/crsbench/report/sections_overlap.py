@@ -7,6 +7,7 @@ import pandas as pd
 
 from crsbench.pretraining import LEVEL_WORDS, load_pretraining
 from crsbench.report.beyond_data import BeyondData
+from crsbench.report.collapse import line_html, welch_reason
 from crsbench.report.data import ReportData
 from crsbench.report.html import Section, esc, files_html, note_html, table_html
 from crsbench.report.sections import Writer
@@ -37,6 +38,33 @@ def _unknown_line(flags: pd.DataFrame) -> str:
             + ", ".join(unknown) + ".")  # fmt: skip
 
 
+def _nothing_flagged(b: BeyondData) -> bool:
+    """No shift result is flagged: the analyses without flagged results equal section 7's."""
+    if b.welch is None or "excluded" not in b.welch:
+        return False
+    return not any(str(e) for e in b.welch["excluded"].fillna(""))
+
+
+def _without_flagged_parts(b: BeyondData, rels: list[str], w: Writer) -> list[str]:
+    """The Welch test and external validity with and without flagged results, or the one
+    line saying why there is nothing to compare."""
+    if b.welch is None:
+        return [note_html(b.missing.get("shift", "no shift analysis"))]
+    rels.append(w.csv(b.welch, "shift_welch_without_flagged"))
+    if b.validity is not None and not b.validity.empty:
+        rels.append(w.csv(b.validity, "external_validity_shift_without_flagged"))
+    if _nothing_flagged(b):
+        return [line_html("No shift result is flagged, so the shift analyses without flagged "
+                          "results are those of section 7 (nothing to compare).")]  # fmt: skip
+    parts = ["<h3>Medical vs general on the shift target, with and without flagged results</h3>"]
+    reason = welch_reason(b.welch)
+    parts.append(line_html(reason) if reason else table_html(b.welch, table_id="overlap-welch"))
+    if b.validity is not None and not b.validity.empty:
+        parts.append("<h3>External validity, with and without flagged results</h3>")
+        parts.append(table_html(b.validity, table_id="overlap-validity"))
+    return parts
+
+
 def overlap_section(d: ReportData, b: BeyondData, w: Writer) -> Section:
     """Section 10: flagged cells, and the Welch test and external validity without them."""
     s = Section(
@@ -55,17 +83,7 @@ def overlap_section(d: ReportData, b: BeyondData, w: Writer) -> Section:
     line = _unknown_line(b.flags) if b.flags is not None else ""
     if line:
         s.parts.append(f'<p class="legend">{esc(line)}</p>')
-    if b.welch is None:
-        s.parts.append(note_html(b.missing.get("shift", "no shift analysis")))
-    else:
-        s.parts.append("<h3>Medical vs general on the shift target, with and without flagged "
-                       "results</h3>")  # fmt: skip
-        s.parts.append(table_html(b.welch, table_id="overlap-welch"))
-        rels.append(w.csv(b.welch, "shift_welch_without_flagged"))
-    if b.validity is not None and not b.validity.empty:
-        s.parts.append("<h3>External validity, with and without flagged results</h3>")
-        s.parts.append(table_html(b.validity, table_id="overlap-validity"))
-        rels.append(w.csv(b.validity, "external_validity_shift_without_flagged"))
+    s.parts += _without_flagged_parts(b, rels, w)
     s.parts.append(f'<p class="legend">Catalogue {esc(b.catalogue_version)}: each encoder\'s '
                    "pretraining sources with citations, shipped with crsbench "
                    "(crsbench/resources/pretraining). A shift result is flagged when its source or its "

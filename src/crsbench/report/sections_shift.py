@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from crsbench.report.collapse import line_html, welch_reason
 from crsbench.report.data import ReportData
 from crsbench.report.html import esc, figure_html, note_html, table_html
 
@@ -35,9 +36,13 @@ def shift_target_parts(d: ReportData, w: Any) -> tuple[list[str], list[str]]:
     parts.append(figure_html(shift_drop_heatmap(drop, w.fig_dir), "Shift drop heat map"))
     rels = [w.csv(drop.reset_index(), "shift_drop")]
     parts.append("<h4>Medical vs general encoders, per target (Welch t-test)</h4>")
+    reason = welch_reason(d.shift_test)
     if d.shift_test is not None:
+        rels.append(w.csv(d.shift_test, "shift_welch"))  # the CSV says what the line sums up
+    if reason:
+        parts.append(line_html(reason))
+    elif d.shift_test is not None:
         parts.append(table_html(d.shift_test, table_id="shift-test"))
-        rels.append(w.csv(d.shift_test, "shift_welch"))
     else:
         parts.append(note_html("Welch test not run: " + d.missing.get("shift_test", "")))
     parts.append("<h4>External validity, leave one target out</h4>")

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from crsbench.report.html import Section, esc, files_html, note_html, table_html
+from crsbench.report.collapse import details_html, line_html
+from crsbench.report.html import Section, esc, figure_html, files_html, note_html, table_html
 from crsbench.report.prediction_data import PredictionData
 from crsbench.report.sections import Writer
 from crsbench.stats.subgroup_tests import ALPHA
@@ -108,6 +109,7 @@ def subgroups_section(p: PredictionData, w: Writer) -> Section:
         s.parts.append(note_html(p.missing.get("subgroups", "not available")))
         return s
     rels = [w.csv(p.subgroups, "subgroup_cells")]
+    s.parts += _forest_parts(p, w)
     s.parts.append("<h3>Ranking by worst-subgroup CRS</h3>")
     if p.ranking is not None and not p.ranking.empty:
         s.parts.append(f"<p>{esc(RANKING)}</p>")
@@ -116,15 +118,47 @@ def subgroups_section(p: PredictionData, w: Writer) -> Section:
         rels += [w.csv(p.ranking, "subgroup_ranking"), w.csv(p.subgroup_crs, "subgroup_crs")]
     else:
         s.parts.append(note_html(p.missing.get("ranking", "not available")))
-    if p.worst is not None and not p.worst.empty:
-        s.parts.append("<h3>Worst subgroup and gap</h3>")
-        s.parts.append(table_html(worst_table(p.worst), sortable=True, table_id="subgroup-worst"))
+    compared = p.worst[p.worst["n_compared"] >= 2] if p.worst is not None else None
+    if compared is not None and not compared.empty:
+        table = table_html(worst_table(compared), sortable=True, table_id="subgroup-worst")
+        s.parts.append(details_html(f"Worst subgroup and gap: full table ({len(compared)} rows)",
+                                    table))  # fmt: skip
         rels.append(w.csv(p.worst, "subgroups"))
     small = int((p.subgroups["status"] != "ok").sum())
-    s.parts.append(f"<h3>Every subgroup</h3><p class=\"legend\">{small} (encoder, subgroup) "
-                   f"rows are below {p.min_patients} patients and shown as too small. "
-                   f"Intervals: {p.n_replicates} test-patient bootstrap replicates.</p>")  # fmt: skip
-    s.parts.append(table_html(subgroup_table(p.subgroups), sortable=True,
-                              table_id="subgroup-cells"))  # fmt: skip
+    legend = (f'<p class="legend">{small} (encoder, subgroup) rows are below {p.min_patients} '
+              f"patients and shown as too small. Intervals: {p.n_replicates} test-patient "
+              "bootstrap replicates.</p>")  # fmt: skip
+    table = table_html(subgroup_table(p.subgroups), sortable=True, table_id="subgroup-cells")
+    s.parts.append(details_html(f"Every subgroup: full table ({len(p.subgroups)} rows)",
+                                legend + table))  # fmt: skip
     s.parts.append(files_html(rels))
     return s
+
+
+def _single_line(worst: pd.DataFrame | None) -> str:
+    """The attributes with one reported subgroup (no gap to compare), in one line."""
+    if worst is None or worst.empty:
+        return ""
+    one = worst[worst["n_compared"] < 2]
+    keys = sorted({f"{d} {a}" for d, a in zip(one["dataset"], one["attribute"], strict=True)})
+    if not keys:
+        return ""
+    return ("No gap for " + ", ".join(keys) + ": fewer than two of its subgroups are large "
+            "enough to report, so there is nothing to compare.")  # fmt: skip
+
+
+def _forest_parts(p: PredictionData, w: Writer) -> list[str]:
+    """The forest plot (or the line saying no attribute has two reported subgroups)."""
+    from crsbench.report.figures_predictions import subgroup_forest_figure
+
+    parts = []
+    fig = subgroup_forest_figure(p.subgroups, p.worst, w.fig_dir)
+    if fig is None:
+        parts.append(line_html("No attribute has two subgroups large enough to report: no "
+                               "subgroup comparison on this store."))  # fmt: skip
+    else:
+        parts.append(figure_html(fig, "Forest plot of subgroups per axis"))
+    line = _single_line(p.worst)
+    if line:
+        parts.append(line_html(line))
+    return parts

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from crsbench.report.html import Section, esc, files_html, note_html, table_html
+from crsbench.report.collapse import details_html
+from crsbench.report.figures_predictions import flips_figure, transfer_figure
+from crsbench.report.html import Section, esc, figure_html, files_html, note_html, table_html
 from crsbench.report.prediction_data import PredictionData
 from crsbench.report.sections import Writer
 
@@ -99,8 +101,10 @@ def operating_points_section(p: PredictionData, w: Writer) -> Section:
         s.parts.append(f"<p>Shift targets: {esc(targets)}. The per-label table (label names, "
                        "thresholds, sensitivity and specificity on test and on each target, "
                        "also at specificity 0.90) is in the CSV files below.</p>")  # fmt: skip
-        s.parts.append(table_html(transfer_summary(p.lost), sortable=True,
-                                  table_id="operating-points"))  # fmt: skip
+        s.parts.append(figure_html(transfer_figure(p.lost, w.fig_dir),
+                                   "Sensitivity on test and on each shift target"))  # fmt: skip
+        table = table_html(transfer_summary(p.lost), sortable=True, table_id="operating-points")
+        s.parts.append(details_html("Per encoder and target: full table", table))
         rels.append(w.csv(p.lost, "operating_points"))
     s.parts.append(files_html(rels))
     return s
@@ -126,6 +130,8 @@ def flips_section(p: PredictionData, w: Writer) -> Section:
     if p.flips is None:
         s.parts.append(note_html(p.missing.get("flips", "not available")))
         return s
-    s.parts.append(table_html(flips_summary(p.flips), sortable=True, table_id="flips"))
+    s.parts.append(figure_html(flips_figure(p.flips, w.fig_dir), "Prediction flips heat map"))
+    table = table_html(flips_summary(p.flips), sortable=True, table_id="flips")
+    s.parts.append(details_html("Per encoder, dataset and condition: full table", table))
     s.parts.append(files_html([w.csv(p.flips, "prediction_flips")]))
     return s

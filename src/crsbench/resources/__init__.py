@@ -11,7 +11,7 @@ One folder per kind of data::
     throughput/   v1.yaml                           (crsbench.runs.estimate_data)
     dataset_sizes/ v1.yaml                          (crsbench.runs.estimate_data)
     operating_points/ v1.yaml                       (crsbench.stats.operating_point_settings)
-    report/       report.css, sortable.js           (crsbench.report.html)
+    report/       report.css, sortable.js, weights.js (crsbench.report.html)
     consortium/   v1.yaml                           (crsbench.consortium.settings)
 
 This module imports nothing else of the package, so every layer may read its data here; each

@@ -8,14 +8,19 @@ panel of the same cell (dataset) and dominance over the other members of that pa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import ConfigError, DataError
 from crsbench.scoring.anchors import AXES, UTILITY_COLUMNS, Anchors, Reference, load_anchors
-from crsbench.scoring.dominance import cohort_dominance, dominance_counter
+from crsbench.scoring.dominance import (
+    UniformDominance,
+    UniformReference,
+    cohort_dominance,
+    dominance_counter,
+)
 
 RULES: tuple[str, ...] = ("fixed", "cohort")
 SCORE_COLUMNS: tuple[str, ...] = (*UTILITY_COLUMNS, "P", "I", "W", "CRS")
@@ -57,19 +62,41 @@ def cohort_utilities(raw: np.ndarray, anchors: Anchors) -> np.ndarray:
 def crs_components(
     u: np.ndarray, p: np.ndarray, weights: Mapping[str, float]
 ) -> dict[str, np.ndarray]:
-    """Ideal proximity, worst axis and CRS from utilities ``u`` (``(..., 4)``) and dominance ``p``.
+    """Ideal proximity, worst axis and CRS from utilities ``u`` (``(..., d)``) and dominance ``p``.
 
-    ``I = 1 - ||1 - u||_2 / 2``, ``W = min(u)``, ``CRS = wP·P + wI·I + wW·W``.
+    ``I = 1 - ||1 - u||_2 / sqrt(d)`` (``/ 2`` on the four axes), ``W = min(u)``,
+    ``CRS = wP·P + wI·I + wW·W``.
     """
     u = np.asarray(u, dtype=float)
     cols = [u[..., j] for j in range(u.shape[-1])]  # explicit: reductions over a short
     gap = sum((1.0 - c) ** 2 for c in cols)  # last axis are slow in numpy
-    ideal = 1.0 - np.sqrt(gap) / 2.0
+    ideal = 1.0 - np.sqrt(gap) / np.sqrt(len(cols))  # the largest distance: sqrt(d)
     worst = cols[0]
     for c in cols[1:]:
         worst = np.minimum(worst, c)
     crs = weights["P"] * p + weights["I"] * ideal + weights["W"] * worst
     return {"P": p, "I": ideal, "W": worst, "CRS": crs}
+
+
+def crs_on_axes(
+    u: np.ndarray, keep: Sequence[int], weights: Mapping[str, float]
+) -> dict[str, np.ndarray]:
+    """CRS components on the axes ``keep`` only (indices into the last axis of ``u``), with
+    the exact uniform reference of anchors v2 on those axes: ``P = prod(u_keep)``,
+    ``I = 1 - ||1 - u_keep||_2 / sqrt(k)``, ``W = min(u_keep)``.
+
+    Examples
+    --------
+    >>> out = crs_on_axes(np.array([0.5, 0.8, 1.0, 0.2]), [0, 2], {"P": 0.6, "I": 0.25, "W": 0.15})
+    >>> round(float(out["P"]), 3), round(float(out["W"]), 3)
+    (0.5, 0.5)
+    """
+    keep = list(keep)
+    if not keep:
+        raise ConfigError("keep must name at least one axis. Got none.")
+    us = np.asarray(u, dtype=float)[..., keep]
+    p = UniformDominance(UniformReference(len(keep))).share(us)
+    return crs_components(us, p, weights)
 
 
 def score_array(

@@ -207,3 +207,66 @@ def pareto_front(board: pd.DataFrame, anchors: str | Anchors | None = None) -> p
     out["dominated_by"] = [", ".join(n for i, n in enumerate(names) if dom[i, j])
                            for j in range(len(names))]  # fmt: skip
     return out.sort_values(["on_front", "encoder"], ascending=[False, True]).reset_index(drop=True)
+
+
+def ranking_with_weights(
+    cells: pd.DataFrame,
+    weights: Mapping[str, float],
+    anchors: str | Anchors | None = None,
+    axes: tuple[str, ...] = AXES,
+) -> pd.DataFrame:
+    """The leaderboard's CRS and rank under other weights, and optionally fewer axes.
+
+    The report's "Your weights" panel computes the same in the page; this is its reference.
+
+    Parameters
+    ----------
+    cells : pandas.DataFrame
+        One row per (encoder, dataset) cell with ``encoder``, ``dataset`` and the four raw
+        axes; an encoder with a NaN axis in any cell gets no CRS and no rank.
+    weights : mapping
+        ``P``, ``I``, ``W`` weights summing to 1.
+    anchors : anchors source, optional
+        Bounds and reference (default: the shipped current version).
+    axes : tuple of str
+        The axes the CRS is computed on (a subset of :data:`AXES`). All four: the scoring
+        function itself (:func:`crsbench.scoring.crs_table`); fewer: utilities on those axes
+        with the exact uniform reference (:func:`crsbench.scoring.crs.crs_on_axes`), which needs
+        anchors whose reference is exact (v2).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``encoder``, ``CRS`` (mean over its cells) and ``rank`` (1 = best, ties share the best
+        rank), best first.
+
+    Raises
+    ------
+    ConfigError
+        ``axes`` is empty or names an unknown axis, or a subset with a panel reference.
+    """
+    from crsbench.scoring.crs import crs_on_axes, crs_table, fixed_utilities
+    from crsbench.scoring.dominance import UniformReference
+
+    anc = load_anchors(anchors)
+    unknown = [a for a in axes if a not in AXES]
+    if unknown or not axes:
+        raise ConfigError(f"axes must be a non-empty subset of {AXES}. Got {axes!r} instead.")
+    frame = cells[["encoder", "dataset", *AXES]].reset_index(drop=True)
+    ok = frame[list(AXES)].notna().all(axis=1)
+    crs = np.full(len(frame), np.nan)
+    if tuple(axes) == AXES:
+        crs[ok.to_numpy()] = crs_table(frame[ok], anc, weights=weights)["CRS"].to_numpy()
+    else:
+        refs = [anc.panel_for(ds) for ds in frame["dataset"].unique()]
+        if not all(isinstance(r, UniformReference) for r in refs):
+            raise ConfigError(f"anchors {anc.version} use a panel reference; a subset of the "
+                              "axes needs the exact uniform reference (anchors v2).")  # fmt: skip
+        u = fixed_utilities(frame[list(AXES)].to_numpy(dtype=float), anc)
+        keep = [AXES.index(a) for a in axes]
+        crs = crs_on_axes(u, keep, anc.with_weights(weights).weights)["CRS"]
+    means = pd.Series(crs).groupby(frame["encoder"]).mean(skipna=False)
+    out = pd.DataFrame({"encoder": means.index.astype(str), "CRS": means.to_numpy()})
+    out["rank"] = out["CRS"].rank(ascending=False, method="min").astype("Int64")
+    return out.sort_values(["CRS", "encoder"], ascending=[False, True],
+                           na_position="last").reset_index(drop=True)  # fmt: skip

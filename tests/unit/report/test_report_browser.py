@@ -33,7 +33,7 @@ def test_report_loads_offline_without_errors(big_report: Path, browser,
         " rows: document.querySelectorAll('#board tbody tr').length})"
     ))["result"]["value"]  # fmt: skip
     info = json.loads(state)
-    assert info["sections"] == 16
+    assert info["sections"] == 18
     assert info["total"] >= 10 and info["images"] == info["total"]  # every figure decoded
     assert info["rows"] == 15
     shot = base64.b64decode(browser.call("Page.captureScreenshot", format="png")["data"])

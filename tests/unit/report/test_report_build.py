@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 SECTION_IDS = (
-    "at-a-glance", "leaderboard", "profiles", "rank-shift", "uncertainty", "calibration",
+    "in-short", "at-a-glance", "leaderboard", "your-weights", "profiles", "rank-shift", "uncertainty", "calibration",
     "label-efficiency", "robustness", "layer-depth", "control-probes", "pretraining-overlap",
     "weights", "subgroups", "operating-points", "flips", "provenance",
 )  # fmt: skip
@@ -143,3 +143,30 @@ def test_provenance_lists_versions(small_report: Path) -> None:
                  SIMULATED_CONFIG_HASH[:12],
                  "Encoder revisions", "Dataset revisions"):  # fmt: skip
         assert text in body, text
+
+
+def test_analyses_without_content_are_one_line_and_the_csp_names_the_script(
+    small_report: Path,
+) -> None:
+    import base64
+    import hashlib
+
+    html = small_report.read_text(encoding="utf-8")
+    found = _sections(html)
+    # the simulated store has no medical encoder and flags nothing: one line each, no table
+    lines = re.findall(r'<p class="empty-analysis">([^<]*)</p>', html)
+    assert any(t.startswith("No medical-vs-general comparison") and "0 medical" in t
+               for t in lines)  # fmt: skip
+    assert "No shift result is flagged" in found["pretraining-overlap"]
+    assert 'id="overlap-welch"' not in html and 'id="shift-test"' not in html
+    # the first screen answers which encoder, how sure, what would change it
+    short = found["in-short"]
+    assert all(k in short for k in ("Which encoder", "How sure", "What would change it"))
+    board = pd.read_csv(small_report.parent / "tables" / "leaderboard.csv")
+    assert f"<b>{board['encoder'].iloc[0]}</b> has the highest CRS" in short
+    # the one inline script runs because the CSP names its hash; nothing else may run
+    script = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    assert len(script) == 1
+    digest = base64.b64encode(hashlib.sha256(script[0].encode()).digest()).decode()
+    assert "default-src 'none';" in html and f"script-src 'sha256-{digest}'\"" in html
+    assert "unsafe-inline'\">" not in html.split("<title>")[0].split("script-src")[1]

@@ -43,7 +43,7 @@ def minimal_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_missing_analyses_say_so(minimal_report: Path) -> None:
     html = minimal_report.read_text(encoding="utf-8")
     sections = dict(re.findall(r'<section id="([^"]+)">(.*?)</section>', html, flags=re.S))
-    assert len(sections) == 16
+    assert len(sections) == 18
     expect = {
         "uncertainty": "at least two seeds",
         "calibration": "no recalibrated rows",

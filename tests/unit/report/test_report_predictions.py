@@ -6,6 +6,7 @@ headless Chromium without console errors or network requests."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -78,3 +79,33 @@ def test_prediction_sections_load_offline_without_errors(toy_report: Path, brows
     ))["result"]["value"]  # fmt: skip
     assert first == "clip"
     browser.assert_offline_without_errors(url)
+
+
+def test_pictures_before_tables(toy_report: Path) -> None:
+    html = toy_report.read_text(encoding="utf-8")
+    for sid, fig, table in (("subgroups", "subgroup_forest", "subgroup-cells"),
+                            ("operating-points", "operating_point_transfer", "operating-points"),
+                            ("flips", "prediction_flips", "flips")):  # fmt: skip
+        body = _section(html, sid)
+        assert body.index(f'id="fig-{fig}"') < body.index('<details class="full">'), sid
+        closed = re.search(r'<details class="full"><summary>[^<]*</summary>(.*?)</details>',
+                           body[body.index(f'id="fig-{fig}"'):], flags=re.S)  # fmt: skip
+        assert closed is not None and f'id="{table}"' in body, sid
+        assert (toy_report.parent / "figures" / f"{fig}.png").stat().st_size > 10_000
+
+
+def test_forest_rows_drop_single_subgroups_and_keep_the_smallest_p() -> None:
+    from crsbench.report.figures_predictions import forest_rows
+
+    sub = pd.DataFrame({
+        "encoder": ["a"] * 5 + ["b"] * 2, "dataset": ["d"] * 7,
+        "attribute": ["sex", "sex", "view", "age", "age", "sex", "sex"],
+        "subgroup": ["f", "m", "AP", "<40", ">=40", "f", "m"],
+        "status": ["ok"] * 7,
+    })  # fmt: skip
+    worst = pd.DataFrame({"encoder": ["a", "a", "b"], "dataset": ["d"] * 3,
+                          "attribute": ["sex", "age", "sex"], "p_value": [0.5, 0.01, 0.2]})  # fmt: skip
+    every = forest_rows(sub)
+    assert "view" not in set(every["attribute"]) and len(every) == 6  # one subgroup: no gap
+    two = forest_rows(sub, worst, max_rows=2)
+    assert set(zip(two["encoder"], two["attribute"], strict=True)) == {("a", "age")}

@@ -124,3 +124,25 @@ def test_analyze_writes_the_new_tables(planted_store, tmp_path) -> None:
     assert head["contamination_flags"]["flagged_cells"] == ["rad_dino/chexpert (trained_on)"]
     board = pd.read_csv(tmp_path / "a" / "leaderboard.csv").set_index("encoder")
     assert board.loc["biovil", "pretraining_overlap"] == "shift target mimic_cxr (trained on)"
+
+
+def test_ranking_with_weights_by_hand_on_all_and_on_fewer_axes() -> None:
+    """Two encoders, one cell each, utilities worked out by hand (bounds 0.5–1 / 0.25–0)."""
+    from crsbench.stats.weight_sensitivity import ranking_with_weights
+
+    cells = pd.DataFrame({"encoder": ["a", "b"], "dataset": ["isic2019"] * 2,
+                          "auroc": [1.0, 0.75], "ece": [0.125, 0.0],
+                          "retention": [1.0, 1.0], "robustness_drop": [0.0, 0.0]})  # fmt: skip
+    # u(a) = (1, .5, 1, 1), u(b) = (.5, 1, 1, 1): P = .5, I = 1 - .5/2, W = .5 for both
+    w = {"P": 0.2, "I": 0.5, "W": 0.3}
+    full = ranking_with_weights(cells, w, anchors="v2")
+    assert np.allclose(full["CRS"], 0.2 * 0.5 + 0.5 * 0.75 + 0.3 * 0.5)
+    assert full["rank"].tolist() == [1, 1]  # a tie shares the best rank
+    # without ECE: a = (1, 1, 1) is ideal, b = (.5, 1, 1): P .5, I 1 - .5/sqrt(3), W .5
+    fewer = ranking_with_weights(cells, w, anchors="v2",
+                                 axes=("auroc", "retention", "robustness_drop"))  # fmt: skip
+    assert fewer["encoder"].tolist() == ["a", "b"]
+    b = 0.2 * 0.5 + 0.5 * (1 - 0.5 / np.sqrt(3)) + 0.3 * 0.5
+    assert np.allclose(fewer["CRS"], [1.0, b])
+    with pytest.raises(ConfigError, match="exact uniform reference"):
+        ranking_with_weights(cells, w, anchors="v1", axes=("auroc", "ece"))

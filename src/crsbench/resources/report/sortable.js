@@ -37,3 +37,9 @@
     });
   });
 })();
+/* Printing opens every collapsed full table, so the PDF holds them all. */
+window.addEventListener("beforeprint", function () {
+  Array.prototype.forEach.call(document.querySelectorAll("details.full"), function (d) {
+    d.open = true;
+  });
+});
