@@ -30,7 +30,7 @@ from crsbench.stats.patient_bootstrap import SEED_ONLY, TEST_PATIENTS_X_SEEDS
 from crsbench.testing.coverage import REPORTING, TUNING, combine, run_scenario
 from crsbench.testing.scenarios import SCENARIOS
 
-KAPPAS = (0.0, 1.0, 1.5, 2.0, 2.5, 3.0)
+KAPPAS = (0.0, 1.0, 2.0, 3.0, 100.0)
 
 
 def _fmt(cov: pd.DataFrame) -> pd.DataFrame:
