@@ -21,6 +21,7 @@ finishes).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -39,6 +40,15 @@ def _fmt(cov: pd.DataFrame) -> pd.DataFrame:
     table = cells.unstack("method").fillna("")
     table["worlds"] = cov["worlds"].groupby("target").max()
     return table
+
+
+def _progress(name: str, t0: float):
+    def report(w: int) -> None:
+        if (w + 1) % 50 == 0:
+            print(f"{name}: {w + 1} worlds, {time.perf_counter() - t0:.0f} s", file=sys.stderr,
+                  flush=True)  # fmt: skip
+
+    return report
 
 
 def _print_scenario(run, name: str) -> None:
@@ -68,7 +78,7 @@ def main() -> None:
     for name in names:
         t0 = time.perf_counter()
         run = run_scenario(SCENARIOS[name], args.worlds, args.replicates, stream,
-                           args.worlds_per_draw, kappas)  # fmt: skip
+                           args.worlds_per_draw, kappas, progress=_progress(name, t0))  # fmt: skip
         runs.append(run)
         _print_scenario(run, name)
         print(f"elapsed_s={time.perf_counter() - t0:.1f}", flush=True)

@@ -15,6 +15,7 @@ Coverage is the share of hits; its standard error treats worlds as the independe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -196,10 +197,12 @@ def run_scenario(
     kappas: tuple[float, ...] = (),
     level: float = 0.95,
     n_pop: int = 60_000,
+    progress: Callable[[int], None] | None = None,
 ) -> CoverageRun:
     """Draw ``n_worlds`` worlds of ``scenario`` (a new parameter draw every
     ``worlds_per_draw``; seed stream :data:`TUNING` or :data:`REPORTING`) and score every
-    interval; ``kappas`` adds R's coverage at each tie threshold (method ``R, kappa=…``)."""
+    interval; ``kappas`` adds R's coverage at each tie threshold (method ``R, kappa=…``);
+    ``progress(w)`` is called after each world."""
     hits, r_points, rank1 = [], [], []
     truth = params = None
     for w in range(n_worlds):
@@ -224,6 +227,8 @@ def run_scenario(
         for enc, p in res.ranks.set_index("encoder")["p_rank1"].items():
             rank1.append({"scenario": scenario.name, "world": w, "encoder": enc,
                           "p_rank1": p, "is_planted_leader": enc == leader})  # fmt: skip
+        if progress is not None:
+            progress(w)
     return CoverageRun(pd.DataFrame(hits), pd.DataFrame(r_points), pd.DataFrame(rank1))
 
 
