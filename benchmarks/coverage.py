@@ -14,8 +14,9 @@ bias-corrected one.
 Last line: ``coverage=<min over every scenario and interval printed> seed_only_coverage=<…>
 rank1_in_tier1=<…>``.
 Usage: ``python benchmarks/coverage.py [--worlds 1000] [--replicates 200] [--scenarios a,b]
-[--tune] [--out DIR]`` (``--out``: each scenario's per-world records as CSV, written as it
-finishes).
+[--tune] [--first-world N] [--out DIR]`` (``--out``: each scenario's per-world records as
+CSV, written as it finishes); ``--from-csv DIR [DIR …]`` prints the tables of earlier runs'
+records together (disjoint ``--first-world`` ranges of a scenario add up to one figure).
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from pathlib import Path
 import pandas as pd
 
 from crsbench.stats.patient_bootstrap import SEED_ONLY, TEST_PATIENTS_X_SEEDS
-from crsbench.testing.coverage import REPORTING, TUNING, combine, run_scenario
+from crsbench.testing.coverage import REPORTING, TUNING, CoverageRun, combine, run_scenario
 from crsbench.testing.scenarios import SCENARIOS
 
 KAPPAS = (0.0, 1.0, 2.0, 3.0, 100.0)
+FIELDS = ("hits", "r_points", "rank1")
 
 
 def _fmt(cov: pd.DataFrame) -> pd.DataFrame:
@@ -68,8 +70,19 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=200)
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--tune", action="store_true", help="the worlds that choose κ")
+    parser.add_argument("--first-world", type=int, default=0, help="run worlds from this one")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--from-csv",
+        type=Path,
+        nargs="*",
+        default=None,
+        help="print the tables of earlier --out folders (disjoint worlds) only",
+    )
     args = parser.parse_args()
+    if args.from_csv:
+        _summarise(_load(args.from_csv))
+        return
     names = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     stream, kappas = (TUNING if args.tune else REPORTING), KAPPAS
     print(f"worlds={args.worlds} per scenario, a parameter draw every {args.worlds_per_draw}; "
@@ -78,16 +91,36 @@ def main() -> None:
     for name in names:
         t0 = time.perf_counter()
         run = run_scenario(SCENARIOS[name], args.worlds, args.replicates, stream,
-                           args.worlds_per_draw, kappas, progress=_progress(name, t0))  # fmt: skip
+                           args.worlds_per_draw, kappas, progress=_progress(name, t0),
+                           first_world=args.first_world)  # fmt: skip
         runs.append(run)
         _print_scenario(run, name)
         print(f"elapsed_s={time.perf_counter() - t0:.1f}", flush=True)
         if args.out is not None:
             args.out.mkdir(parents=True, exist_ok=True)
-            stem = name.replace(" ", "_").replace(",", "")
-            for field in ("hits", "r_points", "rank1"):
-                getattr(run, field).to_csv(args.out / f"{stem}.{field}.csv", index=False)
-    run = combine(runs)
+            for field in FIELDS:
+                getattr(run, field).to_csv(args.out / f"{_stem(name)}.{field}.csv", index=False)
+    _summarise(combine(runs), printed=True)
+
+
+def _stem(name: str) -> str:
+    return name.replace(" ", "_").replace(",", "")
+
+
+def _load(folders: list[Path]) -> CoverageRun:
+    """The records of earlier ``--out`` folders (one scenario's disjoint world ranges add)."""
+    runs = []
+    for folder in folders:
+        for hits in sorted(folder.glob("*.hits.csv")):
+            stem = hits.name[: -len(".hits.csv")]
+            runs.append(CoverageRun(*(pd.read_csv(folder / f"{stem}.{f}.csv") for f in FIELDS)))
+    return combine(runs)
+
+
+def _summarise(run: CoverageRun, printed: bool = False) -> None:
+    if not printed:
+        for name in run.hits["scenario"].unique():
+            _print_scenario(run, name)
     print("\nP(rank 1) calibration (all scenarios, encoders x worlds):")
     print(run.calibration().to_string(float_format=lambda v: f"{v:.3f}"))
     print(f"coverage={run.interval_min(TEST_PATIENTS_X_SEEDS):.3f} "

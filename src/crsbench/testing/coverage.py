@@ -198,15 +198,17 @@ def run_scenario(
     level: float = 0.95,
     n_pop: int = 60_000,
     progress: Callable[[int], None] | None = None,
+    first_world: int = 0,
 ) -> CoverageRun:
     """Draw ``n_worlds`` worlds of ``scenario`` (a new parameter draw every
     ``worlds_per_draw``; seed stream :data:`TUNING` or :data:`REPORTING`) and score every
     interval; ``kappas`` adds R's coverage at each tie threshold (method ``R, kappa=…``);
-    ``progress(w)`` is called after each world."""
+    ``progress(w)`` is called after each world. Worlds ``first_world …`` are drawn (world
+    ``w`` is the same in every run, so runs of disjoint ranges add up)."""
     hits, r_points, rank1 = [], [], []
     truth = params = None
-    for w in range(n_worlds):
-        if w % worlds_per_draw == 0:
+    for w in range(first_world, first_world + n_worlds):
+        if params is None or w % worlds_per_draw == 0:
             params = draw_parameters(
                 scenario, np.random.default_rng([stream, w // worlds_per_draw])
             )
@@ -233,6 +235,6 @@ def run_scenario(
 
 
 def combine(runs: list[CoverageRun]) -> CoverageRun:
-    """One run of several scenarios' runs."""
+    """One run of several runs (scenarios, or disjoint world ranges of one scenario)."""
     return CoverageRun(*(pd.concat([getattr(r, f) for r in runs], ignore_index=True)
                          for f in ("hits", "r_points", "rank1")))  # fmt: skip
