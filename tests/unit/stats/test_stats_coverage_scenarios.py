@@ -102,3 +102,28 @@ def test_reduced_coverage_run_covers():
     assert run.coverage()["worlds"].min() == 6
     assert run.interval_min(TEST_PATIENTS_X_SEEDS) == min(main.drop(LEADER_IN_TIER1).dropna())
     assert len(run.r_points) == 18 and (run.r_points["r_true"] > 0).all()
+
+
+def test_axis_intervals_and_the_verdict_use_r_interval():
+    from crsbench.stats.patient_bootstrap import patient_seed_bootstrap
+    from crsbench.stats.verdict import from_patient_bootstrap, verdict_table
+    from crsbench.testing import simulate_runs
+    from crsbench.testing.planted import draw_world as draw_binary
+    from crsbench.testing.planted import planted_parameters, population_table
+
+    rng = np.random.default_rng(13)
+    params = planted_parameters(3, ("isic2019",), rng)
+    world = draw_binary(params, 150, 2, rng, population_table(params))
+    res = patient_seed_bootstrap(world.cells, n_replicates=150, seed=0)
+    r = res.r_interval()
+    ci = res.axis_intervals()
+    rows = ci[ci["axis"] == "robustness_drop"].reset_index(drop=True)
+    np.testing.assert_allclose(rows["ci_low"], r.low)
+    np.testing.assert_allclose(rows["ci_high"], r.high)
+    b_lo, b_hi = basic_interval(res.point_axes[:, 3], res.axes[:, :, 3])
+    assert (r.low <= b_lo + 1e-15).all() and (r.high >= b_hi - 1e-15).all()  # the union
+    runs = simulate_runs(n_encoders=2, datasets=("isic2019",), seeds=2)
+    table = verdict_table(runs, from_patient_bootstrap(res)).set_index(["dataset", "question"])
+    row = table.loc[("isic2019", "robustness")]
+    i = [e for e, _ in res.cell_keys].index(row["leader"])
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((r.low[i], r.high[i]), abs=1e-15)
