@@ -41,6 +41,7 @@ from crsbench.stats.intervals import (
 )
 from crsbench.stats.replicate_values import (
     JPEG_DROP,
+    add_r_drops,
     add_shift_calibration,
     per_seed_values,
     replicate_weights,
@@ -51,6 +52,7 @@ from crsbench.stats.resample import (
     replicate_ids,
     resample_counts_for,
 )
+from crsbench.stats.robustness_interval import TIE_KAPPA, RInterval, cell_r_drops, r_interval
 from crsbench.stats.weighted_metrics import (
     weighted_ece,
     weighted_macro_auroc,
@@ -94,14 +96,26 @@ class PatientBootstrapResult(BootstrapResult):
     extras: dict[tuple[str, str, str], np.ndarray] = field(default_factory=dict)
     point_extras: dict[tuple[str, str, str], float] = field(default_factory=dict)
 
+    def r_interval(self, level: float = 0.95, kappa: float = TIE_KAPPA) -> RInterval:
+        """Tie-aware interval of each cell's R and the plug-in's estimated bias
+        (:func:`crsbench.stats.robustness_interval.r_interval`), from R's drops in ``extras``."""
+        c = AXES.index("robustness_drop")
+        point, reps = cell_r_drops(self.cell_keys, self.point_extras, self.extras)
+        return r_interval(self.point_axes[:, c], self.axes[:, :, c], point, reps, level, kappa)
+
     def axis_intervals(self, level: float = 0.95) -> pd.DataFrame:
         """Basic (bias-corrected) bootstrap interval of each cell's four axes; the ECE's is
-        widened for the plug-in's bias (:func:`crsbench.stats.intervals.ece_interval`)."""
+        widened for the plug-in's bias (:func:`crsbench.stats.intervals.ece_interval`), R's
+        holds near-tied drops (:meth:`r_interval`)."""
         lo, hi = basic_interval(self.point_axes, self.axes, level)
         if self.point_ece_shrunk.size:
             c = AXES.index("ece")
             lo[:, c], hi[:, c] = ece_interval(self.point_axes[:, c], self.axes[:, :, c],
                                               self.point_ece_shrunk, self.ece_shrunk, level)  # fmt: skip
+        if self.extras:
+            r = self.r_interval(level)
+            c = AXES.index("robustness_drop")
+            lo[:, c], hi[:, c] = r.low, r.high
         rows = []
         for i, (enc, ds) in enumerate(self.cell_keys):
             for k, axis in enumerate(AXES):
@@ -153,6 +167,8 @@ def cell_replicate_axes(
     jpeg = [drop for (key, _), drop in zip(conditions, drops, strict=False) if key[0] == JPEG]
     if extras is not None and jpeg:
         extras[JPEG_DROP] = np.mean(jpeg, axis=0)
+    if extras is not None:
+        add_r_drops(drops, extras)
     if drops:
         stack = np.stack(drops, axis=-1)
         r = 0.5 * stack.mean(axis=-1) + 0.5 * stack.max(axis=-1)

@@ -22,6 +22,9 @@ from crsbench.stats.weighted_metrics import ReplicateWeights, weighted_ece
 JPEG_DROP = "jpeg_drop"
 #: Prefix of the ECE increase on a shift target (``shift_ece_increase:<target>``).
 SHIFT_ECE_INCREASE = "shift_ece_increase:"
+#: Prefix of each of R's drops (``r_drop:<i>``: the conditions in sorted order, then the shift
+#: targets inside R), read by the interval of R (:mod:`crsbench.stats.robustness_interval`).
+R_DROP = "r_drop:"
 
 
 def per_seed_values(prob: np.ndarray, n_seeds: int, fn) -> np.ndarray:
@@ -66,3 +69,9 @@ def add_shift_calibration(
         else:
             ref = clean_ece
         extras[SHIFT_ECE_INCREASE + split.dataset] = ece - ref
+
+
+def add_r_drops(drops: Sequence[np.ndarray], extras: dict[str, np.ndarray]) -> None:
+    """Each of R's ``(B, S)`` drops into ``extras`` as :data:`R_DROP` + its 2-digit index."""
+    for i, drop in enumerate(drops):
+        extras[f"{R_DROP}{i:02d}"] = drop

@@ -42,6 +42,7 @@ from crsbench.stats.intervals import (
 )
 from crsbench.stats.patient_bootstrap import SEED_ONLY, TEST_PATIENTS_X_SEEDS
 from crsbench.stats.replicate_values import JPEG_DROP, SHIFT_ECE_INCREASE
+from crsbench.stats.robustness_interval import cell_r_drops, r_interval
 from crsbench.store.reader import select_runs
 
 #: (key, question as the report asks it, value, True when higher is better).
@@ -287,6 +288,24 @@ def _ece_lead_interval(reps: AxisReplicates, level: float):
     return interval
 
 
+def _r_lead_interval(reps: AxisReplicates, level: float):
+    """R's interval of a cell (:func:`crsbench.stats.robustness_interval.r_interval`, which
+    holds near-tied drops), or None when the replicates carry no drops (seed-only)."""
+    extras = reps.extras or {}
+    points, drops = cell_r_drops(reps.cell_keys, {k: p for k, (p, _) in extras.items()},
+                                 {k: r for k, (_, r) in extras.items()})  # fmt: skip
+    if not any(d.size for d in points):
+        return None
+    c = AXES.index("robustness_drop")
+
+    def interval(i: int) -> tuple[float, float]:
+        r = r_interval(reps.point[[i], c], reps.replicates[:, [i], c], [points[i]], [drops[i]],
+                       level)  # fmt: skip
+        return float(r.low[0]), float(r.high[0])
+
+    return interval
+
+
 def verdict_table(
     runs: pd.DataFrame,
     replicates: AxisReplicates,
@@ -331,7 +350,8 @@ def verdict_table(
     rows = _verdicts(QUESTIONS[0], items, crs_point, crs_rep, replicates.method,
                      replicates.basic, level)  # fmt: skip
     for j, question in enumerate(QUESTIONS[1:5]):
-        lead = _ece_lead_interval(replicates, level) if AXES[j] == "ece" else None
+        lead = {"ece": _ece_lead_interval, "robustness_drop": _r_lead_interval}.get(AXES[j])
+        lead = lead(replicates, level) if lead is not None else None
         rows += _verdicts(question, items, replicates.point[:, j], replicates.replicates[:, :, j],
                           replicates.method, replicates.basic, level, lead)  # fmt: skip
     seeds = sorted(select_runs(runs)["seed"].unique())

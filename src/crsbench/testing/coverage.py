@@ -1,67 +1,98 @@
-"""Coverage of the intervals on planted-truth worlds (:mod:`crsbench.testing.planted`).
+"""Coverage of the intervals on planted-truth worlds, scenario by scenario
+(:mod:`crsbench.testing.scenarios`).
 
-Over many worlds drawn from the same planted parameters, count how often the 95 % interval of
-each encoder's CRS and of each cell's axis covers the population value, for the test-patient
-× seed bootstrap and for the seed-only bootstrap; whether the planted leader is in tier 1; and
-how P(rank 1) is calibrated. The ECE interval around the debiased estimate
-(:func:`crsbench.stats.debiased_ece.debiased_ece_intervals`) is scored beside the
-protocol's as the target :data:`DEBIASED_ECE`, left out of :meth:`CoverageReport.protocol_min`.
+For each scenario, worlds are drawn from several independent parameter draws (a new draw
+every ``worlds_per_draw`` worlds); each world runs the real test-patient × seed bootstrap
+(:func:`crsbench.stats.patient_bootstrap.patient_seed_bootstrap`) and the seed-only one on
+the cells that can be ranked (an encoder with a planned cell not run is left out by
+:func:`crsbench.scoring.planned.incomplete_encoders`, as ``analyze`` leaves it out), and
+records whether each printed 95 % interval covers the population value: CRS, the four axes
+(R's tie-aware interval, :mod:`crsbench.stats.robustness_interval`), the leader gap (planted
+leader − runner-up), the verdict's JPEG drop and shift-ECE increase; whether the planted
+leader is in tier 1; P(rank 1); and the plug-in R beside its population value (the bias).
+Coverage is the share of hits; its standard error treats worlds as the independent units.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from crsbench.protocol import PAPER_SHIFTS
+from crsbench.scoring import crs_table
 from crsbench.scoring.anchors import AXES
+from crsbench.scoring.planned import add_unrun_cells, incomplete_encoders
 from crsbench.stats.bootstrap import paired_seed_bootstrap
-from crsbench.stats.debiased_ece import debiased_ece_intervals
-from crsbench.stats.intervals import basic_interval
+from crsbench.stats.cell_predictions import CellPredictions
+from crsbench.stats.intervals import basic_interval, percentile_interval
 from crsbench.stats.patient_bootstrap import (
     SEED_ONLY,
     TEST_PATIENTS_X_SEEDS,
+    PatientBootstrapResult,
     patient_seed_bootstrap,
     per_seed_axes,
 )
-from crsbench.stats.replicate_values import JPEG_DROP
-from crsbench.testing.planted import (
+from crsbench.stats.replicate_values import JPEG_DROP, SHIFT_ECE_INCREASE
+from crsbench.testing.scenarios import (
+    Scenario,
+    Truth,
+    draw_parameters,
     draw_world,
-    planted_parameters,
-    population_extras,
-    population_table,
+    population_truth,
 )
 
-#: Target name of the ECE interval centred on the debiased estimate (not the protocol's).
-DEBIASED_ECE = "ece (debiased interval)"
-#: Target names of the verdict's JPEG and shift-calibration values.
 JPEG_TARGET = "jpeg drop"
 SHIFT_ECE_TARGET = "shift ece increase"
-#: The protocol's targets: CRS, the axes and the verdict's two other values.
-PROTOCOL_TARGETS = ("CRS", *AXES, JPEG_TARGET, SHIFT_ECE_TARGET)
+LEADER_GAP = "leader gap"
+LEADER_IN_TIER1 = "leader in tier 1"
+#: Targets whose hits are 95 % interval coverages (the leader-in-tier-1 share is not).
+INTERVAL_TARGETS = ("CRS", *AXES, LEADER_GAP, JPEG_TARGET, SHIFT_ECE_TARGET)
+#: Seed streams of the worlds that choose interval methods and of the reported ones.
+TUNING, REPORTING = 1, 2
 
 
 @dataclass(frozen=True)
-class CoverageReport:
-    """Per-world hits and the rank-1 records behind the summary figures."""
+class CoverageRun:
+    """Per-world hits, plug-in R against its population value, and P(rank 1) records."""
 
-    hits: pd.DataFrame  # world, method, target (CRS or an axis), covered (bool)
-    leader_in_tier1: np.ndarray  # per world
-    rank1: pd.DataFrame  # world, encoder, p_rank1, is_planted_leader
+    hits: pd.DataFrame  # scenario, world, method, target, covered
+    r_points: pd.DataFrame  # scenario, world, r_hat, r_corrected, r_true
+    rank1: pd.DataFrame  # scenario, world, encoder, p_rank1, is_planted_leader
 
     def coverage(self) -> pd.DataFrame:
-        """Coverage per (method, target)."""
-        return self.hits.groupby(["method", "target"])["covered"].mean().unstack("method")
+        """Coverage, its standard error (worlds as units) and worlds per (scenario, method,
+        target)."""
+        per_world = self.hits.groupby(["scenario", "method", "target", "world"])["covered"].mean()
+        g = per_world.groupby(["scenario", "method", "target"])
+        return pd.DataFrame({"coverage": g.mean(), "se": g.std(ddof=1) / np.sqrt(g.size()),
+                             "worlds": g.size()})  # fmt: skip
 
-    def protocol_min(self, method: str) -> float:
-        """Lowest coverage of ``method`` over :data:`PROTOCOL_TARGETS` it has (CRS, the four
-        axes, and for the test-patient bootstrap the JPEG drop and the shift ECE increase)."""
-        cov = self.coverage()[method].reindex(PROTOCOL_TARGETS).dropna()
-        return float(cov.min())
+    def interval_min(self, method: str) -> float:
+        """Lowest coverage of ``method`` over every scenario and interval target."""
+        cov = self.coverage().reset_index()
+        keep = (cov["method"] == method) & cov["target"].isin(INTERVAL_TARGETS)
+        return float(cov.loc[keep, "coverage"].min())
 
-    def calibration(self, bins: tuple[float, ...] = (0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0001)):
+    def leader_in_tier1(self) -> float:
+        """Share of worlds whose planted leader is in tier 1."""
+        return float(self.hits.loc[self.hits["target"] == LEADER_IN_TIER1, "covered"].mean())
+
+    def r_bias(self) -> pd.DataFrame:
+        """Per scenario: mean population R, mean bias of the plug-in R and of the
+        bias-corrected one (absolute and relative to the population R), with standard errors."""
+        d = self.r_points.assign(bias=lambda x: x["r_hat"] - x["r_true"],
+                                 bias_corrected=lambda x: x["r_corrected"] - x["r_true"])  # fmt: skip
+        w = d.groupby(["scenario", "world"])[["r_true", "bias", "bias_corrected"]].mean()
+        g = w.groupby("scenario")
+        out = g.mean()
+        out["bias_se"] = g["bias"].std(ddof=1) / np.sqrt(g.size())
+        out["relative_bias"] = out["bias"] / out["r_true"]
+        out["relative_bias_corrected"] = out["bias_corrected"] / out["r_true"]
+        return out
+
+    def calibration(self, bins=(0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0001)) -> pd.DataFrame:
         """Among (world, encoder) pairs with P(rank 1) in a bin, how often it is the leader."""
         cut = pd.cut(self.rank1["p_rank1"], list(bins), right=False)
         g = self.rank1.groupby(cut, observed=True)
@@ -69,99 +100,141 @@ class CoverageReport:
                              "leader_share": g["is_planted_leader"].mean()})  # fmt: skip
 
 
-def _axis_hits(world, res, method: str, lo: np.ndarray, hi: np.ndarray, w: int) -> list[dict]:
-    pop = world.population.set_index(["encoder", "dataset"])
+def rankable_cells(cells: list[CellPredictions], scenario: Scenario) -> list[CellPredictions]:
+    """The cells of encoders with every planned cell run, chosen by the scoring code."""
+    ps = per_seed_axes(cells)
+    table = crs_table(ps.groupby(["encoder", "dataset"], as_index=False)[list(AXES)].mean())
+    table["missing"] = ""
+    planned = {(c.encoder, c.dataset) for c in cells} | set(scenario.missing)
+    out = set(incomplete_encoders(add_unrun_cells(table, planned)))
+    return [c for c in cells if c.encoder not in out]
+
+
+def _hit(scenario, world, method, target, lo, hi, truth) -> dict:
+    return {"scenario": scenario, "world": world, "method": method, "target": target,
+            "covered": bool(lo <= truth <= hi)}  # fmt: skip
+
+
+def _world_hits(name: str, w: int, res: PatientBootstrapResult, seed_only, truth: Truth,
+                cells, level: float) -> list[dict]:  # fmt: skip
     out = []
+    for method, r in ((TEST_PATIENTS_X_SEEDS, res), (SEED_ONLY, seed_only)):
+        t = r.ranks.set_index("encoder")
+        for enc, crs in truth.crs.items():
+            out.append(_hit(name, w, method, "CRS", t.loc[enc, "crs_ci_low"],
+                            t.loc[enc, "crs_ci_high"], crs))  # fmt: skip
+    pop = truth.axes.set_index(["encoder", "dataset"])
+    ci = res.axis_intervals(level).set_index(["encoder", "dataset", "axis"])
+    so = _seed_only_axes(per_seed_axes(cells), res.cell_keys, len(res.replicates), w, level)
     for i, key in enumerate(res.cell_keys):
         for k, axis in enumerate(AXES):
-            truth = pop.loc[key, axis]
-            out.append({"world": w, "method": method, "target": axis,
-                        "covered": bool(lo[i, k] <= truth <= hi[i, k])})  # fmt: skip
+            lo, hi = ci.loc[(*key, axis), ["ci_low", "ci_high"]]
+            out.append(_hit(name, w, TEST_PATIENTS_X_SEEDS, axis, lo, hi, pop.loc[key, axis]))
+            out.append(_hit(name, w, SEED_ONLY, axis, so[0][i, k], so[1][i, k], pop.loc[key, axis]))
+    first, second = truth.crs.sort_values(ascending=False).index[:2]
+    pw = res.pairwise.set_index(["encoder_a", "encoder_b"]).loc[(first, second)]
+    out.append(_hit(name, w, TEST_PATIENTS_X_SEEDS, LEADER_GAP, pw["ci_low"], pw["ci_high"],
+                    truth.crs[first] - truth.crs[second]))  # fmt: skip
+    out += _extra_hits(name, w, res, truth, level)
+    tier1 = res.ranks.set_index("encoder").loc[first, "tier"] == 1
+    out.append({"scenario": name, "world": w, "method": TEST_PATIENTS_X_SEEDS,
+                "target": LEADER_IN_TIER1, "covered": bool(tier1)})  # fmt: skip
     return out
 
 
-def _extra_hits(truths: dict, res, w: int, level: float) -> list[dict]:
-    """The verdict's intervals of the JPEG drop (basic) and of the shift ECE increase
-    (percentile) against the population's (``truths``: (encoder, dataset) →
-    :func:`population_extras`)."""
+def _extra_hits(name, w, res: PatientBootstrapResult, truth: Truth, level) -> list[dict]:
+    """The verdict's JPEG drop (basic interval) and shift ECE increase (percentile)."""
     out = []
-    alpha = (1 - level) / 2
-    for (enc, ds, name), reps in res.extras.items():
-        point = res.point_extras[(enc, ds, name)]
-        if name == JPEG_DROP:
+    for (enc, ds, key), reps in res.extras.items():
+        if key != JPEG_DROP and not key.startswith(SHIFT_ECE_INCREASE):
+            continue
+        point = res.point_extras[(enc, ds, key)]
+        if key == JPEG_DROP:
             lo, hi = (float(v[0]) for v in basic_interval(np.array([point]), reps[:, None], level))
         else:
-            lo, hi = np.nanquantile(reps, alpha), np.nanquantile(reps, 1 - alpha)
-        truth = truths[(enc, ds)][name]
-        target = JPEG_TARGET if name == JPEG_DROP else SHIFT_ECE_TARGET
-        out.append({"world": w, "method": TEST_PATIENTS_X_SEEDS, "target": target,
-                    "covered": bool(lo <= truth <= hi)})  # fmt: skip
+            lo, hi = percentile_interval(reps, level)
+        target = JPEG_TARGET if key == JPEG_DROP else SHIFT_ECE_TARGET
+        out.append(
+            _hit(name, w, TEST_PATIENTS_X_SEEDS, target, lo, hi, truth.extras[(enc, ds)][key])
+        )
     return out
 
 
-def _debiased_ece_hits(world, n_rep: int, w: int, level: float) -> list[dict]:
-    pop = world.population.set_index(["encoder", "dataset"])["ece"]
-    ci = debiased_ece_intervals(world.cells, n_replicates=n_rep, seed=w, level=level)
-    return [{"world": w, "method": TEST_PATIENTS_X_SEEDS, "target": DEBIASED_ECE,
-             "covered": bool(r.ci_low <= pop[(r.encoder, r.dataset)] <= r.ci_high)}
-            for r in ci.itertuples()]  # fmt: skip
-
-
-def _seed_only_axes(per_seed: pd.DataFrame, keys, n_rep: int, rng, level: float):
+def _seed_only_axes(per_seed: pd.DataFrame, keys, n_rep: int, seed: int, level: float):
     """Percentile intervals of the seed-mean axes when only the seeds are resampled."""
-    alpha = (1 - level) / 2
+    rng, alpha = np.random.default_rng(seed), (1 - level) / 2
     lo, hi = np.empty((len(keys), 4)), np.empty((len(keys), 4))
     by_cell = per_seed.groupby(["encoder", "dataset"])
     for i, key in enumerate(keys):
         x = by_cell.get_group(key)[list(AXES)].to_numpy()
-        idx = rng.integers(0, len(x), (n_rep, len(x)))
-        means = x[idx].mean(axis=1)
+        means = x[rng.integers(0, len(x), (n_rep, len(x)))].mean(axis=1)
         lo[i], hi[i] = np.quantile(means, alpha, axis=0), np.quantile(means, 1 - alpha, axis=0)
     return lo, hi
 
 
-def run_coverage(
+def _r_rows(name, w, res: PatientBootstrapResult, truth: Truth, kappas, level):
+    """Plug-in and bias-corrected R against the population's, and the tuning hits."""
+    c = AXES.index("robustness_drop")
+    pop = truth.axes.set_index(["encoder", "dataset"])["robustness_drop"]
+    r = res.r_interval(level)
+    points = [{"scenario": name, "world": w, "r_hat": res.point_axes[i, c],
+               "r_corrected": res.point_axes[i, c] - r.bias[i], "r_true": pop[key]}
+              for i, key in enumerate(res.cell_keys)]  # fmt: skip
+    hits = []
+    for kappa in kappas:
+        rk = res.r_interval(level, kappa)
+        hits += [_hit(name, w, f"R, kappa={kappa:g}", "robustness_drop", rk.low[i], rk.high[i],
+                      pop[key]) for i, key in enumerate(res.cell_keys)]  # fmt: skip
+    return points, hits
+
+
+def run_scenario(
+    scenario: Scenario,
     n_worlds: int,
-    n_encoders: int = 4,
-    datasets: tuple[str, ...] = ("isic2019", "chexpert"),
-    n_patients: int = 500,
-    n_seeds: int = 3,
-    n_replicates: int = 400,
-    seed: int = 0,
+    n_replicates: int = 200,
+    stream: int = REPORTING,
+    worlds_per_draw: int = 100,
+    kappas: tuple[float, ...] = (),
     level: float = 0.95,
-) -> CoverageReport:
-    """Draw ``n_worlds`` worlds from one planted parameter set and score every interval."""
-    rng = np.random.default_rng(seed)
-    params = planted_parameters(n_encoders, datasets, rng)
-    population = population_table(params)
-    targets = dict(PAPER_SHIFTS)
-    truths = {key: population_extras(p, targets.get(key[1])) for key, p in params.items()}
-    hits: list[dict] = []
-    in_tier1, rank1 = [], []
-    for w in range(n_worlds):
-        world = draw_world(params, n_patients, n_seeds, rng, population)
-        res = patient_seed_bootstrap(world.cells, n_replicates=n_replicates, seed=w, level=level)
-        seed_only = paired_seed_bootstrap(per_seed_axes(world.cells), n_replicates=n_replicates,
+    n_pop: int = 60_000,
+    progress: Callable[[int], None] | None = None,
+    first_world: int = 0,
+) -> CoverageRun:
+    """Draw ``n_worlds`` worlds of ``scenario`` (a new parameter draw every
+    ``worlds_per_draw``; seed stream :data:`TUNING` or :data:`REPORTING`) and score every
+    interval; ``kappas`` adds R's coverage at each tie threshold (method ``R, kappa=…``);
+    ``progress(w)`` is called after each world. Worlds ``first_world …`` are drawn (world
+    ``w`` is the same in every run, so runs of disjoint ranges add up)."""
+    hits, r_points, rank1 = [], [], []
+    truth = params = None
+    for w in range(first_world, first_world + n_worlds):
+        if params is None or w % worlds_per_draw == 0:
+            params = draw_parameters(
+                scenario, np.random.default_rng([stream, w // worlds_per_draw])
+            )
+            truth = population_truth(scenario, params, n_pop)
+        cells = rankable_cells(
+            draw_world(scenario, params, np.random.default_rng([stream, 7, w])), scenario
+        )
+        res = patient_seed_bootstrap(
+            cells, n_replicates=n_replicates, seed=w, level=level, n_jobs=1
+        )
+        seed_only = paired_seed_bootstrap(per_seed_axes(cells), n_replicates=n_replicates,
                                           seed=w, level=level)  # fmt: skip
-        for method, r in ((TEST_PATIENTS_X_SEEDS, res), (SEED_ONLY, seed_only)):
-            t = r.ranks.set_index("encoder")
-            for enc, truth in world.population_crs.items():
-                covered = t.loc[enc, "crs_ci_low"] <= truth <= t.loc[enc, "crs_ci_high"]
-                hits.append({"world": w, "method": method, "target": "CRS",
-                             "covered": bool(covered)})  # fmt: skip
-        ci = res.axis_intervals(level)
-        lo = ci["ci_low"].to_numpy().reshape(-1, 4)
-        hi = ci["ci_high"].to_numpy().reshape(-1, 4)
-        hits += _axis_hits(world, res, TEST_PATIENTS_X_SEEDS, lo, hi, w)
-        so_lo, so_hi = _seed_only_axes(per_seed_axes(world.cells), res.cell_keys, n_replicates,
-                                       np.random.default_rng(w), level)  # fmt: skip
-        hits += _axis_hits(world, res, SEED_ONLY, so_lo, so_hi, w)
-        hits += _extra_hits(truths, res, w, level)
-        hits += _debiased_ece_hits(world, n_replicates, w, level)
-        leader = world.population_crs.idxmax()
-        t = res.ranks.set_index("encoder")
-        in_tier1.append(bool(t.loc[leader, "tier"] == 1))
-        for enc in t.index:
-            rank1.append({"world": w, "encoder": enc, "p_rank1": t.loc[enc, "p_rank1"],
-                          "is_planted_leader": enc == leader})  # fmt: skip
-    return CoverageReport(pd.DataFrame(hits), np.array(in_tier1), pd.DataFrame(rank1))
+        hits += _world_hits(scenario.name, w, res, seed_only, truth, cells, level)
+        pts, more = _r_rows(scenario.name, w, res, truth, kappas, level)
+        r_points += pts
+        hits += more
+        leader = truth.crs.idxmax()
+        for enc, p in res.ranks.set_index("encoder")["p_rank1"].items():
+            rank1.append({"scenario": scenario.name, "world": w, "encoder": enc,
+                          "p_rank1": p, "is_planted_leader": enc == leader})  # fmt: skip
+        if progress is not None:
+            progress(w)
+    return CoverageRun(pd.DataFrame(hits), pd.DataFrame(r_points), pd.DataFrame(rank1))
+
+
+def combine(runs: list[CoverageRun]) -> CoverageRun:
+    """One run of several runs (scenarios, or disjoint world ranges of one scenario)."""
+    return CoverageRun(*(pd.concat([getattr(r, f) for r in runs], ignore_index=True)
+                         for f in ("hits", "r_points", "rank1")))  # fmt: skip
