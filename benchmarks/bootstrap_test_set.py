@@ -1,5 +1,11 @@
 """Benchmark of the test-patient × seed bootstrap (run through ``benchmarks/bootstrap.py``).
 
+0. Kernels, side by side: one full cell's share of the bootstrap (:func:`cell_replicates`,
+   one chunk of replicates) with the replicate kernels (weighted AUROC, ECE, shrunk ECE)
+   and with the previous ones (:mod:`crsbench.stats._reference_kernels`, swapped in for the
+   run), at 3,000 and 30,000 test images, CPU seconds of this process (each side's faster of
+   two alternating runs), the two results checked equal; the last line ``speedup=`` is the
+   previous kernels' time over the new at 30,000 images.
 1. Speed: the weighted macro-AUROC of one cell (n test images × 14 labels) under B replicate
    weightings (one sort per label, replicates as matrix work) against a plain loop of
    ``sklearn.metrics.roc_auc_score`` on the same resampled rows (fewer replicates, linear
@@ -18,14 +24,18 @@ from __future__ import annotations
 
 import os
 import resource
+import sys
 import time
+from contextlib import contextmanager
 from functools import partial
 
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from crsbench.core.workers import available_cores
+from crsbench.core.workers import available_cores, one_blas_thread
 from crsbench.protocol import BOOTSTRAP_REPLICATES, PAPER_CONDITIONS
+from crsbench.stats import _reference_kernels as ref
+from crsbench.stats import weighted_metrics as new
 from crsbench.stats.cell_pool import map_cells
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.patient_bootstrap import (
@@ -96,6 +106,67 @@ def per_element_time(n: int, n_rep: int) -> float:
     return (time.perf_counter() - t0) / _elements(n, n_rep)
 
 
+_SWAP = {new.weighted_macro_auroc: ref.reference_macro_auroc, new.weighted_ece: ref.reference_ece,
+         new.weighted_shrunk_ece: ref.reference_shrunk_ece}  # fmt: skip
+
+
+@contextmanager
+def reference_kernels():
+    """The previous replicate kernels in every ``crsbench.stats`` module that calls the new."""
+    saved = []
+    for name, module in list(sys.modules.items()):
+        if name.startswith("crsbench.stats.") and module is not None and module is not new:
+            for attr, value in vars(module).items():
+                if any(value is k for k in _SWAP):
+                    saved.append((module, attr, value))
+    if {id(v) for _, _, v in saved} != {id(k) for k in _SWAP}:
+        raise RuntimeError("the bootstrap no longer calls every kernel this benchmark swaps")
+    for module, attr, value in saved:
+        setattr(module, attr, _SWAP[value])
+    try:
+        yield
+    finally:
+        for module, attr, value in saved:
+            setattr(module, attr, value)
+
+
+def _cell_cpu_s(cell: CellPredictions, n_rep: int):
+    t0 = time.process_time()
+    out = _work(n_rep)(cell)
+    return time.process_time() - t0, out
+
+
+def _same(a, b) -> bool:
+    """Equal axes and extras to 1e-12 relative (ECE differences: float64 rounding)."""
+    (x, e, d), (y, f, g) = a, b
+    close = partial(np.allclose, rtol=1e-12, atol=1e-14, equal_nan=True)
+    return (
+        close(x, y) and close(e, f) and d.keys() == g.keys() and all(close(d[k], g[k]) for k in d)
+    )
+
+
+def kernel_speedup(n: int, n_rep: int) -> tuple[float, float, float]:
+    """CPU seconds of one full cell of ``n`` images (one chunk of ``n_rep`` replicates) with
+    the previous kernels and with the new ones, and their ratio. Each side runs twice,
+    alternating (new, previous, new, previous), and keeps its faster run: the first run of a
+    process also pays for growing its heap (page faults), which is not the kernels' cost."""
+    with one_blas_thread():  # as the bootstrap runs (an idle BLAS thread's spinning is CPU)
+        return _alternate(bootstrap_view(_cell(n)), n_rep)
+
+
+def _alternate(cell: CellPredictions, n_rep: int) -> tuple[float, float, float]:
+    new_s, old_s = [], []
+    for _ in range(2):
+        t, out_new = _cell_cpu_s(cell, n_rep)
+        new_s.append(t)
+        with reference_kernels():
+            t, out_old = _cell_cpu_s(cell, n_rep)
+        old_s.append(t)
+    if not _same(out_new, out_old):
+        raise AssertionError("the new and the previous kernels disagree")
+    return min(new_s), min(old_s), min(old_s) / min(new_s)
+
+
 def _children_cpu_s() -> float:
     use = resource.getrusage(resource.RUSAGE_CHILDREN)
     return use.ru_utime + use.ru_stime
@@ -131,9 +202,10 @@ def grid_minutes(per_small: float, per_large: float, n_rep: int = BOOTSTRAP_REPL
 
 def main(quick: bool = False, replicates: int = BOOTSTRAP_REPLICATES) -> None:
     n, n_rep, n_loop = (1_000, 100, 5) if quick else (5_000, 500, 20)
-    t_vec, t_loop, ratio = speed(n, n_rep, n_loop)
     small, large = (1_000, 2_000) if quick else (3_000, 30_000)
     chunk = 20 if quick else DEFAULT_CHUNK
+    kernels = {size: kernel_speedup(size, chunk) for size in (small, large)}
+    t_vec, t_loop, ratio = speed(n, n_rep, n_loop)
     jobs = available_cores()
     n_cells = 2 * jobs
     per_small = per_element_time(small, chunk)
@@ -141,6 +213,10 @@ def main(quick: bool = False, replicates: int = BOOTSTRAP_REPLICATES) -> None:
     per_large = t_seq / (n_cells * _elements(large, chunk))
     seq_min = grid_minutes(per_small, per_large, replicates)
     pool_min = seq_min * t_par / t_seq
+    for size, (t_new, t_old, r) in kernels.items():
+        print(f"kernels_cell_{size}: new_cpu_s={t_new:.2f} previous_cpu_s={t_old:.2f} "
+              f"ratio={r:.2f}  (one cell, one chunk of {chunk} replicates, faster of two alternating "
+              "runs each; same values checked)")  # fmt: skip
     print(f"test_images={n} labels={LABELS} replicates={n_rep}")
     print(f"vectorised_s={t_vec:.3f}")
     print(f"sklearn_loop_s_extrapolated={t_loop:.1f}  (loop timed on {n_loop} replicates)")
@@ -167,4 +243,11 @@ def main(quick: bool = False, replicates: int = BOOTSTRAP_REPLICATES) -> None:
         "processes: the sequential "
         "projection x the batch's measured pool/sequential time ratio)"
     )
-    print(f"speedup={ratio:.1f}")
+    print(
+        f"paper_grid_projection_pool_min_previous_kernels={pool_min * kernels[large][2]:.1f}  "
+        "(the pool projection x the previous/new kernel ratio at "
+        f"{large} images)"
+    )
+    print(f"speedup_vs_sklearn_loop={ratio:.1f}")
+    print(f"speedup={kernels[large][2]:.2f}  (previous / new replicate kernels, one {large}-image "
+          "cell, CPU seconds, side by side)")  # fmt: skip

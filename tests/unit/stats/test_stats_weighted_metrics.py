@@ -12,7 +12,7 @@ from sklearn.metrics import roc_auc_score
 
 from crsbench.core.errors import DataError
 from crsbench.metrics import auroc_batch, expected_calibration_error
-from crsbench.stats import weighted_metrics
+from crsbench.stats import replicate_weights
 from crsbench.stats.debiased_ece import debiased_ece_intervals
 from crsbench.stats.resample import patient_index, resample_counts_for
 from crsbench.stats.weighted_metrics import (
@@ -167,8 +167,10 @@ def test_replicates_in_cache_sized_blocks_give_the_same_values(monkeypatch):
     n = 400
     y = (rng.random(n) < 0.3).astype(float)
     s = np.round(rng.random(n) + 0.2 * y, 2)
+    monkeypatch.setattr(replicate_weights, "_MIN_BLOCK", 8)  # blocks of 8 replicates
+    monkeypatch.setattr(replicate_weights, "_MAX_BLOCK", 8)
     rw, expanded = _patient_weights(rng, n, 27)
-    monkeypatch.setattr(weighted_metrics, "_CACHE_ELEMENTS", 1)  # blocks of 8 replicates
+    assert rw.block_size == 8
     np.testing.assert_allclose(weighted_auroc_column(y, s, rw),
                                auroc_batch(y, s, sample_weight=expanded.astype(float)),
                                atol=1e-12)  # fmt: skip

@@ -1,0 +1,120 @@
+"""Bootstrap weights of a split's rows, one row per replicate, and the blocks the replicate
+kernels read them in (:mod:`crsbench.stats.replicate_auroc`, :mod:`crsbench.stats.weighted_metrics`).
+
+Integer counts are summed exactly in integers; the AUROC kernel reads them transposed, one
+block of replicates at a time (``(patients + 1, replicates)``, a zero row last), in the
+narrowest integer type its sums allow. A block is built once and shared by every score column
+evaluated with the same weights (every label and prediction of a cell's test split).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from crsbench.core.errors import DataError
+
+_INT32_MAX = np.iinfo(np.int32).max
+#: Replicates per block of the AUROC kernel: about this many (row × replicate) elements, so
+#: that a block's partial sums stay in cache while Python-level steps are few, measured
+#: best at 730–30,000 rows (``benchmarks/bootstrap.py``).
+_BLOCK_ELEMENTS = 1 << 21
+_MIN_BLOCK, _MAX_BLOCK = 128, 1024
+
+
+@dataclass(frozen=True)
+class ReplicateWeights:
+    """Bootstrap weights of a split's rows, one row per replicate.
+
+    Row ``i`` of the split weighs ``counts[b, inverse[i]]`` in replicate ``b``: ``counts`` is
+    ``(B, m)`` (one column per patient when every image of a patient moves together, else one
+    per row) and ``inverse`` maps rows to its columns. Integer counts are kept in the smallest
+    unsigned type that holds them and summed in ``sum_dtype`` (int32 when every sum the AUROC
+    forms fits in it, else int64), so those sums are exact; other weights are float64.
+    """
+
+    counts: np.ndarray
+    inverse: np.ndarray
+    sum_dtype: type
+    _blocks: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def of(
+        cls, w: np.ndarray | ReplicateWeights, inverse: np.ndarray | None = None
+    ) -> ReplicateWeights:
+        """From a ``(B, m)`` weight matrix and the column of each row (identity when ``None``)."""
+        if isinstance(w, ReplicateWeights):
+            return w
+        arr = np.asarray(w)
+        if arr.ndim != 2:
+            raise DataError(f"replicate weights must be a (B, n) matrix. Got shape {arr.shape}.")
+        inv = np.arange(arr.shape[1]) if inverse is None else np.asarray(inverse, dtype=np.intp)
+        if arr.size and np.min(arr) < 0:
+            raise DataError("replicate weights must be non-negative. Got a negative weight.")
+        if not (np.issubdtype(arr.dtype, np.integer) or np.array_equal(arr, np.round(arr))):
+            return cls(np.ascontiguousarray(arr, dtype=np.float64), inv, np.float64)
+        top = int(arr.max()) if arr.size else 0
+        small = np.uint8 if top <= np.iinfo(np.uint8).max else np.int64
+        per_col = np.bincount(inv, minlength=arr.shape[1])
+        # rows of the largest replicate (buffered, no float copy of the weights)
+        total = (
+            float(np.einsum("bm,m->b", arr, per_col, dtype=np.float64).max()) if arr.size else 0.0
+        )
+        sums = np.int32 if total * total / 2 < _INT32_MAX else np.int64
+        return cls(np.ascontiguousarray(arr, dtype=small), inv, sums)
+
+    @property
+    def n_replicates(self) -> int:
+        """Replicates (rows)."""
+        return int(self.counts.shape[0])
+
+    @property
+    def n_columns(self) -> int:
+        """Weight columns (patients, or rows)."""
+        return int(self.counts.shape[1])
+
+    @property
+    def kernel_dtype(self) -> type:
+        """The type the AUROC kernel gathers weights in: int16 for counts that fit uint8 and
+        sums that fit int32 (the kernel splits its partial sums to fit int16), else the sums'."""
+        if self.counts.dtype == np.uint8 and self.sum_dtype is np.int32:
+            return np.int16
+        return self.sum_dtype
+
+    @property
+    def top(self) -> int:
+        """The largest weight (0 without replicates); bounds the kernel's int16 partial sums."""
+        if "top" not in self._blocks:
+            self._blocks["top"] = int(np.ceil(self.counts.max())) if self.counts.size else 0
+        return self._blocks["top"]
+
+    @property
+    def block_size(self) -> int:
+        """Replicates per block of the AUROC kernel (a power of two, by the split's rows)."""
+        fit = _BLOCK_ELEMENTS // max(len(self.inverse), 1)
+        size = 1 << max(int(fit).bit_length() - 1, 0)
+        return int(min(max(size, _MIN_BLOCK), _MAX_BLOCK))
+
+    def by_column(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """Positions in ``rows`` (all rows when ``None``) ordered by weight column, stably."""
+        if "by_column" not in self._blocks:
+            self._blocks["by_column"] = np.argsort(self.inverse, kind="stable")
+        order = self._blocks["by_column"]
+        if rows is None:
+            return order
+        local = np.full(len(self.inverse), -1)
+        local[np.asarray(rows)] = np.arange(len(rows))
+        local = local[order]
+        return local[local >= 0]
+
+    def transposed(self, start: int, size: int) -> np.ndarray:
+        """Replicates ``start … start + size − 1`` as a contiguous ``(m + 1, size)`` array of
+        :attr:`kernel_dtype`, the last row zero; built once per block and kept."""
+        key = ("T", start, size)
+        if key not in self._blocks:
+            rows = self.counts[start : start + size]
+            out = np.zeros((rows.shape[1] + 1, rows.shape[0]), dtype=self.kernel_dtype)
+            out[:-1] = rows.T
+            self._blocks[key] = out
+        return self._blocks[key]

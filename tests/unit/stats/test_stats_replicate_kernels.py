@@ -1,0 +1,103 @@
+"""The blocked replicate kernels against the kernels they replaced (kept in
+``crsbench.stats._reference_kernels``: bit for bit for integer counts, to float64 rounding
+otherwise) and against sklearn's AUROC on the resampled rows written out (duplicated) or
+weighted; ties, both class balances, masks, multiclass, int16 sums split across slots, int64
+sums, replicates without a class."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from crsbench.stats import _reference_kernels as ref
+from crsbench.stats import replicate_auroc, replicate_weights
+from crsbench.stats.resample import patient_index, resample_counts_for
+from crsbench.stats.weighted_metrics import (
+    ReplicateWeights,
+    weighted_auroc_column,
+    weighted_ece,
+    weighted_macro_auroc,
+    weighted_shrunk_ece,
+)
+
+
+def _weights(rng, n: int, n_rep: int, per_patient: int = 3):
+    groups = rng.integers(0, max(n // per_patient, 2), n).astype(str)
+    patients, inverse = patient_index(groups)
+    counts = resample_counts_for("chexpert", len(patients), range(n_rep))
+    return ReplicateWeights.of(counts, inverse), counts[:, inverse]
+
+
+def _data(rng, n: int, labels: int, prevalence: float, decimals: int | None):
+    y = (rng.random((n, labels)) < prevalence).astype(float)
+    p = 1 / (1 + np.exp(-(1.2 * y + rng.standard_normal((n, labels)))))
+    return y, (p if decimals is None else np.round(p, decimals))
+
+
+@pytest.mark.parametrize(("prevalence", "decimals"), [(0.2, None), (0.3, 2), (0.7, 1), (0.5, 6)])
+def test_auroc_is_bit_identical_to_the_previous_kernel_and_matches_sklearn(prevalence, decimals):
+    rng = np.random.default_rng(int(prevalence * 10) + (decimals or 0))
+    n, n_rep = 600, 70
+    y, p = _data(rng, n, 3, prevalence, decimals)
+    y[rng.random((n, 3)) < 0.1] = np.nan  # labelled rows differ per column
+    rw, expanded = _weights(rng, n, n_rep)
+    got = weighted_macro_auroc(y, p, "multilabel", rw)
+    np.testing.assert_array_equal(got, ref.reference_macro_auroc(y, p, "multilabel", rw))
+    for b in range(3):
+        rows = np.repeat(np.arange(n), expanded[b])
+        want = np.mean([roc_auc_score(y[rows, j][~np.isnan(y[rows, j])],
+                                      p[rows, j][~np.isnan(y[rows, j])]) for j in range(3)])  # fmt: skip
+        assert got[b] == pytest.approx(want, abs=1e-12)
+
+
+def test_split_int16_slots_small_blocks_and_multiclass_stay_identical(monkeypatch):
+    rng = np.random.default_rng(11)
+    n = 500
+    y, p = _data(rng, n, 2, 0.1, 2)
+    monkeypatch.setattr(replicate_weights, "_MIN_BLOCK", 8)
+    monkeypatch.setattr(replicate_weights, "_MAX_BLOCK", 8)
+    rw, _ = _weights(rng, n, 37)
+    # a slot may hold only a few rows: the long segments of a rare class are split
+    monkeypatch.setattr(replicate_auroc, "_INT16_MAX", 4 * rw.top)
+    np.testing.assert_array_equal(weighted_macro_auroc(y, p, "multilabel", rw),
+                                  ref.reference_macro_auroc(y, p, "multilabel", rw))  # fmt: skip
+    yc = rng.integers(0, 5, n)
+    pc = np.round(rng.dirichlet(np.ones(5), n), 2)
+    np.testing.assert_array_equal(weighted_macro_auroc(yc, pc, "multiclass", rw),
+                                  ref.reference_macro_auroc(yc, pc, "multiclass", rw))  # fmt: skip
+
+
+def test_float_and_int64_weights_and_missing_classes():
+    rng = np.random.default_rng(12)
+    n = 300
+    y = (rng.random(n) < 0.4).astype(float)
+    s = np.round(rng.random(n) + 0.3 * y, 2)
+    w_float = rng.random((5, n)) * 3
+    got = weighted_auroc_column(y, s, ReplicateWeights.of(w_float))
+    for b in range(5):
+        assert got[b] == pytest.approx(roc_auc_score(y, s, sample_weight=w_float[b]), abs=1e-12)
+    big = np.full((2, n), 300)  # sums past int32: int64 throughout
+    rw_big = ReplicateWeights.of(big)
+    assert rw_big.kernel_dtype is np.int64
+    np.testing.assert_array_equal(weighted_auroc_column(y, s, rw_big),
+                                  ref.reference_auroc_column(y, s, rw_big))  # fmt: skip
+    only_neg = np.ones((3, n), dtype=int)
+    only_neg[1, y == 1] = 0  # replicate 1 draws no positive
+    out = weighted_auroc_column(y, s, ReplicateWeights.of(only_neg))
+    assert np.isnan(out[1]) and out[0] == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+
+
+@pytest.mark.parametrize("task", ["multilabel", "multiclass"])
+def test_ece_and_shrunk_ece_match_the_previous_kernel(task):
+    rng = np.random.default_rng(13)
+    n = 700
+    if task == "multilabel":
+        y, p = _data(rng, n, 10, 0.3, None)  # more columns than one matrix product takes
+        y[rng.random((n, 10)) < 0.1] = np.nan
+    else:
+        y, p = rng.integers(0, 4, n), rng.dirichlet(np.ones(4), n)
+    rw, _ = _weights(rng, n, 40)
+    for new, old in ((weighted_ece, ref.reference_ece),
+                     (weighted_shrunk_ece, ref.reference_shrunk_ece)):  # fmt: skip
+        np.testing.assert_allclose(new(y, p, task, rw), old(y, p, task, rw), rtol=1e-12, atol=0)
