@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from crsbench.core.errors import ConfigError, DataError
+from crsbench.core.settings_file import read_settings_mapping
 from crsbench.protocol import RECAL_VERSION, RECALIBRATORS
 from crsbench.resources import resource_path
 
@@ -77,13 +77,8 @@ def _default() -> RecalProtocol:
 
 
 def _load(path: Path) -> RecalProtocol:
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"recalibration protocol {path}: cannot be read ({exc}).") from None
     keys = ("version", "loss", "n_folds", "min_per_class", "grids")
-    if not isinstance(doc, Mapping) or any(k not in doc for k in keys):
-        raise ConfigError(f"recalibration protocol {path}: must be a mapping with keys {keys}.")
+    doc = read_settings_mapping(path, "recalibration protocol", keys)
     if doc["loss"] != "nll":
         raise ConfigError(
             f"recalibration protocol {path}: loss must be 'nll'. Got {doc['loss']!r}."

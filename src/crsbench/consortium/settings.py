@@ -9,14 +9,12 @@ recorded in every summary and every consortium table (:meth:`ConsortiumSettings.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import yaml
-
 from crsbench.consortium.meta import METHODS
 from crsbench.core.errors import ConfigError
+from crsbench.core.settings_file import read_settings_mapping
 from crsbench.resources import resource_path
 
 DEFAULT_SETTINGS_PATH = resource_path("consortium", "v1.yaml")
@@ -56,12 +54,7 @@ def _default() -> ConsortiumSettings:
 
 
 def _load(path: Path) -> ConsortiumSettings:
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"consortium settings {path}: cannot be read ({exc}).") from None
-    if not isinstance(doc, Mapping) or any(k not in doc for k in _KEYS):
-        raise ConfigError(f"consortium settings {path}: must be a mapping with keys {_KEYS}.")
+    doc = read_settings_mapping(path, "consortium settings", _KEYS)
     for key in ("min_cell_size", "n_replicates", "n_site_replicates"):
         if not isinstance(doc[key], int) or doc[key] < 1:
             raise ConfigError(f"consortium settings {path}: {key} must be a positive integer. "

@@ -8,13 +8,11 @@ values; its version is recorded in every operating-point row and in ``summary.js
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from crsbench.core.errors import ConfigError
+from crsbench.core.settings_file import read_settings_mapping
 from crsbench.resources import resource_label, resource_path
 
 #: The packaged settings version.
@@ -64,12 +62,7 @@ def _default() -> OperatingPointSettings:
 
 
 def _load(path: Path, label: str) -> OperatingPointSettings:
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"operating-point settings {label}: cannot be read ({exc}).") from None
-    if not isinstance(doc, Mapping) or any(k not in doc for k in _KEYS):
-        raise ConfigError(f"operating-point settings {label}: must be a mapping with keys {_KEYS}.")
+    doc = read_settings_mapping(path, "operating-point settings", _KEYS, label)
     for key, lo, hi in (("target_sensitivity", 0, 1), ("target_specificity", 0, 1),
                         ("tolerance", -1e-12, 1)):  # fmt: skip
         v = doc[key]
