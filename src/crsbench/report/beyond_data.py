@@ -55,7 +55,7 @@ def _add_verdict(d: ReportData, out: BeyondData) -> None:
         per_seed = planned_axes(d.runs, d.plan)  # what each cell must hold: the plan's
     try:
         out.verdict = verdict_table(d.runs, _replicates(d, per_seed), d.anchors, seed=d.seed)
-    except (CrsbenchError, ValueError) as exc:
+    except CrsbenchError as exc:
         out.missing["verdict"] = str(exc)
 
 

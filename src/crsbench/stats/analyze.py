@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.diskio import make_folder, write_csv_atomic, write_text_atomic
-from crsbench.core.errors import DataError
+from crsbench.core.errors import CrsbenchError, DataError
 from crsbench.protocol import BOOTSTRAP_REPLICATES
 from crsbench.scoring.aggregate import aggregate_by_encoder, encoder_means, score_cells
 from crsbench.scoring.anchors import anchors_for_runs
@@ -152,8 +152,8 @@ def run_analyses(
     ) -> None:
         try:
             result = fn()
-        except ValueError as exc:  # DataError and friends: not enough data for this analysis
-            summary["skipped"][name] = str(exc)
+        except CrsbenchError as exc:  # a documented reason (too few encoders, no target, ...)
+            summary["skipped"][name] = str(exc)  # anything else (a bug) fails the command
             return
         table, headline = result if isinstance(result, tuple) else (result, None)
         if table is None or table.empty:

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 import pandas as pd
 
+from crsbench.core.errors import DataError
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.operating_point_settings import load_operating_point_settings
 
@@ -92,7 +93,7 @@ def validation_thresholds(cell: CellPredictions, kind: str, target: float) -> np
     negatives) on validation has NaN.
     """
     if cell.val is None:
-        raise ValueError(f"{cell.encoder}/{cell.dataset}: the store has no validation predictions")
+        raise DataError(f"{cell.encoder}/{cell.dataset}: the store has no validation predictions")
     split, prob = cell.val
     pick = threshold_for_sensitivity if kind == "sensitivity" else threshold_for_specificity
     out = []
