@@ -103,6 +103,7 @@ register(
         family_group="medical",
         domain=None,
         backend="transformers",
+        crop_rounding="floor",  # transformers center_crop
         source="microsoft/llava-med-v1.5-mistral-7b (mm_projector) + openai/clip-vit-large-patch14-336",
         revision=None,
         licence="research, non-commercial (LLaVA-Med README)",
@@ -142,6 +143,7 @@ register(
         family_group="medical",
         domain=None,
         backend="transformers",
+        crop_rounding="floor",  # transformers center_crop
         source="google/medsiglip-448",
         revision=None,
         licence="Health AI Developer Foundations terms",
@@ -182,6 +184,7 @@ register(
         family_group="medical",
         domain=None,
         backend="transformers",
+        crop_rounding="floor",  # transformers center_crop
         source="google/medgemma-4b-it",
         revision=None,
         licence="Health AI Developer Foundations terms",
@@ -277,6 +280,7 @@ register(
         family_group="specialist",
         domain="chest_xray",
         backend="transformers",
+        crop_rounding="floor",  # transformers center_crop
         source="microsoft/rad-dino",
         revision=None,
         licence="MIT",

@@ -258,9 +258,20 @@ def _upstream(name: str, folder: Path) -> tuple[Path, Upstream, int]:
     return _siglip_upstream(name, folder)
 
 
-# vit_b16 at the tiny size (32 from 35: a crop margin of 3) meets the odd-margin departure
-# pinned in test_odd_crop_margin_is_a_one_pixel_departure; at 224 (248 -> 224) it does not.
-FAMILIES = ["resnet50", "mae", "retfound", "dinov2", "rad_dino", "siglip", "medsiglip", "medgemma"]
+# Crop families get images 19 px wider than the shorter side: with the shorter side's own
+# margin, odd margins of 3 mod 4 occur (vit_b16: 3; resnet50, mae, retfound: 23; dinov2: 27;
+# rad_dino: 19), where the two crop-rounding rules differ by one pixel.
+FAMILIES = [
+    "resnet50",
+    "vit_b16",
+    "mae",
+    "retfound",
+    "dinov2",
+    "rad_dino",
+    "siglip",
+    "medsiglip",
+    "medgemma",
+]
 SQUASH = {"siglip", "medsiglip", "medgemma"}  # square images: the squash resize is the identity
 
 
@@ -283,7 +294,7 @@ def _features(enc: Any, upstream: Upstream, a: np.ndarray) -> tuple[torch.Tensor
 @pytest.mark.parametrize("name", FAMILIES)
 def test_feature_matches_the_upstream_pipeline(name: str, kind: str, pipelines: Any) -> None:
     enc, upstream, side = pipelines(name)
-    width = side if name in SQUASH else side + 16
+    width = side if name in SQUASH else side + 19
     mine, theirs = _features(enc, upstream, images(side, width)[kind])
     assert mine.shape == theirs.shape and mine.shape[0] == 1
     assert float(theirs.abs().max()) > 1e-2  # a real feature, not zeros
@@ -320,18 +331,34 @@ def test_16_bit_files_depart_from_pil_saturation(pipelines: Any) -> None:
     assert max_abs_diff(mine, raw) > 1e-2
 
 
-def test_odd_crop_margin_is_a_one_pixel_departure(pipelines: Any) -> None:
-    """Pinned departure: crsbench's centre crop starts at ``floor(margin / 2)`` (as transformers'
-    ``center_crop``); torchvision's ``CenterCrop`` (timm's and open_clip's transforms) at
-    ``round(margin / 2)``, half to even. An odd margin (3 -> 1 vs 2) shifts the crop by one
-    pixel; the forward itself is the upstream model's."""
-    enc, upstream, side = pipelines("vit_b16")
-    a = images(side, side + 16)["rgb8"]  # 35 x 51 -> crop 32: margins 3 and 19
-    full = (torch.from_numpy(a).permute(2, 0, 1).float() / 255 - 0.5) / 0.5
+@pytest.mark.parametrize("name", ["vit_b16", "dinov2"])
+def test_odd_crop_margins_split_the_upstream_way(name: str, pipelines: Any) -> None:
+    """An odd crop margin starts where the family's upstream crop starts: torchvision's
+    ``CenterCrop`` (timm, open_clip) at ``int(round(m / 2.0))``, half to even, so 3 -> 2 and
+    19 -> 10; transformers' ``center_crop`` at ``m // 2``, so 27 -> 13. A crop one pixel off
+    would fail the upstream comparison above (it did before the card carried the rule)."""
+    from dataclasses import replace
+
+    from crsbench.encoders.base import preprocessing_of
+    from crsbench.encoders.preprocess import preprocess
+
+    enc, upstream, side = pipelines(name)
+    a = images(side, side + 19)["rgb8"]  # vit_b16: 35 x 54 -> 32 (margins 3, 22); dinov2 64 x 83
     mine = enc.preprocess(as_tensor(a))[0]
-    theirs = upstream.transform(Image.fromarray(a))
-    assert max_abs_diff(mine, full[:, 1:33, 9:41]) <= TOL
-    assert max_abs_diff(theirs, full[:, 2:34, 10:42]) <= TOL
-    assert max_abs_diff(mine, theirs) > 1e-2
+    s = enc.input_size
+    top, left = ((side - s) // 2, (side + 19 - s) // 2)  # floor
+    if name == "vit_b16":
+        top, left = int(round((side - s) / 2.0)), int(round((side + 19 - s) / 2.0))
+        assert (top, left) == (2, 11)
+    else:
+        assert (top, left) == (4, 13)
+    mean = torch.tensor(enc.preprocessing.mean).view(3, 1, 1)
+    std = torch.tensor(enc.preprocessing.std).view(3, 1, 1)
+    full = (torch.from_numpy(a).permute(2, 0, 1).float() / 255 - mean) / std
+    assert max_abs_diff(mine, full[:, top : top + s, left : left + s]) <= TOL
+    # the other rule is one pixel off: the comparison would see it
+    other = "floor" if enc.card.crop_rounding == "half_even" else "half_even"
+    shifted = preprocessing_of(replace(enc.card, crop_rounding=other), s)
     with torch.inference_mode():
-        assert max_abs_diff(enc.module(mine[None]), upstream.model(mine[None])) <= TOL
+        off = enc.module(preprocess(as_tensor(a), shifted))
+        assert max_abs_diff(off, upstream(Image.fromarray(a))) > 1e-3
