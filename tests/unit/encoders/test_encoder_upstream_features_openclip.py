@@ -38,7 +38,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
             "image_size": 64,
             "layers": 4,
             "width": 64,
-            "head_width": 32,
+            "head_width": 64,
             "patch_size": 16,
         },
         "text_cfg": TEXT,
