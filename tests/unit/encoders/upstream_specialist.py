@@ -318,7 +318,9 @@ def llava_med_upstream(folder: Path, true: bool) -> Built:
     )
     mm = vision["hidden_size"]
     projector = nn.Sequential(nn.Linear(mm, hidden), nn.GELU(), nn.Linear(hidden, hidden))
-    perturb(projector)
+    # at 4096 wide, the default 0.05 would make features of ~300, whose float32 rounding alone
+    # exceeds 1e-4: perturb on the scale of the init (1 / sqrt(fan_in))
+    perturb(projector, scale=0.2 / math.sqrt(hidden))
     shard = {f"model.mm_projector.{k}": v.contiguous() for k, v in projector.state_dict().items()}
     save_file(shard, folder / "model-00002-of-00002.safetensors", metadata={"format": "pt"})
     lm = {"model.embed_tokens.weight": torch.zeros(4, 4)}
