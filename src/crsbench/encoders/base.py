@@ -67,6 +67,7 @@ def preprocessing_of(card: EncoderCard, input_size: int) -> Preprocessing:
         interpolation=card.interpolation,
         resize_mode=card.resize_mode,
         crop_pct=card.crop_pct,
+        crop_rounding=card.crop_rounding,
         mean=card.mean,
         std=card.std,
         pad_fill=card.pad_fill,

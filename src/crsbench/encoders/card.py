@@ -23,6 +23,10 @@ DOMAINS = (None, "dermoscopy", "fundus", "chest_xray")
 POOLINGS = ("cls", "avg", "projection", "pooled")
 RESIZE_MODES = ("crop", "squash", "pad")
 INTENSITIES = ("none", "minmax")
+#: Where a centre crop starts when its margin ``m`` is odd: ``"half_even"`` is torchvision's
+#: ``CenterCrop`` (``int(round(m / 2.0))``, Python's round half to even; timm, open_clip and the
+#: authors' torchvision transforms), ``"floor"`` is transformers' ``center_crop`` (``m // 2``).
+CROP_ROUNDINGS = ("half_even", "floor")
 GRAYSCALE_RULE = "replicate the single channel to 3 channels"
 
 
@@ -89,6 +93,8 @@ class EncoderCard:
     layer_taps: str
     resize_mode: str = "crop"
     crop_pct: float = 1.0
+    #: Centre-crop offset rule of the upstream recipe (:data:`CROP_ROUNDINGS`).
+    crop_rounding: str = "half_even"
     pad_fill: tuple[float, float, float] = (0.0, 0.0, 0.0)
     grayscale: str = GRAYSCALE_RULE
     #: Authors' pixel steps before scaling (:mod:`crsbench.encoders.pixel_steps`).
@@ -122,6 +128,7 @@ class EncoderCard:
             ("resize_mode", self.resize_mode, RESIZE_MODES),
             ("interpolation", self.interpolation, ("bilinear", "bicubic", "area")),
             ("intensity", self.intensity, INTENSITIES),
+            ("crop_rounding", self.crop_rounding, CROP_ROUNDINGS),
         ]
         for key, value, allowed in checks:
             if value not in allowed:

@@ -142,6 +142,7 @@ register(
         family_group="general",
         domain=None,
         backend="transformers",
+        crop_rounding="floor",  # transformers center_crop
         source="google/siglip-so400m-patch14-384",
         revision=None,
         licence="Apache-2.0",
@@ -176,6 +177,7 @@ register(
         family_group="general",
         domain=None,
         backend="transformers",
+        crop_rounding="floor",  # transformers center_crop
         source="facebook/dinov2-base",
         revision=None,
         licence="Apache-2.0",

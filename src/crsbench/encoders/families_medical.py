@@ -103,6 +103,7 @@ register(
         family_group="medical",
         domain=None,
         backend="transformers",
+        crop_rounding="floor",  # transformers center_crop
         source="microsoft/llava-med-v1.5-mistral-7b (mm_projector) + openai/clip-vit-large-patch14-336",
         revision=None,
         licence="research, non-commercial (LLaVA-Med README)",
@@ -142,6 +143,7 @@ register(
         family_group="medical",
         domain=None,
         backend="transformers",
+        crop_rounding="floor",  # transformers center_crop
         source="google/medsiglip-448",
         revision=None,
         licence="Health AI Developer Foundations terms",
@@ -182,6 +184,7 @@ register(
         family_group="medical",
         domain=None,
         backend="transformers",
+        crop_rounding="floor",  # transformers center_crop
         source="google/medgemma-4b-it",
         revision=None,
         licence="Health AI Developer Foundations terms",
@@ -277,6 +280,7 @@ register(
         family_group="specialist",
         domain="chest_xray",
         backend="transformers",
+        crop_rounding="floor",  # transformers center_crop
         source="microsoft/rad-dino",
         revision=None,
         licence="MIT",
@@ -361,14 +365,19 @@ register(
         crop_pct=1.0,
         mean=(101.48761 / 255,) * 3,
         std=(83.43944 / 255,) * 3,
+        luma=True,
+        grayscale="colour images to grey 'L' (CheXzero pastes them into an 'L' canvas), "
+        "replicate to 3 channels",
         embed_dim=512,
         pooling="projection",
         layer_taps="CLS after ln_post of resblocks [2, 5, 8, 11] (768); 100 % = projected 512",
         weight_files=(CHEXZERO_FILE,),
         lora_targets=("transformer.resblocks.*.attn.out_proj", "transformer.resblocks.*.mlp.c_fc"),
         ignore_unexpected=OPENAI_TEXT,
-        notes="Letterbox on black, normalise with CheXzero's 0-255 constants; single checkpoint "
-        "(the paper's ensemble is not reproduced).",
+        notes="Letterbox on black (data_process.py preprocess: 'L' canvas, zero padding), "
+        "normalise with CheXzero's 0-255 constants, bicubic to 224 (zero_shot.py make); the "
+        "320-px canvas is folded into one resize; single checkpoint (the paper's ensemble is "
+        "not reproduced).",
     ),
     lazy(OCLIP, "build_chexzero"),
     LocalWeights("chexzero", (CHEXZERO_FILE,)),

@@ -4,7 +4,8 @@ One rule per encoder (its card): ``crop`` (resize the shorter side to ``floor(S 
 then centre-crop S, as timm/open_clip/torchvision eval transforms), ``squash`` (resize to S×S,
 as SigLIP/MedGemma processors) or ``pad`` (pad to a centred square with ``pad_fill``, then the
 ``crop`` rule, as MedSigLIP's serving code, LLaVA-Med and CheXzero). Resizing uses
-antialiasing unless ``antialias`` is False.
+antialiasing unless ``antialias`` is False. An odd crop margin is split the upstream way
+(``crop_rounding``: torchvision's half-to-even rounding, or transformers' floor).
 
 Steps some authors add, in their order (:mod:`crsbench.encoders.pixel_steps`):
 ``intensity="minmax"`` stretches each image to 0..255 first and ``luma`` converts it to one
@@ -27,7 +28,7 @@ from crsbench.encoders import pixel_steps
 if TYPE_CHECKING:
     import torch
 
-PREPROCESS_VERSION = 2
+PREPROCESS_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Preprocessing:
     luma: bool = False
     grey_pad_fill: tuple[float, float, float] | None = None
     requantise: bool = False
+    crop_rounding: str = "half_even"
     version: int = PREPROCESS_VERSION
 
     def sha256(self) -> str:
@@ -139,8 +141,26 @@ def _geometry(x: torch.Tensor, p: Preprocessing) -> torch.Tensor:
     else:
         nh, nw = int(short * h / w), short
     x = _resize(x, nh, nw, p.interpolation, p.antialias)
-    top, left = (nh - s) // 2, (nw - s) // 2
+    top, left = crop_offset(nh - s, p.crop_rounding), crop_offset(nw - s, p.crop_rounding)
     return x[:, :, top : top + s, left : left + s]
+
+
+def crop_offset(margin: int, rounding: str) -> int:
+    """Start of a centre crop that leaves ``margin`` pixels: ``floor(margin / 2)`` (transformers'
+    ``center_crop``) or ``int(round(margin / 2.0))``, half to even (torchvision's ``CenterCrop``).
+
+    Examples
+    --------
+    >>> [crop_offset(m, "half_even") for m in (1, 2, 3, 5, 7)]
+    [0, 1, 2, 2, 4]
+    >>> [crop_offset(m, "floor") for m in (1, 2, 3, 5, 7)]
+    [0, 1, 1, 2, 3]
+    """
+    if rounding == "floor":
+        return margin // 2
+    if rounding == "half_even":
+        return int(round(margin / 2.0))
+    raise EncoderError(f"crop_rounding must be 'half_even' or 'floor'. Got {rounding!r} instead.")
 
 
 def preprocess(images: torch.Tensor, p: Preprocessing) -> torch.Tensor:

@@ -54,12 +54,12 @@ def max_abs_diff(mine: torch.Tensor, theirs: torch.Tensor) -> float:
     return float((mine.float() - theirs.float()).abs().max())
 
 
-def perturb(model: torch.nn.Module, seed: int = 5) -> None:
+def perturb(model: torch.nn.Module, seed: int = 5, scale: float = 0.05) -> None:
     """Move every parameter off its init, so that a load that did nothing is visible."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in model.parameters():
-            p.add_(0.05 * torch.randn(p.shape, generator=g))
+            p.add_(scale * torch.randn(p.shape, generator=g))
 
 
 def cached_pipelines(upstream_of, tmp_path_factory):  # type: ignore[no-untyped-def]

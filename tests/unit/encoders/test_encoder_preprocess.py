@@ -75,3 +75,21 @@ def test_bad_inputs_raise(bad: torch.Tensor, match: str) -> None:
     p = Preprocessing(16, "bilinear", "crop", 1.0, MEAN, STD)
     with pytest.raises(EncoderError, match=match):
         preprocess(bad, p)
+
+
+@pytest.mark.parametrize("width", range(32, 48))
+def test_crop_offsets_follow_torchvision_and_transformers(width: int) -> None:
+    """Every margin 0..15 on the long side: ``half_even`` crops as torchvision's
+    ``center_crop``, ``floor`` as transformers' ``center_crop`` (numpy, channels first)."""
+    from dataclasses import replace
+
+    from transformers.image_transforms import center_crop
+
+    img = _img(h=32, w=width)
+    p = Preprocessing(32, "bilinear", "crop", 1.0, (0.0,) * 3, (1.0,) * 3)
+    x = img.float() / 255
+    torch.testing.assert_close(preprocess(img, p), TF.center_crop(x, [32, 32]))
+    floor = replace(p, crop_rounding="floor")
+    ref = torch.from_numpy(center_crop(x[0].numpy(), (32, 32), data_format="channels_first"))
+    torch.testing.assert_close(preprocess(img, floor)[0], ref)
+    assert preprocess(img, p).shape == (2, 3, 32, 32)

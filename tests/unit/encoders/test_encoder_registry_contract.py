@@ -149,3 +149,13 @@ def test_full_size_random_build_matches_card_dim(name: str) -> None:
     enc = build(name, pretrained=False)
     assert enc.embed_dim == enc.card.embed_dim
     assert enc.input_size == enc.card.input_size
+
+
+@pytest.mark.parametrize("name", PAPER_FAMILIES)
+def test_crop_rounding_is_the_upstream_libraries(name: str) -> None:
+    """The transformers families crop as transformers' ``center_crop`` (floor); the others
+    come with torchvision transforms (timm, open_clip, the authors' own code), whose
+    ``CenterCrop`` rounds half to even; the upstream-feature tests pin both on odd margins."""
+    card = get_card(name)
+    expected = "floor" if card.backend == "transformers" else "half_even"
+    assert card.crop_rounding == expected

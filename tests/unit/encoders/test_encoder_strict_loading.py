@@ -57,7 +57,7 @@ def _open_clip_full(enc: Any, patch: int) -> Tensors:
     """State dict of a whole open_clip ``CLIP`` (text tower too) holding ``enc``'s visual."""
     from open_clip.model import CLIP, CLIPTextCfg, CLIPVisionCfg
 
-    vision = CLIPVisionCfg(layers=4, width=64, head_width=32, patch_size=patch, image_size=64)
+    vision = CLIPVisionCfg(layers=4, width=64, head_width=64, patch_size=patch, image_size=64)
     text = CLIPTextCfg(context_length=8, vocab_size=50, width=32, heads=2, layers=1)
     model = CLIP(32, vision, text, quick_gelu=True)
     model.visual.load_state_dict(enc.module.state_dict())

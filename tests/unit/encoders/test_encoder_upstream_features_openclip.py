@@ -38,7 +38,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
             "image_size": 64,
             "layers": 4,
             "width": 64,
-            "head_width": 32,
+            "head_width": 64,
             "patch_size": 16,
         },
         "text_cfg": TEXT,
@@ -57,6 +57,23 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "text_cfg": TEXT,
     },
 }
+#: The real architectures: OpenAI ViT-B/16 (open_clip ``ViT-B-16-quickgelu``) and BiomedCLIP's
+#: ViT-B/16 trunk (its hub ``open_clip_config.json``); small text towers (never built by crsbench).
+TRUE: dict[str, dict[str, Any]] = {
+    "clip": {
+        **CONFIGS["clip"],
+        "embed_dim": 512,
+        "vision_cfg": {"image_size": 224, "layers": 12, "width": 768, "patch_size": 16},
+    },
+    "biomedclip": {
+        **CONFIGS["biomedclip"],
+        "embed_dim": 512,
+        "vision_cfg": {
+            **CONFIGS["biomedclip"]["vision_cfg"],
+            "timm_model_name": "vit_base_patch16_224",
+        },
+    },
+}
 FILES = {"clip": "open_clip_model.safetensors", "biomedclip": "open_clip_pytorch_model.bin"}
 Upstream = Callable[[Image.Image], torch.Tensor]
 
@@ -71,13 +88,14 @@ def _save(model: torch.nn.Module, path: Path) -> None:
         torch.save(sd, path)
 
 
-def _upstream(name: str, folder: Path) -> tuple[Path, Upstream, int]:
-    """Save a random tiny model in the hub layout; the upstream pipeline loads it back."""
+def upstream_of(name: str, folder: Path, true: bool = False) -> tuple[Path, Upstream, int]:
+    """Save a random model (tiny, or ``true`` size) in the hub layout; the upstream pipeline
+    loads it back."""
     import open_clip
 
     folder.mkdir(parents=True)
-    config = folder / f"crs-tiny-{name}.json"
-    config.write_text(json.dumps(CONFIGS[name]))
+    config = folder / f"crs-{'true' if true else 'tiny'}-{name}.json"
+    config.write_text(json.dumps((TRUE if true else CONFIGS)[name]))
     open_clip.add_model_config(config)
     custom = name == "biomedclip"
     src = open_clip.create_model(config.stem, force_custom_text=custom)
@@ -91,7 +109,7 @@ def _upstream(name: str, folder: Path) -> tuple[Path, Upstream, int]:
     def upstream(image: Image.Image) -> torch.Tensor:
         return model.encode_image(transform(image.convert("RGB")).unsqueeze(0))
 
-    return folder, upstream, CONFIGS[name]["vision_cfg"]["image_size"]
+    return folder, upstream, (TRUE if true else CONFIGS)[name]["vision_cfg"]["image_size"]
 
 
 @pytest.fixture(scope="module")
@@ -100,14 +118,14 @@ def pipelines(
 ) -> Callable[[str], tuple[Any, Upstream, int]]:
     """``pipelines(name)``: crsbench's encoder from the upstream checkpoint, the upstream
     pipeline, and the image's shorter side; built once per module."""
-    return cached_pipelines(_upstream, tmp_path_factory)
+    return cached_pipelines(upstream_of, tmp_path_factory)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_feature_matches_open_clip(name: str, kind: str, pipelines: Any) -> None:
     enc, upstream, side = pipelines(name)
-    a = as_8bit(images(side, side + 16)[kind])
+    a = as_8bit(images(side, side + 19)[kind])  # long-side margin 19: odd, 3 mod 4
     with torch.inference_mode():
         mine = enc.module(enc.preprocess(as_tensor(a)))
         theirs = upstream(Image.fromarray(a))

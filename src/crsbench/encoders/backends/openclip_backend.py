@@ -71,8 +71,8 @@ def _openai_vit(
 ) -> Backbone:
     size = 64 if ctx.tiny else ctx.card.input_size
     with seeded(tiny_seed(ctx.card.name)):
-        if ctx.tiny:
-            visual = _vit_tower(32, 4, 64, 32, patch, size)
+        if ctx.tiny:  # heads of width 64, as OpenAI's build_model infers (width // 64)
+            visual = _vit_tower(32, 4, 64, 64, patch, size)
         else:
             visual = _vit_tower(ctx.card.embed_dim, 12, 768, 64, patch, size)
     files = _load_visual(visual, ctx, filename, repo_id, hint)
