@@ -25,6 +25,7 @@ LEADERBOARD_COLUMNS = {
     "W": "W",
     "CRS": "CRS",
     "ci": "CRS interval",
+    "crs_corrected": "CRS bias-corrected",
     "rank_auroc": "#auroc",
     "tier": "tier",
     "p_rank1": "P(1)",
@@ -49,6 +50,8 @@ def leaderboard_rows(board: Any, *, with_missing: bool = False) -> list[dict[str
     its order: best CRS first); ``with_missing`` adds each encoder's NaN note (``None`` when
     complete)."""
     ci = [_ci(lo, hi) for lo, hi in zip(board["crs_ci_low"], board["crs_ci_high"], strict=True)]
+    if "crs_corrected" not in board:
+        board = board.assign(crs_corrected=float("nan"))
     rows = board.assign(ci=ci)[list(LEADERBOARD_COLUMNS)].to_dict("records")
     if with_missing:
         for row, note in zip(rows, board["missing"], strict=True):

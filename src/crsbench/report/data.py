@@ -35,7 +35,7 @@ from crsbench.store.reader import load_runs, read_meta, read_reliability, select
 BOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "rank_auroc", "encoder", "n_cells", "auroc", "ece", "retention",
     "robustness_drop", "robustness_drop_extra", "P", "I", "W", "CRS", "crs_ci_low",
-    "crs_ci_high", "interval", "tier", "p_rank1", "p_top3", "pretraining_overlap", "missing",
+    "crs_ci_high", "crs_corrected", "interval", "tier", "p_rank1", "p_top3", "pretraining_overlap", "missing",
 )  # fmt: skip
 
 
@@ -101,8 +101,10 @@ def _leader_gap(boot_ranks: pd.DataFrame, pairwise: pd.DataFrame) -> dict[str, A
     if row.empty:
         return None
     r = row.iloc[0]
+    fixed = boot_ranks.set_index("encoder").get("crs_corrected")  # basic intervals only
+    gap = float("nan") if fixed is None else float(fixed[lead] - fixed[second])
     return {"leader": lead, "runner_up": second, "diff": float(r["diff"]),
-            "ci_low": float(r["ci_low"]), "ci_high": float(r["ci_high"]),
+            "ci_low": float(r["ci_low"]), "ci_high": float(r["ci_high"]), "diff_corrected": gap,
             "p_leader_better": float(r["p_a_better"])}  # fmt: skip
 
 
@@ -149,8 +151,8 @@ def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, anchors: Any) -> No
         return
     ranks = unc.ranks()
     info = ranks.set_index("encoder")
-    for col in ("crs_ci_low", "crs_ci_high", "tier", "p_rank1", "p_top3"):
-        board[col] = board["encoder"].map(info[col])
+    for col in ("crs_ci_low", "crs_ci_high", "crs_corrected", "tier", "p_rank1", "p_top3"):
+        board[col] = board["encoder"].map(info[col]) if col in info else np.nan
     board["interval"] = np.where(board["tier"].notna(), unc.method, "")
     data.interval_method, data.n_patients = unc.method, unc.n_patients
     data.indistinguishable = indistinguishable_sentences(unc)

@@ -24,7 +24,7 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "encoder", "n_cells", "n_cells_scored", "auroc", "ece", "retention",
     "robustness_drop", "robustness_drop_extra", "robustness_drop_with_extra",
     "robustness_drop_all_shifts",
-    "P", "I", "W", "CRS", "crs_ci_low", "crs_ci_high", "interval", "rank_auroc", "tier",
+    "P", "I", "W", "CRS", "crs_ci_low", "crs_ci_high", "crs_corrected", "interval", "rank_auroc", "tier",
     "p_rank1", "p_top3", "rule", "anchors_version", "pretraining_overlap", "missing",
 )  # fmt: skip
 
@@ -43,7 +43,8 @@ def build_leaderboard(
 ) -> pd.DataFrame:
     """Leaderboard of the main protocol of ``regime`` (one row per encoder, best CRS first).
 
-    ``crs_ci_low``/``crs_ci_high`` (95 %), ``tier`` and the probabilities come from
+    ``crs_ci_low``/``crs_ci_high`` (95 %), ``crs_corrected`` (the bias-corrected
+    estimate ``2·CRS − mean(CRS*)`` the basic interval implies; NaN for seed-only), ``tier`` and the probabilities come from
     :func:`crsbench.stats.uncertainty.crs_uncertainty` with ``n_replicates`` replicates
     (``0`` skips the bootstrap: all NaN): by default the paired bootstrap over test patients
     × seeds on ``store``'s per-sample predictions, ``interval="seed-only"`` the paper's
@@ -78,7 +79,7 @@ def build_leaderboard(
     board = aggregate_by_encoder(cells)
     flags = pretraining_overlap(cells, shift_auroc_by_encoder(runs, regime))
     board["pretraining_overlap"] = board["encoder"].map(flags).fillna("")
-    for col in ("crs_ci_low", "crs_ci_high", "tier", "p_rank1", "p_top3"):
+    for col in ("crs_ci_low", "crs_ci_high", "crs_corrected", "tier", "p_rank1", "p_top3"):
         board[col] = np.nan
     board["interval"] = ""
     board.attrs.update(interval_note="", n_patients={}, indistinguishable=[],
@@ -88,8 +89,8 @@ def build_leaderboard(
         unc = crs_uncertainty(ranked, anchors, store=store, interval=interval, rule=rule,
                               n_replicates=n_replicates, seed=seed, n_jobs=n_jobs)  # fmt: skip
         info = unc.result.ranks.set_index("encoder")
-        for col in ("crs_ci_low", "crs_ci_high", "tier", "p_rank1", "p_top3"):
-            board[col] = board["encoder"].map(info[col])
+        for col in ("crs_ci_low", "crs_ci_high", "crs_corrected", "tier", "p_rank1", "p_top3"):
+            board[col] = board["encoder"].map(info[col]) if col in info else np.nan
         board["interval"] = np.where(board["tier"].notna(), unc.method, "")
         board.attrs.update(interval_note=unc.note, n_patients=unc.n_patients,
                            indistinguishable=indistinguishable_sentences(unc))  # fmt: skip

@@ -36,6 +36,7 @@ BOARD_HEADERS = {
     "p_rank1": "P(rank 1)", "p_top3": "P(top 3)", "missing": "missing (why NaN)",
     "pretraining_overlap": "pretrain overlap",
     "crs_ci_low": "CRS 95% CI low", "crs_ci_high": "CRS 95% CI high", "crs_ci": "CRS 95% CI",
+    "crs_corrected": "CRS bias-corrected",
     "interval": "interval method",
 }  # fmt: skip
 #: Read under the leaderboard: the headers wrap to fit the page, the legend spells them out.

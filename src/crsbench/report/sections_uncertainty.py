@@ -12,7 +12,7 @@ import pandas as pd
 from crsbench.report import figures_rank as fr
 from crsbench.report.data import ReportData
 from crsbench.report.html import Section, figure_html, files_html, note_html, stats_html
-from crsbench.stats.intervals import interval_label
+from crsbench.stats.intervals import interval_label, outside_phrase
 from crsbench.stats.uncertainty import estimate_outside_interval_sentence
 
 
@@ -35,6 +35,16 @@ def interval_lines(d: ReportData) -> list[str]:
         out.append(f"Test patients per dataset: {counts}.")
     outside = estimate_outside_interval_sentence(d.board)
     return out + ([outside] if outside else []) + list(d.indistinguishable)
+
+
+def _gap_corrected(g: dict) -> list[tuple[str, str]]:
+    """The gap's bias-corrected estimate (basic intervals only), with the phrase when the
+    plug-in gap lies outside its interval."""
+    fixed = g.get("diff_corrected", float("nan"))
+    if fixed != fixed:
+        return []
+    why = outside_phrase(g["diff"], g["ci_low"], g["ci_high"], fixed)
+    return [("bias-corrected gap", f"{fixed:.3f}" + (f" ({why})" if why else ""))]
 
 
 def interval_notes(d: ReportData) -> list[str]:
@@ -67,6 +77,7 @@ def uncertainty(d: ReportData, w: object) -> Section:
             ("CRS gap", f"{g['diff']:.3f}"),
             (f"{interval_label(d.interval_method)} of the gap ({d.interval_method})",
              f"[{g['ci_low']:.3f}, {g['ci_high']:.3f}]"),
+            *_gap_corrected(g),
             ("P(leader ahead)", f"{g['p_leader_better']:.2f}"),
         ]))  # fmt: skip
         s.parts.append(f'<p class="lede">The interval {verdict}.</p>')

@@ -181,14 +181,14 @@ def _board(
 
 def _add_intervals(board: pd.DataFrame, per_seed: pd.DataFrame, store_dir: Path,
                    interval: str, anchors: Any) -> tuple[str, str, dict[str, int]]:  # fmt: skip
-    """Fill ``crs_ci_low``/``crs_ci_high``/``interval`` of ``board`` in place with the method
+    """Fill ``crs_ci_low``/``crs_ci_high``/``crs_corrected``/``interval`` of ``board`` in place with the method
     ``interval`` names; return (method, note on a fallback or a missing interval, test
     patients per dataset)."""
     from crsbench.stats.patient_bootstrap import SEED_ONLY
     from crsbench.stats.uncertainty import check_interval, crs_uncertainty
 
     check_interval(interval)
-    board["crs_ci_low"] = board["crs_ci_high"] = np.nan
+    board["crs_ci_low"] = board["crs_ci_high"] = board["crs_corrected"] = np.nan
     board["interval"] = ""
     if not board["CRS"].notna().any():
         return "", "", {}
@@ -197,8 +197,8 @@ def _add_intervals(board: pd.DataFrame, per_seed: pd.DataFrame, store_dir: Path,
     if unc.method == SEED_ONLY and per_seed["seed"].nunique() < 2:
         return "", "; ".join(x for x in (unc.note, ONE_SEED_NOTE) if x), {}
     ci = unc.result.ranks.set_index("encoder")
-    for col in ("crs_ci_low", "crs_ci_high"):
-        board[col] = board["encoder"].map(ci[col])
+    for col in ("crs_ci_low", "crs_ci_high", "crs_corrected"):
+        board[col] = board["encoder"].map(ci[col]) if col in ci else np.nan
     board["interval"] = np.where(board["crs_ci_low"].notna(), unc.method, "")
     return unc.method, unc.note, dict(unc.n_patients)
 

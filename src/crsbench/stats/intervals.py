@@ -17,6 +17,8 @@ come from the reflected replicates :func:`reflected_replicates`.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 #: How the report names the two bootstraps.
@@ -114,3 +116,29 @@ def rank1_bound(level: float, n_replicates: int) -> float:
     """
     alpha = (1 - level) / 2
     return (np.floor(alpha * (n_replicates - 1)) + 1) / n_replicates
+
+
+def corrected_estimate(point: np.ndarray, reps: np.ndarray) -> np.ndarray:
+    """The bias-corrected estimate ``2·θ̂ − mean(θ*)`` of raw replicates ``reps`` (``(B, …)``)
+    around the plug-in ``point``: the mean of the reflected replicates
+    (:func:`reflected_replicates`), the centre a basic interval implies.
+
+    The protocol's plug-in stays the headline figure; this is printed beside a basic interval
+    (``*_corrected`` columns) so that a plug-in outside its own interval is explained."""
+    with warnings.catch_warnings():  # an unscored encoder's replicates are all NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(np.where(np.isfinite(reps), reps, np.nan), axis=0)
+    return 2 * np.asarray(point, dtype=float) - mean
+
+
+def outside_phrase(point: float, low: float, high: float, corrected: float) -> str:
+    """One short phrase for a plug-in ``point`` outside its basic interval ``[low, high]``:
+    the bias-corrected estimate (left out when ``corrected`` is NaN) and why; ``""`` when it
+    is inside or the plug-in or an end is missing."""
+    if not all(np.isfinite(v) for v in (point, low, high)) or low <= point <= high:
+        return ""
+    head = f"bias-corrected {corrected:.3f}; " if np.isfinite(corrected) else ""
+    return (
+        f"{head}the plug-in {point:.3f} is outside its interval because the bootstrap finds "
+        "it biased"
+    )

@@ -36,6 +36,7 @@ from crsbench.stats.intervals import (
     SEED_ONLY,
     TEST_PATIENTS_X_SEEDS,
     basic_interval,
+    corrected_estimate,
     ece_interval,
     reflected_replicates,
 )
@@ -323,7 +324,7 @@ def patient_seed_bootstrap(
         replicates ``2·CRS − CRS*`` (:func:`crsbench.stats.intervals.reflected_replicates`):
         the intervals are basic intervals and no tier contradicts P(rank 1)
         (:func:`crsbench.stats.intervals.rank1_bound`). ``replicates`` holds the raw
-        ``CRS*``.
+        ``CRS*``; ``ranks["crs_corrected"]`` is ``2·CRS − mean(CRS*)``.
     """
     _check_cells(cells)
     anc = load_anchors(anchors)
@@ -344,6 +345,8 @@ def patient_seed_bootstrap(
     raw = np.concatenate(reps)
     base = _summarise(encoders, point[0], reflected_replicates(point[0], raw), top_k, level)
     base.ranks["interval"] = TEST_PATIENTS_X_SEEDS
+    fixed = dict(zip(encoders, corrected_estimate(point[0], raw), strict=True))
+    base.ranks["crs_corrected"] = base.ranks["encoder"].map(fixed)
     return PatientBootstrapResult(
         base.ranks,
         base.pairwise,

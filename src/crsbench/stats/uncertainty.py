@@ -20,6 +20,7 @@ from crsbench.core.errors import ConfigError
 from crsbench.core.workers import check_jobs
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.stats.bootstrap import BootstrapResult, paired_seed_bootstrap
+from crsbench.stats.intervals import outside_phrase
 from crsbench.stats.patient_bootstrap import (
     INTERVAL_METHODS,
     SEED_ONLY,
@@ -201,35 +202,27 @@ def indistinguishable_sentences(unc: Uncertainty, level: float = 0.95) -> list[s
 
 
 def estimate_outside_interval_sentence(board: pd.DataFrame) -> str:
-    """The sentence that explains a CRS interval lying wholly above (or below) its estimate,
-    naming those encoders; ``""`` when every estimate is inside its interval.
-
-    The intervals are basic (bias-corrected) bootstrap intervals: ECE, the maximum inside R and
-    the dominance share P are biased on a finite test set, so the replicates sit on one side
-    of the estimate and the interval is moved back by that bias.
+    """One short phrase per encoder whose CRS estimate lies outside its own basic interval:
+    its bias-corrected estimate and why (:func:`crsbench.stats.intervals.outside_phrase`);
+    ``""`` when every estimate is inside its interval.
 
     Parameters
     ----------
     board : pandas.DataFrame
-        A leaderboard with ``encoder``, ``CRS``, ``crs_ci_low`` and ``crs_ci_high``; with an
-        ``interval`` column, only its test-patient rows (basic intervals) are considered.
+        A leaderboard with ``encoder``, ``CRS``, ``crs_ci_low`` and ``crs_ci_high`` (and
+        ``crs_corrected`` when known); with an ``interval`` column, only its test-patient rows
+        (basic intervals) are considered.
     """
     need = {"encoder", "CRS", "crs_ci_low", "crs_ci_high"}
     if not need <= set(board.columns):
         return ""
     if "interval" in board:  # only the basic intervals are moved by a bias correction
         board = board[board["interval"] == TEST_PATIENTS_X_SEEDS]
-    crs, lo, hi = (board[c].astype(float) for c in ("CRS", "crs_ci_low", "crs_ci_high"))
-    below = board.loc[crs < lo, "encoder"].tolist()
-    above = board.loc[crs > hi, "encoder"].tolist()
-    if not below and not above:
-        return ""
-    said = [f"{', '.join(names)} {side}" for names, side in
-            ((below, "lies below"), (above, "lies above")) if names]  # fmt: skip
-    return (
-        f"The CRS estimate of {'; of '.join(said)} its own 95 % interval: the intervals are "
-        "basic bootstrap intervals, corrected for the bias of ECE, of the maximum inside R and "
-        "of the dominance share P on a finite test set (when the resampled scores fall on one "
-        "side of the estimate, the interval is moved to the other side); on planted data they "
-        "cover the true score about as often as stated, where the raw percentiles rarely do."
-    )
+    fixed = board.get("crs_corrected", pd.Series(np.nan, index=board.index))
+    cols = (board["CRS"], board["crs_ci_low"], board["crs_ci_high"], fixed)
+    said = [
+        f"{enc}: {why}."
+        for enc, *vals in zip(board["encoder"], *(c.astype(float) for c in cols), strict=True)
+        if (why := outside_phrase(*vals))
+    ]
+    return " ".join(said)
