@@ -35,7 +35,8 @@ from crsbench.store.reader import load_runs, read_meta, read_reliability, select
 BOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "rank_auroc", "encoder", "n_cells", "auroc", "ece", "retention",
     "robustness_drop", "robustness_drop_extra", "P", "I", "W", "CRS", "crs_ci_low",
-    "crs_ci_high", "crs_corrected", "interval", "tier", "p_rank1", "p_top3", "pretraining_overlap", "missing",
+    "crs_ci_high", "crs_corrected", "interval", "tier", "p_rank1", "p_top3",
+    "pretraining_overlap", "missing",
 )  # fmt: skip
 
 

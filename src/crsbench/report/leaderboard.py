@@ -24,8 +24,9 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "encoder", "n_cells", "n_cells_scored", "auroc", "ece", "retention",
     "robustness_drop", "robustness_drop_extra", "robustness_drop_with_extra",
     "robustness_drop_all_shifts",
-    "P", "I", "W", "CRS", "crs_ci_low", "crs_ci_high", "crs_corrected", "interval", "rank_auroc", "tier",
-    "p_rank1", "p_top3", "rule", "anchors_version", "pretraining_overlap", "missing",
+    "P", "I", "W", "CRS", "crs_ci_low", "crs_ci_high", "crs_corrected", "interval",
+    "rank_auroc", "tier", "p_rank1", "p_top3", "rule", "anchors_version",
+    "pretraining_overlap", "missing",
 )  # fmt: skip
 
 
@@ -43,8 +44,9 @@ def build_leaderboard(
 ) -> pd.DataFrame:
     """Leaderboard of the main protocol of ``regime`` (one row per encoder, best CRS first).
 
-    ``crs_ci_low``/``crs_ci_high`` (95 %), ``crs_corrected`` (the bias-corrected
-    estimate ``2·CRS − mean(CRS*)`` the basic interval implies; NaN for seed-only), ``tier`` and the probabilities come from
+    ``crs_ci_low``/``crs_ci_high`` (95 %), ``crs_corrected`` (the bias-corrected estimate
+    ``2·CRS − mean(CRS*)`` the basic interval implies; NaN for seed-only), ``tier`` and the
+    probabilities come from
     :func:`crsbench.stats.uncertainty.crs_uncertainty` with ``n_replicates`` replicates
     (``0`` skips the bootstrap: all NaN): by default the paired bootstrap over test patients
     × seeds on ``store``'s per-sample predictions, ``interval="seed-only"`` the paper's

@@ -20,9 +20,8 @@ from crsbench.store.outputs import write_output_file
 VERDICT_FILE = "verdict.html"
 _RANK_COLUMNS = {
     "rank_crs": "rank", "encoder": "encoder", "CRS": "CRS", "crs_ci_low": "CRS low",
-    "crs_ci_high": "CRS high",
-    "crs_corrected": "CRS bias-corrected", "interval": "interval", "auroc": "AUROC (D)", "ece": "ECE (C)",
-    "retention": "retention (L)", "robustness_drop": "robustness drop (R)",
+    "crs_ci_high": "CRS high", "crs_corrected": "CRS bias-corrected", "interval": "interval",
+    "auroc": "AUROC (D)", "ece": "ECE (C)", "retention": "retention (L)", "robustness_drop": "robustness drop (R)",
     "worst_condition": "worst condition", "worst_severity": "severity",
     "worst_drop": "AUROC lost there",
 }  # fmt: skip

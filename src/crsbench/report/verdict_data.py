@@ -181,9 +181,9 @@ def _board(
 
 def _add_intervals(board: pd.DataFrame, per_seed: pd.DataFrame, store_dir: Path,
                    interval: str, anchors: Any) -> tuple[str, str, dict[str, int]]:  # fmt: skip
-    """Fill ``crs_ci_low``/``crs_ci_high``/``crs_corrected``/``interval`` of ``board`` in place with the method
-    ``interval`` names; return (method, note on a fallback or a missing interval, test
-    patients per dataset)."""
+    """Fill ``crs_ci_low``/``crs_ci_high``/``crs_corrected``/``interval`` of ``board`` in place
+    with the method ``interval`` names; return (method, note on a fallback or a missing
+    interval, test patients per dataset)."""
     from crsbench.stats.patient_bootstrap import SEED_ONLY
     from crsbench.stats.uncertainty import check_interval, crs_uncertainty
 
