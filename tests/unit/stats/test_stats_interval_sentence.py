@@ -1,4 +1,4 @@
-"""The sentence under a leaderboard whose CRS estimate lies outside its own basic interval."""
+"""The phrase under a leaderboard whose CRS estimate lies outside its own basic interval."""
 
 from __future__ import annotations
 
@@ -21,8 +21,15 @@ def test_names_each_estimate_below_or_above_its_interval_and_nothing_else():
     board = _board([0.20, 0.30, 0.50, 0.40], [0.21, 0.25, 0.40, float("nan")],
                    [0.30, 0.35, 0.45, float("nan")])  # fmt: skip
     text = estimate_outside_interval_sentence(board)
-    assert text.startswith("The CRS estimate of enc0 lies below; of enc2 lies above its own")
-    assert "enc1" not in text and "enc3" not in text and "basic bootstrap" in text
+    assert text == (
+        "enc0: the plug-in 0.200 is outside its interval because the bootstrap finds it "
+        "biased. enc2: the plug-in 0.500 is outside its interval because the bootstrap finds "
+        "it biased."
+    )
+    board["crs_corrected"] = [0.25, 0.30, 0.42, float("nan")]
+    assert estimate_outside_interval_sentence(board).startswith(
+        "enc0: bias-corrected 0.250; the plug-in 0.200 is outside"
+    )
 
 
 def test_no_sentence_when_every_estimate_is_inside_or_columns_are_missing():
@@ -38,8 +45,8 @@ def test_a_pipe_gets_the_table_on_stdout_and_the_sentence_on_stderr(capsys):
         board[col] = board.get(col, 1.0)
     print_leaderboard(Console(file=io.StringIO(), force_terminal=False), board, title="t")
     got = capsys.readouterr()
-    assert got.out.startswith("rank_crs\tencoder") and "lies below" not in got.out  # table only
-    assert "note: The CRS estimate of enc0 lies below" in got.err
+    assert got.out.startswith("rank_crs\tencoder") and "biased" not in got.out  # table only
+    assert got.err.startswith("note: enc0: ") and "plug-in 0.200 is outside its" in got.err
 
 
 def test_seed_only_percentile_rows_are_not_explained_as_a_bias_correction():
