@@ -120,6 +120,8 @@ def _page_board(board: pd.DataFrame) -> pd.DataFrame:
         name = ("CRS " + " / ".join(f"{interval_label(m)} ({m})" for m in methods)
                 if methods else "CRS interval")  # fmt: skip
         board = board.drop(columns=["crs_ci_low", "crs_ci_high", "interval"], errors="ignore")
+        if "crs_corrected" in board and board["crs_corrected"].isna().all():  # seed-only
+            board = board.drop(columns="crs_corrected")
         board.insert(board.columns.get_loc("CRS") + 1, name, ci)
     return board
 

@@ -57,7 +57,8 @@ def interval_lede(d: VerdictData) -> str:
 
 
 def _ranking_section(d: VerdictData) -> Section:
-    cols = [c for c in _RANK_COLUMNS if c in d.board]
+    unset = "crs_corrected" in d.board and d.board["crs_corrected"].isna().all()  # seed-only
+    cols = [c for c in _RANK_COLUMNS if c in d.board and not (unset and c == "crs_corrected")]
     parts = [] if not d.interval_note else [note_html(f"NOTE: {d.interval_note}.")]
     parts += [note_html(d.r_note)] if d.r_note else []
     parts += [table_html(d.board[cols], headers=_RANK_COLUMNS, sortable=True, table_id="ranking")]
