@@ -109,3 +109,24 @@ def test_forest_rows_drop_single_subgroups_and_keep_the_smallest_p() -> None:
     assert "view" not in set(every["attribute"]) and len(every) == 6  # one subgroup: no gap
     two = forest_rows(sub, worst, max_rows=2)
     assert set(zip(two["encoder"], two["attribute"], strict=True)) == {("a", "age")}
+
+
+def test_bias_corrected_crs_and_gap_beside_their_basic_intervals(toy_report: Path) -> None:
+    """Each basic CRS interval and the leader's gap interval has its bias-corrected estimate
+    beside it: a named column on the page and in the CSVs, the gap's = the difference of the
+    two encoders' corrected CRS."""
+    from crsbench.stats.intervals import outside_phrase
+
+    html = toy_report.read_text(encoding="utf-8")
+    assert "CRS bias-corrected" in _section(html, "leaderboard")
+    assert "bias-corrected gap" in _section(html, "uncertainty")
+    assert "The CRS estimate of" not in html  # the long paragraph is gone
+    tables = toy_report.parent / "tables"
+    board = pd.read_csv(tables / "leaderboard.csv").set_index("encoder")
+    assert board["crs_corrected"].notna().all()
+    gap = pd.read_csv(tables / "leader_gap.csv").iloc[0]
+    want = board.loc[gap["leader"], "crs_corrected"] - board.loc[gap["runner_up"], "crs_corrected"]
+    assert gap["diff_corrected"] == pytest.approx(want, abs=1e-12)
+    for enc, r in board.iterrows():  # every plug-in outside its interval has its phrase
+        why = outside_phrase(r["CRS"], r["crs_ci_low"], r["crs_ci_high"], r["crs_corrected"])
+        assert (f"{enc}: {why}." in html) if why else True
