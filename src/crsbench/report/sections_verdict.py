@@ -11,7 +11,7 @@ from crsbench.report.beyond_data import BeyondData
 from crsbench.report.data import ReportData
 from crsbench.report.html import Section, esc, files_html, note_html, table_html
 from crsbench.report.sections import Writer
-from crsbench.stats.intervals import SEED_ONLY_RANGE
+from crsbench.stats.intervals import SEED_ONLY_RANGE, outside_phrase
 
 SECTION_ID = "at-a-glance"
 FLAG_MARK = "†"
@@ -29,6 +29,20 @@ def _estimate(value: float, lo: float, hi: float) -> str:
     return f"{value:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
+def _corrected(row: pd.Series) -> str:
+    """The bias-corrected value beside a basic interval (``""`` beside a range, or a verdict
+    written before the column), with the phrase when the plug-in lies outside the interval."""
+    fixed = float(row.get("value_corrected", np.nan))
+    if not np.isfinite(fixed) or not np.isfinite(row["value"]):
+        return ""
+    return outside_phrase(row["value"], row["ci_low"], row["ci_high"], fixed) or f"{fixed:.3f}"
+
+
+def _gap_corrected(row: pd.Series) -> str:
+    fixed = float(row.get("gap_corrected", np.nan))
+    return f", bias-corrected {fixed:.3f}" if np.isfinite(fixed) else ""
+
+
 def _runner_up(row: pd.Series) -> str:
     """``ahead of B`` when the gap's interval excludes 0, else ``≈ B 0.812 (gap 95% CI
     [lo, hi])`` (the gap's interval named by ``gap_interval_kind``)."""
@@ -39,7 +53,8 @@ def _runner_up(row: pd.Series) -> str:
     kind = row.get("gap_interval_kind")
     kind = f"{kind} " if isinstance(kind, str) and kind else ""
     return (f"≈ {row['runner_up']} {row['runner_up_value']:.3f} "
-            f"(gap {kind}[{row['gap_ci_low']:.3f}, {row['gap_ci_high']:.3f}])")  # fmt: skip
+            f"(gap {kind}[{row['gap_ci_low']:.3f}, {row['gap_ci_high']:.3f}]"
+            f"{_gap_corrected(row)})")  # fmt: skip
 
 
 def _kind(row: pd.Series) -> str:
@@ -65,6 +80,7 @@ def readable_verdict(verdict: pd.DataFrame, cat: PretrainingCatalog) -> pd.DataF
             "question": f"{r['asks']} ({r['value_name']} {arrow})",
             "leader": f"{r['leader']}{mark}",
             "value [interval]": _estimate(r["value"], r["ci_low"], r["ci_high"]),
+            "bias-corrected": _corrected(r),
             "runner-up": _runner_up(r),
             "interval": _kind(r),
         })  # fmt: skip

@@ -37,6 +37,7 @@ from crsbench.stats.intervals import (
     BOOTSTRAP_RANGE,
     CI95,
     SEED_ONLY_RANGE,
+    corrected_estimate,
     ece_interval,
     percentile_interval,
 )
@@ -215,10 +216,18 @@ def _extra_values(reps: AxisReplicates, question: str) -> tuple | None:
     return items, np.array([p for _, p, _ in found]), np.stack([r for _, _, r in found], axis=1)
 
 
-def _interval(point: float, rep: np.ndarray, level: float, basic: bool) -> tuple[float, float]:
-    """The percentile interval of ``rep``, or the basic one around ``point``."""
+def _interval(point: float, rep: np.ndarray, level: float, basic: bool) -> tuple[float, ...]:
+    """The percentile interval of ``rep`` (and NaN), or the basic one around ``point`` and
+    the bias-corrected estimate ``2·point − mean(rep)`` it is centred on."""
     lo, hi = percentile_interval(rep, level)
-    return (2 * point - hi, 2 * point - lo) if basic else (lo, hi)
+    if not basic:
+        return lo, hi, float("nan")
+    return 2 * point - hi, 2 * point - lo, _centre(point, rep)
+
+
+def _centre(point: float, rep: np.ndarray) -> float:
+    """:func:`crsbench.stats.intervals.corrected_estimate` of one value."""
+    return float(corrected_estimate(np.array([point]), np.asarray(rep)[:, None])[0])
 
 
 #: Questions whose leader − runner-up gap, on the test-patient resamples, is printed as a 95 %
@@ -253,21 +262,23 @@ def _verdicts(question, items, point, rep, method, basic, level, lead_interval=N
             continue
         order = sorted(idx, key=lambda i: (-sign * point[i], items[i][0]))
         lead = order[0]
-        lo, hi = (lead_interval(lead) if lead_interval is not None
-                  else _interval(point[lead], rep[:, lead], level, basic))  # fmt: skip
+        lo, hi, fixed = (lead_interval(lead) if lead_interval is not None
+                         else _interval(point[lead], rep[:, lead], level, basic))  # fmt: skip
         row = {"dataset": group, "question": key, "asks": text, "value_name": value_name,
                "higher_is_better": higher, "leader": items[lead][0], "value": point[lead],
-               "ci_low": lo, "ci_high": hi, "runner_up": None, "runner_up_value": np.nan,
-               "gap": np.nan, "gap_ci_low": np.nan, "gap_ci_high": np.nan,
+               "ci_low": lo, "ci_high": hi, "value_corrected": fixed, "runner_up": None,
+               "runner_up_value": np.nan, "gap": np.nan, "gap_ci_low": np.nan,
+               "gap_ci_high": np.nan, "gap_corrected": np.nan,
                "distinguishable": None, "n_encoders": len(idx), "interval": method,
                "interval_kind": kind, "gap_interval_kind": gap_kind}  # fmt: skip
         if len(order) > 1:
             second = order[1]
             gap_rep = sign * (rep[:, lead] - rep[:, second])
             gap = sign * (point[lead] - point[second])
-            glo, ghi = _interval(gap, gap_rep, level, basic)
+            glo, ghi, gfix = _interval(gap, gap_rep, level, basic)
             row.update(runner_up=items[second][0], runner_up_value=point[second], gap=gap,
-                       gap_ci_low=glo, gap_ci_high=ghi, distinguishable=bool(glo > 0))  # fmt: skip
+                       gap_ci_low=glo, gap_ci_high=ghi, gap_corrected=gfix,
+                       distinguishable=bool(glo > 0))  # fmt: skip
         rows.append(row)
     return rows
 
@@ -280,10 +291,10 @@ def _ece_lead_interval(reps: AxisReplicates, level: float):
     c = AXES.index("ece")
     s_point, s_rep = reps.ece_shrunk
 
-    def interval(i: int) -> tuple[float, float]:
+    def interval(i: int) -> tuple[float, float, float]:
         lo, hi = ece_interval(reps.point[[i], c], reps.replicates[:, [i], c], s_point[[i]],
                               s_rep[:, [i]], level)  # fmt: skip
-        return float(lo[0]), float(hi[0])
+        return float(lo[0]), float(hi[0]), _centre(reps.point[i, c], reps.replicates[:, i, c])
 
     return interval
 
@@ -298,10 +309,10 @@ def _r_lead_interval(reps: AxisReplicates, level: float):
         return None
     c = AXES.index("robustness_drop")
 
-    def interval(i: int) -> tuple[float, float]:
+    def interval(i: int) -> tuple[float, float, float]:
         r = r_interval(reps.point[[i], c], reps.replicates[:, [i], c], [points[i]], [drops[i]],
                        level)  # fmt: skip
-        return float(r.low[0]), float(r.high[0])
+        return float(r.low[0]), float(r.high[0]), float(reps.point[i, c] - r.bias[0])
 
     return interval
 
@@ -336,8 +347,10 @@ def verdict_table(
     pandas.DataFrame
         Columns ``dataset`` (``source→target`` for the shift question), ``question``,
         ``asks``, ``value_name``, ``higher_is_better``, ``leader``, ``value``, ``ci_low``,
-        ``ci_high``, ``runner_up``, ``runner_up_value``, ``gap`` (leader better by, > 0),
-        ``gap_ci_low``, ``gap_ci_high``, ``distinguishable``, ``n_encoders``, ``interval``
+        ``ci_high``, ``value_corrected`` (the bias-corrected value the leader's 95 % CI implies:
+        ``2·θ̂ − mean(θ*)``, for R ``R̂ − bias`` of the tie-aware root; NaN beside a range),
+        ``runner_up``, ``runner_up_value``, ``gap`` (leader better by, > 0),
+        ``gap_ci_low``, ``gap_ci_high``, ``gap_corrected`` (the same for the gap), ``distinguishable``, ``n_encoders``, ``interval``
         (the bootstrap), ``interval_kind`` (``95% CI``, ``bootstrap range`` or
         ``seed-only range``: :func:`interval_kind`) and ``gap_interval_kind`` (the same for
         the gap: a 95 % CI only for :data:`GAPS_SHOWN_TO_COVER`).
