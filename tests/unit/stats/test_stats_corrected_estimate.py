@@ -89,3 +89,26 @@ def test_crs_corrected_column_equals_two_plug_in_minus_replicate_mean(tmp_path):
         total = sum(float(raw[b, j]) for b in range(raw.shape[0]))
         want = 2 * table.loc[enc, "CRS"] - total / raw.shape[0]
         assert table.loc[enc, "crs_corrected"] == pytest.approx(want, abs=1e-12)
+
+
+def test_verdict_page_shows_the_corrected_value_and_the_phrase_only_where_outside():
+    from crsbench.pretraining import load_pretraining
+    from crsbench.report.sections_verdict import readable_verdict
+
+    base = {"dataset": "chexpert", "question": "calibration", "asks": "Which is best calibrated?",
+            "value_name": "C: ECE", "higher_is_better": False, "runner_up": "b",
+            "runner_up_value": 0.3, "gap": 0.05, "gap_ci_low": -0.01, "gap_ci_high": 0.08,
+            "gap_corrected": 0.04, "distinguishable": False, "interval": TEST_PATIENTS_X_SEEDS,
+            "interval_kind": "95% CI", "gap_interval_kind": "95% CI"}  # fmt: skip
+    rows = [
+        dict(base, leader="a", value=0.20, ci_low=0.09, ci_high=0.11, value_corrected=0.10),
+        dict(base, leader="c", value=0.10, ci_low=0.09, ci_high=0.11, value_corrected=0.10),
+    ]
+    table = readable_verdict(pd.DataFrame(rows), load_pretraining(None))
+    assert list(table["bias-corrected"]) == [
+        "bias-corrected 0.100; the plug-in 0.200 is outside its interval because the bootstrap "
+        "finds it biased",
+        "0.100",
+    ]
+    assert table["value [interval]"].iloc[0] == "0.200 [0.090, 0.110]"  # the plug-in leads
+    assert "bias-corrected 0.040)" in table["runner-up"].iloc[0]

@@ -111,3 +111,36 @@ def test_every_row_says_what_its_interval_is(verdict: pd.DataFrame) -> None:
     shown = {q: "95% CI" if q in GAPS_SHOWN_TO_COVER else "bootstrap range" for q in gaps}
     assert gaps == shown and gaps["shift_calibration"] == "bootstrap range"
     assert set(verdict["gap_interval_kind"]) == {"seed-only range"}
+
+
+def test_basic_rows_carry_the_bias_corrected_value_and_gap(verdict: pd.DataFrame) -> None:
+    """Beside each 95% CI of the test-patient verdict: ``value_corrected`` = 2·θ̂ − mean(θ*)
+    of the leader's cell (worked here from the raw replicates), the gap's likewise; NaN
+    beside a bootstrap range or a seed-only range."""
+    from crsbench.stats.patient_bootstrap import patient_seed_bootstrap
+    from crsbench.stats.verdict import from_patient_bootstrap
+    from crsbench.testing import simulate_runs
+    from crsbench.testing.planted import draw_world, planted_parameters, population_table
+
+    assert verdict["value_corrected"].isna().all() and verdict["gap_corrected"].isna().all()
+    rng = np.random.default_rng(21)
+    params = planted_parameters(2, ("chexpert",), rng)
+    world = draw_world(params, 120, 2, rng, population_table(params))
+    res = patient_seed_bootstrap(world.cells, n_replicates=100, seed=0)
+    runs = simulate_runs(n_encoders=2, datasets=("chexpert",), seeds=2)
+    table = verdict_table(runs, from_patient_bootstrap(res)).set_index("question")
+    cell = {enc: i for i, (enc, _) in enumerate(res.cell_keys)}
+    for question, j, sign in (("discrimination", 0, 1.0), ("label_efficiency", 2, 1.0)):
+        row = table.loc[question]
+        lead, second = cell[row["leader"]], cell[row["runner_up"]]
+        raw = [float(b[lead, j]) for b in res.axes]
+        want = 2 * res.point_axes[lead, j] - sum(raw) / len(raw)
+        assert row["value_corrected"] == pytest.approx(want, abs=1e-12)
+        gaps = [sign * float(b[lead, j] - b[second, j]) for b in res.axes]
+        assert row["gap_corrected"] == pytest.approx(2 * row["gap"] - sum(gaps) / len(gaps))
+    ece = table.loc["calibration"]
+    raw = [float(b[cell[ece["leader"]], 1]) for b in res.axes]
+    want = 2 * ece["value"] - sum(raw) / len(raw)
+    assert ece["value_corrected"] == pytest.approx(want, abs=1e-12)
+    assert np.isnan(table.loc["shift_calibration", "value_corrected"])  # a bootstrap range
+    assert np.isfinite(table.loc["robustness", "value_corrected"])  # R̂ − the root's bias
