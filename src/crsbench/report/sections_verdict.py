@@ -70,7 +70,8 @@ def _kind(row: pd.Series) -> str:
 def readable_verdict(verdict: pd.DataFrame, cat: PretrainingCatalog) -> pd.DataFrame:
     """The page's table: question with its measure (↑ higher / ↓ lower is better), leader
     (``†`` when its pretraining may include the data), value with interval, runner-up
-    (named with its value when not distinguishable) and the interval method."""
+    (named with its value when not distinguishable) and the interval method; beside basic
+    intervals, the bias-corrected value (column left out when no row has one)."""
     rows = []
     for _, r in verdict.iterrows():
         mark = f" {FLAG_MARK}" if _flagged(cat, r["leader"], r["dataset"]) else ""
@@ -84,7 +85,10 @@ def readable_verdict(verdict: pd.DataFrame, cat: PretrainingCatalog) -> pd.DataF
             "runner-up": _runner_up(r),
             "interval": _kind(r),
         })  # fmt: skip
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if not table.empty and not table["bias-corrected"].any():  # no basic interval (seed-only)
+        table = table.drop(columns="bias-corrected")
+    return table
 
 
 def verdict_section(d: ReportData, b: BeyondData, w: Writer) -> Section:
