@@ -7,7 +7,9 @@ it runs fewer replicates and is extrapolated linearly (said in the output).
 
 Prints ``speedup=<ratio>`` first, then ``name=value`` figures.
 Usage: ``python benchmarks/bootstrap.py --seed-only [--quick]``, or
-``python benchmarks/bootstrap.py [--quick] [--replicates 10000]`` for the test-set bootstrap.
+``python benchmarks/bootstrap.py [--quick] [--replicates 10000]`` for the test-set bootstrap,
+``python benchmarks/bootstrap.py --cell-pass [--quick]`` for one cell's pass of it, current
+against previous (``benchmarks/bootstrap_cell_pass.py``).
 
 The default (``python benchmarks/bootstrap.py [--quick]``) benchmarks the test-patient ×
 seed bootstrap instead (``benchmarks/bootstrap_test_set.py``): weighted macro-AUROC of one
@@ -78,12 +80,20 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke test")
     parser.add_argument("--seed-only", action="store_true", help="the seed-only bootstrap")
     parser.add_argument(
+        "--cell-pass", action="store_true", help="one cell's pass, current vs previous"
+    )
+    parser.add_argument(
         "--replicates",
         type=int,
         default=10_000,
         help="replicates of the paper-grid projection (the protocol's 10,000)",
     )
     args = parser.parse_args()
+    if args.cell_pass:
+        from bootstrap_cell_pass import main as cell_pass_main
+
+        cell_pass_main(args.quick)
+        return
     if not args.seed_only:
         from bootstrap_test_set import main as test_set_main
 

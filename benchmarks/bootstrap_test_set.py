@@ -36,13 +36,10 @@ from crsbench.core.workers import available_cores, one_blas_thread
 from crsbench.protocol import BOOTSTRAP_REPLICATES, PAPER_CONDITIONS
 from crsbench.stats import _reference_kernels as ref
 from crsbench.stats import weighted_metrics as new
+from crsbench.stats.cell_axes import DEFAULT_CHUNK, cell_replicates
 from crsbench.stats.cell_pool import map_cells
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
-from crsbench.stats.patient_bootstrap import (
-    DEFAULT_CHUNK,
-    bootstrap_view,
-    cell_replicates,
-)
+from crsbench.stats.patient_bootstrap import bootstrap_view
 from crsbench.stats.resample import SEED_STREAM, resample_counts_for, row_weights
 from crsbench.stats.weighted_metrics import weighted_macro_auroc
 
@@ -107,7 +104,8 @@ def per_element_time(n: int, n_rep: int) -> float:
 
 
 _SWAP = {new.weighted_macro_auroc: ref.reference_macro_auroc, new.weighted_ece: ref.reference_ece,
-         new.weighted_shrunk_ece: ref.reference_shrunk_ece}  # fmt: skip
+         new.weighted_shrunk_ece: ref.reference_shrunk_ece,
+         new.weighted_ece_and_shrunk: ref.reference_ece_and_shrunk}  # fmt: skip
 
 
 @contextmanager

@@ -128,3 +128,11 @@ def reference_ece(y, prob, task, w, n_bins: int = N_BINS, shrunk: bool = False) 
 def reference_shrunk_ece(y, prob, task, w, n_bins: int = N_BINS) -> np.ndarray:
     """The previous ``weighted_shrunk_ece``."""
     return reference_ece(y, prob, task, w, n_bins, shrunk=True)
+
+
+def reference_ece_and_shrunk(y, prob, task, w, n_bins: int = N_BINS) -> np.ndarray:
+    """The previous ``weighted_ece`` and ``weighted_shrunk_ece``, two passes, ``(B, 2)``."""
+    return np.stack(
+        [reference_ece(y, prob, task, w, n_bins), reference_shrunk_ece(y, prob, task, w, n_bins)],
+        axis=1,
+    )

@@ -22,13 +22,20 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import DataError
-from crsbench.protocol import JPEG
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.stats.bootstrap import (
     BootstrapResult,
     _summarise,
     axes_cube,
     replicate_scores,
+)
+from crsbench.stats.cell_axes import (
+    DEFAULT_CHUNK,
+    cell_replicate_axes,
+    cell_replicates,
+    cell_shrunk_ece,
+    seed_mean,
+    seed_resampled_axes,
 )
 from crsbench.stats.cell_pool import map_cells, pool_size
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
@@ -40,13 +47,6 @@ from crsbench.stats.intervals import (
     ece_interval,
     reflected_replicates,
 )
-from crsbench.stats.replicate_values import (
-    JPEG_DROP,
-    add_r_drops,
-    add_shift_calibration,
-    per_seed_values,
-    replicate_weights,
-)
 from crsbench.stats.resample import (
     DEFAULT_REPLICATES,
     SEED_STREAM,
@@ -54,16 +54,8 @@ from crsbench.stats.resample import (
     resample_counts_for,
 )
 from crsbench.stats.robustness_interval import TIE_KAPPA, RInterval, cell_r_drops, r_interval
-from crsbench.stats.weighted_metrics import (
-    weighted_ece,
-    weighted_macro_auroc,
-    weighted_shrunk_ece,
-)
 
 INTERVAL_METHODS: dict[str, str] = {"test-patients": TEST_PATIENTS_X_SEEDS, "seed-only": SEED_ONLY}
-#: Replicates evaluated at once (memory ~ chunk × the patients of the largest test split;
-#: each score column is sorted once per chunk).
-DEFAULT_CHUNK = 1_000
 
 
 @dataclass(frozen=True)
@@ -125,84 +117,6 @@ class PatientBootstrapResult(BootstrapResult):
         return pd.DataFrame(rows, columns=cols)
 
 
-def cell_replicate_axes(
-    cell: CellPredictions,
-    replicates: Sequence[int] | np.ndarray | None,
-    seed: int = 0,
-    extras: dict[str, np.ndarray] | None = None,
-) -> np.ndarray:
-    """The four axes of one cell in each replicate and seed: shape ``(B, S, 4)``.
-
-    Rows of ``replicates`` are bootstrap replicate numbers; the weights of the test rows come
-    from :func:`crsbench.stats.resample.row_weights`, so another process computing another
-    encoder's cell with the same numbers resamples the same patients. ``None`` weighs every
-    row once (the point estimate, shape ``(1, S, 4)``). A given ``extras`` dict receives the
-    verdict's other ``(B, S)`` values on the same resamples: :data:`JPEG_DROP` (the mean AUROC
-    drop over the JPEG severities) and, per shift target, :data:`SHIFT_ECE_INCREASE` + target
-    (its ECE minus the clean ECE; the targets outside R too).
-    """
-    n_s = len(cell.seeds)
-    w = replicate_weights(cell.test, replicates, seed)
-    y, task = cell.test.y, cell.task
-
-    def auc(p: np.ndarray, split_y=y, weights=w) -> np.ndarray:
-        return weighted_macro_auroc(split_y, p, task, weights)
-
-    d = per_seed_values(cell.clean, n_s, auc)
-    c = per_seed_values(cell.clean, n_s, lambda p: weighted_ece(y, p, task, w))
-    if cell.fractions:
-        ratios = [
-            per_seed_values(p, n_s, auc) / d for f, p in sorted(cell.fractions.items()) if f < 1
-        ]
-        ret = np.mean(ratios, axis=0)
-    else:
-        ret = np.full_like(d, np.nan)
-    conditions = sorted(cell.conditions.items())
-    drops = [d - per_seed_values(p, n_s, auc) for _, p in conditions]
-    shifts = [(split, p, replicate_weights(split, replicates, seed)) for split, p in cell.shifts]
-    for split, p, wt in shifts:
-        drops.append(d - per_seed_values(p, n_s, lambda q, s=split, w=wt: auc(q, s.y, w)))
-    if extras is not None:  # the targets outside R too, for their ECE increase only
-        more = [(s, p, replicate_weights(s, replicates, seed)) for s, p in cell.extra_shifts]
-        add_shift_calibration(cell, [*shifts, *more], w, c, extras)
-    jpeg = [drop for (key, _), drop in zip(conditions, drops, strict=False) if key[0] == JPEG]
-    if extras is not None and jpeg:
-        extras[JPEG_DROP] = np.mean(jpeg, axis=0)
-    if extras is not None:
-        add_r_drops(drops, extras)
-    if drops:
-        stack = np.stack(drops, axis=-1)
-        r = 0.5 * stack.mean(axis=-1) + 0.5 * stack.max(axis=-1)
-    else:
-        r = np.full_like(d, np.nan)
-    return np.stack([d, c, ret, r], axis=-1)
-
-
-def seed_resampled_axes(per_seed: np.ndarray, seed_counts: np.ndarray) -> np.ndarray:
-    """Mean over the resampled seeds: ``(B, S, 4)`` axes and ``(B, S)`` counts → ``(B, 4)``."""
-    w = seed_counts.astype(float)
-    return np.einsum("bsk,bs->bk", per_seed, w) / w.sum(axis=1)[:, None]
-
-
-def cell_shrunk_ece(
-    cell: CellPredictions, replicates: Sequence[int] | np.ndarray | None, seed: int = 0
-) -> np.ndarray:
-    """``(B, S)`` ECE of the cell's clean predictions in the shrunk bootstrap world
-    (:func:`crsbench.stats.weighted_metrics.weighted_shrunk_ece`), same replicates as
-    :func:`cell_replicate_axes`."""
-    w = replicate_weights(cell.test, replicates, seed)
-    y, task = cell.test.y, cell.task
-    return per_seed_values(
-        cell.clean, len(cell.seeds), lambda p: weighted_shrunk_ece(y, p, task, w)
-    )
-
-
-def _seed_mean(per_seed: np.ndarray, seed_counts: np.ndarray) -> np.ndarray:
-    """``(B, S)`` values averaged over the resampled seeds ``(B, S)`` → ``(B,)``."""
-    w = seed_counts.astype(float)
-    return (per_seed * w).sum(axis=1) / w.sum(axis=1)
-
-
 def _scores(
     cells: Sequence[CellPredictions], raw: list[np.ndarray], anchors: Anchors, rule: str = "fixed"
 ) -> tuple[np.ndarray, list[str]]:
@@ -240,28 +154,6 @@ def bootstrap_view(cell: CellPredictions) -> CellPredictions:
         more_shifts=tuple((bare(s), p) for s, p in cell.more_shifts),
         extra_shifts=tuple((bare(s), p) for s, p in cell.extra_shifts),
     )  # fmt: skip
-
-
-def cell_replicates(
-    cell: CellPredictions,
-    replicates: np.ndarray,
-    seed_counts: np.ndarray,
-    seed: int = 0,
-    chunk: int = DEFAULT_CHUNK,
-) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """One cell's share of the bootstrap (a worker's task): ``(B, 4)`` seed-mean axes,
-    ``(B,)`` seed-mean shrunk-world ECE and the ``(B,)`` seed-mean extras of
-    :func:`cell_replicate_axes` of ``replicates``, evaluated ``chunk`` at a time, the seeds
-    resampled by ``seed_counts`` (``(B, S)``, the same for every cell)."""
-    axes, shrunk, extras = [], [], []
-    for start in range(0, len(replicates), chunk):
-        block, sc = replicates[start : start + chunk], seed_counts[start : start + chunk]
-        more: dict[str, np.ndarray] = {}
-        axes.append(seed_resampled_axes(cell_replicate_axes(cell, block, seed, more), sc))
-        shrunk.append(_seed_mean(cell_shrunk_ece(cell, block, seed), sc))
-        extras.append({k: _seed_mean(v, sc) for k, v in more.items()})
-    joined = {k: np.concatenate([e[k] for e in extras]) for k in extras[0]} if extras else {}
-    return np.concatenate(axes), np.concatenate(shrunk), joined
 
 
 def point_extras(cell: CellPredictions) -> dict[str, float]:
@@ -366,7 +258,7 @@ def patient_seed_bootstrap(
             for c, (_, x) in zip(cells, points, strict=True)
             for k, v in x.items()
         },
-        point_ece_shrunk=np.array([_seed_mean(cell_shrunk_ece(c, None), ones)[0] for c in cells]),
+        point_ece_shrunk=np.array([seed_mean(cell_shrunk_ece(c, None), ones)[0] for c in cells]),
     )
 
 

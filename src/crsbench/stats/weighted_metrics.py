@@ -33,6 +33,7 @@ __all__ = [
     "weighted_ece",
     "weighted_macro_auroc",
     "weighted_shrunk_ece",
+    "weighted_ece_and_shrunk",
 ]
 
 N_BINS = ECE_BINS
@@ -69,34 +70,35 @@ def _shrunk_gap_shift(gap: np.ndarray, n_rows: np.ndarray) -> np.ndarray:
     return np.sign(mean) * np.maximum(np.abs(mean) - se, 0.0) - mean
 
 
-def _binned_eces(columns, w: ReplicateWeights, n_bins: int, shrunk: bool) -> np.ndarray:
-    """ECE of each ``(conf, acc, rows)`` column and replicate, ``(columns, B)``: per bin
-    ``Σ_bins |gap sum| / rows``.
+def _binned_eces(columns, w: ReplicateWeights, n_bins: int, worlds=(False,)) -> np.ndarray:
+    """ECE of each ``(conf, acc, rows)`` column and replicate in each world, ``(worlds,
+    columns, B)``: per bin ``Σ_bins |gap sum| / rows``.
 
     The gaps and rows are first summed per (weight column, bin); each replicate's per-bin sums
     of up to :data:`_ECE_GROUP` columns are then one matrix product with its weights, in
-    blocks of replicates. ``shrunk`` moves every bin's mean gap by :func:`_shrunk_gap_shift`
-    (the same shift in every replicate).
+    blocks of replicates. A ``True`` world (shrunk) moves every bin's mean gap by
+    :func:`_shrunk_gap_shift` (the same shift in every replicate); every world reads the same
+    products, so the plug-in and the shrunk ECE cost one pass.
     """
     sums = [_patient_bin_sums(conf, acc, w, rows, n_bins) for conf, acc, rows in columns]
-    out = np.empty((len(sums), w.n_replicates))
+    out = np.empty((len(worlds), len(sums), w.n_replicates))
     step = max(1, _ECE_BLOCK_ELEMENTS // max(w.n_columns, 1))
     for g0 in range(0, len(sums), _ECE_GROUP):
         group = sums[g0 : g0 + _ECE_GROUP]
         rhs = np.concatenate([g for g, _ in group] + [n for _, n in group], axis=1)
-        shift = np.concatenate(
-            [_shrunk_gap_shift(g, n) if shrunk else np.zeros(n_bins) for g, n in group]
-        )
+        shifts = [np.concatenate([_shrunk_gap_shift(g, n) if shrunk else np.zeros(n_bins)
+                                  for g, n in group]) for shrunk in worlds]  # fmt: skip
         half = len(group) * n_bins
         for start in range(0, w.n_replicates, step):
             prod = w.counts[start : start + step].astype(np.float64) @ rhs
             gap, mass = prod[:, :half], prod[:, half:]
             total = mass.reshape(-1, len(group), n_bins).sum(axis=2)
-            ece = np.abs(gap + shift * mass).reshape(-1, len(group), n_bins).sum(axis=2)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[g0 : g0 + len(group), start : start + step] = np.where(
-                    total > 0, ece / total, np.nan
-                ).T
+            for i, shift in enumerate(shifts):
+                ece = np.abs(gap + shift * mass).reshape(-1, len(group), n_bins).sum(axis=2)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out[i, g0 : g0 + len(group), start : start + step] = np.where(
+                        total > 0, ece / total, np.nan
+                    ).T
     return out
 
 
@@ -161,10 +163,13 @@ def _per_column_ece(y, prob, task, w, n_bins, column_fn) -> np.ndarray:
     return _column_mean(np.array(parts), rw.n_replicates)
 
 
-def _batched_ece(y, prob, task, w, n_bins, shrunk: bool) -> np.ndarray:
+def _batched_ece(y, prob, task, w, n_bins, worlds) -> np.ndarray:
+    """``(worlds, B)`` ECE in each world of :func:`_binned_eces`."""
     rw = ReplicateWeights.of(w)
-    parts = _binned_eces(list(_ece_columns(y, prob, task)), rw, n_bins, shrunk)
-    return parts[0] if task == "multiclass" else _column_mean(parts, rw.n_replicates)
+    parts = _binned_eces(list(_ece_columns(y, prob, task)), rw, n_bins, worlds)
+    if task == "multiclass":
+        return parts[:, 0]
+    return np.stack([_column_mean(p, rw.n_replicates) for p in parts])
 
 
 def weighted_ece(
@@ -175,7 +180,7 @@ def weighted_ece(
     n_bins: int = N_BINS,
 ) -> np.ndarray:
     """ECE (equal-width bins, top-label or mean per-label) for each replicate of ``w``."""
-    return _batched_ece(y, prob, task, w, n_bins, shrunk=False)
+    return _batched_ece(y, prob, task, w, n_bins, (False,))[0]
 
 
 def weighted_debiased_ece(
@@ -215,4 +220,16 @@ def weighted_shrunk_ece(
     :func:`weighted_ece`; for the ECE interval only
     (:func:`crsbench.stats.intervals.ece_interval`).
     """
-    return _batched_ece(y, prob, task, w, n_bins, shrunk=True)
+    return _batched_ece(y, prob, task, w, n_bins, (True,))[0]
+
+
+def weighted_ece_and_shrunk(
+    y: np.ndarray,
+    prob: np.ndarray,
+    task: str,
+    w: np.ndarray | ReplicateWeights,
+    n_bins: int = N_BINS,
+) -> np.ndarray:
+    """``(B, 2)``: :func:`weighted_ece` and :func:`weighted_shrunk_ece` of each replicate,
+    the same values as the two calls, from one pass over the weights."""
+    return _batched_ece(y, prob, task, w, n_bins, (False, True)).T
