@@ -232,6 +232,14 @@ def _extreme(m: np.ndarray, worst_is_max: bool) -> tuple[np.ndarray, int]:
     return worst, at
 
 
+#: The worst table's columns (an empty table keeps them: no attribute had a reported subgroup).
+WORST_COLUMNS: tuple[str, ...] = (
+    "encoder", "dataset", "attribute", "metric", "n_subgroups", "n_compared", "worst_subgroup",
+    "worst", "worst_lo", "worst_hi", "gap", "gap_debiased", "gap_lo", "gap_hi", "p_value",
+    "real_difference",
+)  # fmt: skip
+
+
 def _worst_row(ctx: _Ctx, attr: str, metric: str, m: np.ndarray, perm: np.ndarray, level):
     """One row of the worst table: the worst subgroup, the gap and its permutation test."""
     names = [v for _, v in _reported(ctx, attr)]
@@ -377,4 +385,4 @@ def _analysis(
     for name in (*names, *(f"{m}_{e}" for m in names for e in ("lo", "hi"))):
         if not table.empty and name not in table:
             table[name] = np.nan  # every subgroup too small: the columns, all NaN
-    return SubgroupResult(table, pd.DataFrame(worst), axes)
+    return SubgroupResult(table, pd.DataFrame(worst, columns=list(WORST_COLUMNS)), axes)

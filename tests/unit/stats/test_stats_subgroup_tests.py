@@ -59,3 +59,14 @@ def test_a_planted_gap_is_found():
     assert (auroc["auroc"] < 0.05).mean() >= 0.8
     ece = _p_values(SubgroupPlant(temperature_m=4.0), 20, 300, seed=6)
     assert (ece["ece"] < 0.05).mean() >= 0.8
+
+
+def test_the_worst_table_has_its_columns_with_and_without_reported_subgroups():
+    from crsbench.stats.subgroups import WORST_COLUMNS
+
+    cell = subgroup_cell(np.random.default_rng(0), 200, SubgroupPlant())
+    res = subgroup_analysis({("enc", "planted"): cell}, n_replicates=1, n_permutations=9)
+    assert not res.worst.empty and tuple(res.worst.columns) == WORST_COLUMNS
+    none = subgroup_analysis({("enc", "planted"): cell}, n_replicates=1, n_permutations=9,
+                             min_patients=10**6)  # fmt: skip  (no subgroup is large enough)
+    assert none.worst.empty and tuple(none.worst.columns) == WORST_COLUMNS
