@@ -67,6 +67,7 @@ def test_the_worst_table_has_its_columns_with_and_without_reported_subgroups():
     cell = subgroup_cell(np.random.default_rng(0), 200, SubgroupPlant())
     res = subgroup_analysis({("enc", "planted"): cell}, n_replicates=1, n_permutations=9)
     assert not res.worst.empty and tuple(res.worst.columns) == WORST_COLUMNS
-    none = subgroup_analysis({("enc", "planted"): cell}, n_replicates=1, n_permutations=9,
-                             min_patients=10**6)  # fmt: skip  (no subgroup is large enough)
+    none = subgroup_analysis(
+        {("enc", "planted"): cell}, n_replicates=1, n_permutations=9, min_patients=10**6
+    )  # fmt: skip  (no subgroup is large enough)
     assert none.worst.empty and tuple(none.worst.columns) == WORST_COLUMNS
