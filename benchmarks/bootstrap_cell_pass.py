@@ -22,31 +22,15 @@ import numpy as np
 from bootstrap_test_set import _cell, _elements, _same, grid_minutes
 from crsbench.core.workers import available_cores, one_blas_thread
 from crsbench.protocol import BOOTSTRAP_REPLICATES
+from crsbench.stats._reference_kernels import reference_two_pass_replicates
 from crsbench.stats.cell_axes import (
     DEFAULT_CHUNK,
-    cell_replicate_axes,
     cell_replicates,
-    cell_shrunk_ece,
-    seed_mean,
-    seed_resampled_axes,
 )
 from crsbench.stats.patient_bootstrap import bootstrap_view
 from crsbench.stats.resample import SEED_STREAM, resample_counts_for
 
 PREVIOUS_CHUNK = 1_000
-
-
-def previous_pass(cell, ids, seed_counts, seed=0, chunk=PREVIOUS_CHUNK):
-    """The previous ``cell_replicates``: the axes, then the shrunk ECE on counts drawn again."""
-    axes, shrunk, extras = [], [], []
-    for start in range(0, len(ids), chunk):
-        block, sc = ids[start : start + chunk], seed_counts[start : start + chunk]
-        more: dict[str, np.ndarray] = {}
-        axes.append(seed_resampled_axes(cell_replicate_axes(cell, block, seed, more), sc))
-        shrunk.append(seed_mean(cell_shrunk_ece(cell, block, seed), sc))
-        extras.append({k: seed_mean(v, sc) for k, v in more.items()})
-    joined = {k: np.concatenate([e[k] for e in extras]) for k in extras[0]}
-    return np.concatenate(axes), np.concatenate(shrunk), joined
 
 
 def _cpu(fn, *args):
@@ -65,7 +49,7 @@ def side_by_side(n: int, n_rep: int) -> tuple[float, float]:
         for _ in range(2):
             t, out_cur = _cpu(cell_replicates, cell, ids, sc, 0, DEFAULT_CHUNK)
             cur.append(t)
-            t, out_prev = _cpu(previous_pass, cell, ids, sc)
+            t, out_prev = _cpu(reference_two_pass_replicates, cell, ids, sc, 0, PREVIOUS_CHUNK)
             prev.append(t)
     if not _same(out_cur, out_prev):
         raise AssertionError("the current and the previous pass disagree")

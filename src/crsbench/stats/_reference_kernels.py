@@ -136,3 +136,24 @@ def reference_ece_and_shrunk(y, prob, task, w, n_bins: int = N_BINS) -> np.ndarr
         [reference_ece(y, prob, task, w, n_bins), reference_shrunk_ece(y, prob, task, w, n_bins)],
         axis=1,
     )
+
+
+def reference_two_pass_replicates(cell, ids, seed_counts, seed=0, chunk=1_000):
+    """The previous ``cell_replicates``: per chunk the axes, then the shrunk ECE on resample
+    counts drawn again (the test and the benchmark compare the one-pass version with it)."""
+    from crsbench.stats.cell_axes import (
+        cell_replicate_axes,
+        cell_shrunk_ece,
+        seed_mean,
+        seed_resampled_axes,
+    )
+
+    axes, shrunk, extras = [], [], []
+    for start in range(0, len(ids), chunk):
+        block, sc = ids[start : start + chunk], seed_counts[start : start + chunk]
+        more: dict[str, np.ndarray] = {}
+        axes.append(seed_resampled_axes(cell_replicate_axes(cell, block, seed, more), sc))
+        shrunk.append(seed_mean(cell_shrunk_ece(cell, block, seed), sc))
+        extras.append({k: seed_mean(v, sc) for k, v in more.items()})
+    joined = {k: np.concatenate([e[k] for e in extras]) for k in extras[0]}
+    return np.concatenate(axes), np.concatenate(shrunk), joined

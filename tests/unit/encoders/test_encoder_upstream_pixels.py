@@ -14,6 +14,7 @@ import torch
 from encoder_images import KINDS, TOL, as_8bit, as_tensor, images, max_abs_diff
 from PIL import Image
 from torchvision import transforms as T
+from upstream_specialist import himl_remap_to_uint8
 
 from crsbench.encoders import build, get_card
 from crsbench.encoders.base import preprocessing_of
@@ -30,20 +31,11 @@ def _close(mine: torch.Tensor, theirs: torch.Tensor) -> None:
 
 
 # --- BioViL: hi-ml-multimodal ----------------------------------------------------------------
-def _himl_remap_to_uint8(array: np.ndarray) -> np.ndarray:
-    """hi-ml health_multimodal/image/data/io.py, remap_to_uint8 (percentiles=None)."""
-    array = array.astype(float)
-    array -= array.min()
-    array /= array.max()
-    array *= 255
-    return array.astype(np.uint8)
-
-
 def _himl_biovil(a: np.ndarray) -> torch.Tensor:
     """io.py load_image (remap, convert('L')), then transforms.py
     create_chest_xray_transform_for_inference(512, 480): Resize, CenterCrop, ToTensor,
     ExpandChannels (repeat_interleave to 3 channels)."""
-    image = Image.fromarray(_himl_remap_to_uint8(a)).convert("L")
+    image = Image.fromarray(himl_remap_to_uint8(a)).convert("L")
     x = T.Compose([T.Resize(512), T.CenterCrop(480), T.ToTensor()])(image)
     return torch.repeat_interleave(x, 3, dim=0)
 

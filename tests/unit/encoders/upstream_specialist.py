@@ -192,7 +192,7 @@ def panderm_upstream(folder: Path, true: bool) -> Built:
 
 
 # --- BioViL ---------------------------------------------------------------------------------
-def _himl_remap_to_uint8(array: np.ndarray) -> np.ndarray:
+def himl_remap_to_uint8(array: np.ndarray) -> np.ndarray:
     """hi-ml ``data/io.py`` ``remap_to_uint8`` 16-43 (``percentiles=None``)."""
     array = array.astype(float)
     array -= array.min()
@@ -253,7 +253,7 @@ def _himl_pieces(true: bool) -> tuple[nn.Module, Callable[[np.ndarray], Image.Im
             return self.encoder(x)
 
     def load(a: np.ndarray) -> Image.Image:  # io.py load_image 46-68 for PNG files
-        return Image.fromarray(_himl_remap_to_uint8(a)).convert("L")
+        return Image.fromarray(himl_remap_to_uint8(a)).convert("L")
 
     def transform(resize: int, center_crop_size: int) -> Callable:  # transforms.py 28-38
         def expand(x: torch.Tensor) -> torch.Tensor:  # ExpandChannels 12-25

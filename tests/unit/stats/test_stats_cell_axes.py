@@ -7,12 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from crsbench.stats._reference_kernels import reference_two_pass_replicates
 from crsbench.stats.cell_axes import (
-    cell_replicate_axes,
     cell_replicates,
-    cell_shrunk_ece,
-    seed_mean,
-    seed_resampled_axes,
 )
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.resample import SEED_STREAM, resample_counts_for, row_weights
@@ -22,19 +19,6 @@ from crsbench.stats.weighted_metrics import (
     weighted_shrunk_ece,
 )
 from crsbench.testing.planted import draw_world, planted_parameters
-
-
-def _two_pass(cell, ids, seed_counts, seed, chunk=1_000):
-    """The previous ``cell_replicates``: two passes per chunk, the counts drawn in each."""
-    axes, shrunk, extras = [], [], []
-    for start in range(0, len(ids), chunk):
-        block, sc = ids[start : start + chunk], seed_counts[start : start + chunk]
-        more: dict[str, np.ndarray] = {}
-        axes.append(seed_resampled_axes(cell_replicate_axes(cell, block, seed, more), sc))
-        shrunk.append(seed_mean(cell_shrunk_ece(cell, block, seed), sc))
-        extras.append({k: seed_mean(v, sc) for k, v in more.items()})
-    joined = {k: np.concatenate([e[k] for e in extras]) for k in extras[0]}
-    return np.concatenate(axes), np.concatenate(shrunk), joined
 
 
 def _multiclass_cell(rng, n=150, k=4) -> CellPredictions:
@@ -66,7 +50,10 @@ def test_one_pass_gives_the_two_passes_numbers(cells, chunk):
     assert {c.task for c in cells} == {"multilabel", "multiclass"}
     assert any(c.shifts for c in cells)
     for cell in cells:
-        got, want = cell_replicates(cell, ids, sc, 4, chunk), _two_pass(cell, ids, sc, 4)
+        got, want = (
+            cell_replicates(cell, ids, sc, 4, chunk),
+            reference_two_pass_replicates(cell, ids, sc, 4),
+        )
         np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(got[1], want[1], rtol=1e-12, atol=1e-14)
         assert got[2].keys() == want[2].keys() and len(got[2]) > 1
