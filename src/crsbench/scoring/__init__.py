@@ -27,7 +27,7 @@ from crsbench.scoring.anchors import (
 )
 from crsbench.scoring.axes import axes_from_runs, seed_means
 from crsbench.scoring.crs import RULES, crs_components, crs_table, score_array
-from crsbench.scoring.dominance import DominanceCounter, cohort_dominance, dominance_share
+from crsbench.scoring.dominance import DominanceCounter, cohort_dominance
 
 __all__ = [
     "AXES",
@@ -41,7 +41,6 @@ __all__ = [
     "cohort_dominance",
     "crs_components",
     "crs_table",
-    "dominance_share",
     "freeze_anchors",
     "halton_panel",
     "load_anchors",

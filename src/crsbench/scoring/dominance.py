@@ -150,11 +150,6 @@ def dominance_counter(
     return DominanceCounter(reference)
 
 
-def dominance_share(queries: np.ndarray, panel: np.ndarray | UniformReference) -> np.ndarray:
-    """Share of ``panel`` rows (or of the exact uniform reference) each query weakly dominates."""
-    return dominance_counter(panel).share(queries)
-
-
 def cohort_dominance(u: np.ndarray) -> np.ndarray:
     """Dominance share within a cohort: for each member, the share of the *other* members
     it weakly dominates.

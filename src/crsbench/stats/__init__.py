@@ -22,7 +22,7 @@ Public API
 
 from __future__ import annotations
 
-from crsbench.stats.agreement import agreement_table, rank_agreement, rank_moves
+from crsbench.stats.agreement import rank_agreement, rank_moves
 from crsbench.stats.analyze import run_analyses
 from crsbench.stats.bootstrap import BootstrapResult, paired_seed_bootstrap
 from crsbench.stats.calibration_effects import (
@@ -52,7 +52,6 @@ from crsbench.stats.weight_sensitivity import pareto_front, weight_sensitivity, 
 
 __all__ = [
     "BootstrapResult",
-    "agreement_table",
     "contamination_flags",
     "control_probe_agreement",
     "default_groups",

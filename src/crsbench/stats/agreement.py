@@ -91,17 +91,6 @@ def rank_moves(
     return out.sort_values(f"rank_{nb}", kind="stable").reset_index(drop=True)
 
 
-def agreement_table(
-    scores_a: Mapping[str, float],
-    scores_b: Mapping[str, float],
-    label: str = "",
-    top_k: int = 3,
-) -> pd.DataFrame:
-    """:func:`rank_agreement` as a one-row tidy table (with a ``comparison`` label)."""
-    row = {"comparison": label, **rank_agreement(scores_a, scores_b, top_k=top_k)}
-    return pd.DataFrame([row])
-
-
 def rank1_agreement(scores_a: Mapping[str, float], scores_b: Mapping[str, float]) -> dict:
     """Whether two rankings put the same encoder first (higher score = better rank).
 

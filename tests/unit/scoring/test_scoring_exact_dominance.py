@@ -15,7 +15,6 @@ from crsbench.scoring.dominance import (
     UniformDominance,
     UniformReference,
     dominance_counter,
-    dominance_share,
 )
 
 AXES_FRAME = pd.DataFrame(
@@ -90,13 +89,13 @@ def test_v2_is_the_default_and_v1_stays_by_name():
     assert set(t2["anchors_version"]) == {"v2"} and set(t1["anchors_version"]) == {"v1"}
 
 
-def test_score_array_and_dominance_share_use_the_exact_reference():
+def test_score_array_and_the_dominance_counter_use_the_exact_reference():
     raw = AXES_FRAME[["auroc", "ece", "retention", "robustness_drop"]].to_numpy()
     anc = load_anchors("v2")
     out = score_array(raw[None, :, :], anc)  # one cell, three encoders
     np.testing.assert_allclose(out["P"][0], np.prod(out["u"][0], axis=1), atol=1e-15)
     q = np.array([[0.5, 0.5, 1.0, 1.0]])
-    assert dominance_share(q, UniformReference()) == pytest.approx(0.25)
+    assert dominance_counter(UniformReference()).share(q) == pytest.approx(0.25)
 
 
 def test_v2_roundtrips_and_rejects_other_words(tmp_path):
