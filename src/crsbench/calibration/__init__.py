@@ -10,7 +10,7 @@ from crsbench.calibration.base import CalibratorBase, to_logits
 from crsbench.calibration.dirichlet import DirichletCalibration
 from crsbench.calibration.evaluate import evaluate_recalibration
 from crsbench.calibration.isotonic import IsotonicCalibration
-from crsbench.calibration.protocol import (
+from crsbench.calibration.recal_settings import (
     CalibrationSplitTooSmall,
     RecalProtocol,
     check_calibration_size,

@@ -8,7 +8,7 @@ import numpy as np
 from scipy.special import expit, softmax
 
 from crsbench.calibration.base import CalibratorBase, to_logits
-from crsbench.calibration.protocol import RecalProtocol
+from crsbench.calibration.recal_settings import RecalProtocol
 from crsbench.calibration.selection import fit_recalibrator
 from crsbench.core.types import check_task
 from crsbench.core.validation import check_features

@@ -20,7 +20,11 @@ from scipy.special import expit, softmax
 from sklearn.model_selection import StratifiedKFold
 
 from crsbench.calibration.base import CalibratorBase, to_logits
-from crsbench.calibration.protocol import RecalProtocol, check_calibration_size, load_recal_protocol
+from crsbench.calibration.recal_settings import (
+    RecalProtocol,
+    check_calibration_size,
+    load_recal_protocol,
+)
 from crsbench.calibration.registry import CALIBRATORS
 from crsbench.core.types import check_task
 from crsbench.core.validation import check_features, check_targets

@@ -51,8 +51,8 @@ def interval_lines(attrs: dict, replicates: int) -> list[str]:
 def load_store_runs(store: Path, dry_run_ok: bool = False):
     """The store's runs table; a dry run's store (random-weight records) is refused unless
     ``dry_run_ok`` (see docs/runner.md, dry run)."""
-    from crsbench.core.dryrun import refuse_dry_run
     from crsbench.core.errors import CrsbenchError
+    from crsbench.core.random_weights import refuse_dry_run
     from crsbench.store import load_runs
 
     try:

@@ -3,7 +3,7 @@
 Before downloading tens of gigabytes of weights a user can run the whole pipeline with every
 encoder's real architecture at its real size (``weights: random``), on a small sample of each
 dataset (``max_images``), and read each encoder's throughput and peak memory on this machine.
-The records say so in provenance (see :mod:`crsbench.core.dryrun`).
+The records say so in provenance (see :mod:`crsbench.core.random_weights`).
 """
 
 from __future__ import annotations

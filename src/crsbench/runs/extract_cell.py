@@ -73,9 +73,9 @@ def encoder_revision(
 ) -> str:
     """Provenance string of an encoder: source revision, weights hash and, for extracted
     features, the resolved precision (``fp32``/``bf16``) they were computed in. ``random``
-    (an entry with ``weights: random``) puts :data:`~crsbench.core.dryrun.RANDOM_WEIGHTS_TAG`
+    (an entry with ``weights: random``) puts :data:`~crsbench.core.random_weights.RANDOM_WEIGHTS_TAG`
     first, which marks the records as a dry run's."""
-    from crsbench.core.dryrun import RANDOM_WEIGHTS_TAG
+    from crsbench.core.random_weights import RANDOM_WEIGHTS_TAG
 
     rev = getattr(encoder.card, "revision", None) or "unpinned"
     rev = f"{RANDOM_WEIGHTS_TAG}|{rev}" if random else rev

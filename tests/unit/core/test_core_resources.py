@@ -47,7 +47,7 @@ def test_loader_names_reads_and_labels_the_shipped_files() -> None:
 
 def test_the_data_loaders_read_the_versions_the_protocol_names() -> None:
     from crsbench import protocol
-    from crsbench.calibration.protocol import load_recal_protocol
+    from crsbench.calibration.recal_settings import load_recal_protocol
     from crsbench.perturb import load_severities
     from crsbench.scoring import load_anchors
 

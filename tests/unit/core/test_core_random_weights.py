@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from crsbench.core.dryrun import dry_run_encoders, refuse_dry_run
 from crsbench.core.errors import StoreError
+from crsbench.core.random_weights import dry_run_encoders, refuse_dry_run
 
 
 def test_dry_run_encoders_are_found_by_their_revision():
