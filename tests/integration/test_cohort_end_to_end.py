@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from crsbench.cli import app
 from crsbench.cohort.refit import refit_cell
-from crsbench.runs.cell_scoring import score
+from crsbench.evaluation.cell_scoring import score
 from crsbench.store import load_runs
 from crsbench.testing.cohort import write_cohort
 

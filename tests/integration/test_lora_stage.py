@@ -103,7 +103,7 @@ def _too_small_reason(prep) -> str | None:
         check_calibration_size,
         load_recal_protocol,
     )
-    from crsbench.runs.cell_scoring import targets
+    from crsbench.evaluation.cell_scoring import targets
 
     ds = prep.dataset
     y = targets(ds.labels, ds.task)[np.asarray(prep.splits.calib)]

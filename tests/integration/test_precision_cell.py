@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 from crsbench.config import parse_config
-from crsbench.runs import precision_check
+from crsbench.evaluation import precision_check
 from crsbench.runs.executors import run_one_cell
 from crsbench.runs.extract_cell import extract_cell_features
 from crsbench.runs.pipeline import cell_settings

@@ -159,8 +159,8 @@ def test_dying_workers_are_retried_nothing_lost_or_doubled(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from crsbench.evaluation.cell import evaluate_cell
     from crsbench.runs import executors
-    from crsbench.runs.cell import evaluate_cell
     from crsbench.runs.extract_cell import extract_cell_features
     from crsbench.runs.ray_executor import RayExecutor
 
@@ -214,8 +214,8 @@ def test_exhausted_retries_fail_the_cell_and_a_resume_completes_the_store(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from crsbench.evaluation.cell import evaluate_cell
     from crsbench.runs import executors
-    from crsbench.runs.cell import evaluate_cell
     from crsbench.runs.ray_executor import RayExecutor
 
     def probe_always_dies(data, settings):  # type: ignore[no-untyped-def]
@@ -482,7 +482,7 @@ def test_a_hung_worker_ends_the_run_after_the_stall_timeout(
 ) -> None:
     import time
 
-    from crsbench.runs.cell import evaluate_cell
+    from crsbench.evaluation.cell import evaluate_cell
     from crsbench.runs.pipeline import cell_settings
     from crsbench.runs.plan import plan_cells
     from crsbench.runs.prepare import prepare_datasets

@@ -243,7 +243,7 @@ def train_lora(
         Training and validation rows of those sources.
     y, y_val : ndarray
         Targets aligned with ``rows`` / ``val_rows``: class indices (multi-class) or 0/1/NaN
-        (multi-label), as :func:`crsbench.runs.cell.targets` gives them.
+        (multi-label), as :func:`crsbench.evaluation.cell.targets` gives them.
     settings : LoraTrainSettings
     seed : int
         Fixes adapter and head initialisation, batch order and dropout.

@@ -104,8 +104,8 @@ def _cell_inputs(cfg: Any, encoder: str, dataset: str) -> tuple[Any, Any, str, A
 
 def _fit_probe(cfg: Any, cell: Any, seed: int, details: dict[str, Any]) -> tuple[Any, Any]:
     """The full-label logistic probe of ``seed``, refitted; refused when C differs."""
+    from crsbench.evaluation.cell_scoring import targets
     from crsbench.probes import fit_probe_grid
-    from crsbench.runs.cell_scoring import targets
 
     X, y = cell.features[1.0], targets(cell.labels, cell.task)
     lg = cfg.probes.logistic
@@ -144,9 +144,9 @@ def _fit_recal(cell: Any, fit: Any, y: Any, name: str, seed: int,
 def _refit(cfg: Any, cell: Any, stored: Any, recalibrator: str,
            seed: int) -> tuple[Any, Any, np.ndarray, dict[str, Any]]:  # fmt: skip
     """Probe, recalibrator, test probabilities and the proven metrics, under the run's numeric
-    settings (:func:`crsbench.runs.cell.probe_numerics`, the helper the run fits under)."""
-    from crsbench.runs.cell import probe_numerics
-    from crsbench.runs.cell_scoring import score
+    settings (:func:`crsbench.evaluation.cell.probe_numerics`, the helper the run fits under)."""
+    from crsbench.evaluation.cell import probe_numerics
+    from crsbench.evaluation.cell_scoring import score
 
     details = json.loads(stored["details"]) if isinstance(stored["details"], str) else {}
     with probe_numerics():

@@ -271,7 +271,7 @@ class BenchmarkConfig(_Strict):
     num_workers: int = Field(default=0, ge=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
     #: Forward-pass arithmetic of the feature extraction: ``auto`` = bf16 autocast on CUDA
-    #: where the encoder passes the bf16 check (crsbench.runs.precision_check), else
+    #: where the encoder passes the bf16 check (crsbench.evaluation.precision_check), else
     #: fp32; ``fp32``; ``bf16`` forced (checked and recorded all the same). The resolved
     #: precision enters every feature cache key and every run's provenance.
     precision: Literal["auto", "fp32", "bf16"] = "auto"

@@ -4,7 +4,7 @@
 on the encoder passes: the features of a labelled probe batch, extracted by the engine in
 fp32 and in bf16, keep a row cosine of at least :data:`MIN_ROW_COSINE` under every condition,
 and a logistic probe fitted on each feature set gives macro AUROCs within
-:data:`MAX_AUROC_DELTA` of each other (:mod:`crsbench.runs.precision_check`). Otherwise
+:data:`MAX_AUROC_DELTA` of each other (:mod:`crsbench.evaluation.precision_check`). Otherwise
 fp32. The check's figures are cached per (encoder weights, device, torch version, probe batch)
 next to the feature cache, so it runs once. See ``docs/features.md`` (Precision).
 """

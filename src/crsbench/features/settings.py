@@ -51,7 +51,7 @@ class ExtractSettings:
         Arithmetic of the forward pass: ``bf16`` is autocast to bfloat16 (weights and
         features stay float32). ``auto`` here, unresolved by a check, is fp32
         (:func:`crsbench.features.precision.resolve_precision`); a run resolves it first with
-        :func:`crsbench.runs.precision_check.decide_precision`. It enters the cache key.
+        :func:`crsbench.evaluation.precision_check.decide_precision`. It enters the cache key.
     fold_batchnorm : bool
         Fold eval-mode batch norms into the convolutions that feed them for the duration of
         the run (:func:`crsbench.encoders.fold.batchnorm_folded`: checked on a probe input,

@@ -10,7 +10,7 @@ import numpy as np
 from crsbench.core.errors import DataError
 from crsbench.datasets.bad_images import refuse_bad_images
 from crsbench.datasets.subgroups import subgroup_columns
-from crsbench.runs.cell import CellData, ShiftData
+from crsbench.evaluation.cell import CellData, ShiftData
 from crsbench.runs.plan import CellPlan
 from crsbench.runs.prepare import PreparedDataset
 

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 from crsbench.config import BenchmarkConfig
 from crsbench.core.errors import ConfigError
 from crsbench.core.workers import check_jobs, worker_pool
-from crsbench.runs.cell import CellSettings, evaluate_cell
-from crsbench.runs.cell_data import CellData
+from crsbench.evaluation.cell import CellSettings, evaluate_cell
+from crsbench.evaluation.cell_data import CellData
 from crsbench.runs.plan import CellOutcome, CellPlan
 from crsbench.runs.prepare import PreparedDataset, shift_targets_for
 

@@ -15,9 +15,9 @@ from crsbench.runs.plan import CellPlan
 if TYPE_CHECKING:  # encoders and features import torch: loaded when a cell is extracted
     from crsbench.datasets.base import Dataset
     from crsbench.encoders.base import Encoder
+    from crsbench.evaluation.precision_check import ProbeBatch
     from crsbench.features import ExtractionResult, ExtractSettings, FeatureArray, FeatureCache
     from crsbench.features.precision import PrecisionDecision
-    from crsbench.runs.precision_check import ProbeBatch
     from crsbench.runs.prepare import PreparedDataset
 
 _ENCODERS: dict[tuple[str, str, int | None, str, str | None], Encoder] = {}
@@ -93,7 +93,7 @@ def probe_batch(
     """The bf16 check's labelled batch: the first ``n_images`` rows of the training split
     followed by the validation split, under the cell's conditions at the run's working size
     and image bounds (None without labels)."""
-    from crsbench.runs.precision_check import ProbeBatch
+    from crsbench.evaluation.precision_check import ProbeBatch
 
     ds, sp = prep.dataset, prep.splits
     if sp is None:
@@ -119,8 +119,8 @@ def resolve_cell_precision(
     cfg: BenchmarkConfig, plan: CellPlan, prep: PreparedDataset, enc: Encoder, cache: FeatureCache
 ) -> PrecisionDecision:
     """The :class:`~crsbench.features.precision.PrecisionDecision` of this cell's encoder."""
+    from crsbench.evaluation.precision_check import decide_precision
     from crsbench.features.precision import PrecisionCheck
-    from crsbench.runs.precision_check import decide_precision
 
     check = PrecisionCheck.from_overrides(cfg.precision_check.model_dump())
     batch = (

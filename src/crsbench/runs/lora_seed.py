@@ -17,14 +17,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from crsbench.config import BenchmarkConfig
-from crsbench.features.runner import forward_chunk
-from crsbench.runs.cell_recal import (
+from crsbench.evaluation.cell_recal import (
     AdaptedPredictions,
     AdaptedShift,
     ShiftDetails,
     lora_recalibrated_rows,
 )
-from crsbench.runs.cell_scoring import (
+from crsbench.evaluation.cell_scoring import (
     Details,
     Evaluation,
     RowScorer,
@@ -32,7 +31,8 @@ from crsbench.runs.cell_scoring import (
     shift_reference,
     targets,
 )
-from crsbench.runs.identity import RunIdentity
+from crsbench.evaluation.identity import RunIdentity
+from crsbench.features.runner import forward_chunk
 from crsbench.runs.plan import cell_conditions
 from crsbench.runs.prepare import PreparedDataset
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from crsbench.config import BenchmarkConfig
 from crsbench.core.errors import EncoderError
-from crsbench.runs.identity import CellIdentity, RunIdentity
+from crsbench.evaluation.identity import CellIdentity, RunIdentity
 from crsbench.runs.lora_seed import LoraCell, SeedWork, seed_rows
 from crsbench.runs.plan import cell_conditions, shift_targets_of
 from crsbench.runs.prepare import PreparedDataset

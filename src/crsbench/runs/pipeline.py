@@ -17,9 +17,10 @@ from typing import Any
 from crsbench.config import BenchmarkConfig, config_hash
 from crsbench.core.diskio import write_text_atomic
 from crsbench.encoders.devices import require_device
+from crsbench.evaluation.cell import CellSettings
+from crsbench.evaluation.prediction_keeper import pop_predictions
 from crsbench.features.pixel_memo import PIXEL_MEMO
 from crsbench.runs import executors
-from crsbench.runs.cell import CellSettings
 from crsbench.runs.lora_stage import lora_plan, lora_planned_cells, run_lora_stage
 from crsbench.runs.outdir import check_output_dir, claim_cache_dir, claim_output_dir
 from crsbench.runs.plan import (
@@ -29,7 +30,6 @@ from crsbench.runs.plan import (
     plan_cells,
     recorded_plan,
 )
-from crsbench.runs.prediction_keeper import pop_predictions
 from crsbench.runs.prepare import PreparedDataset, prepare_datasets
 from crsbench.runs.rows import Provenance, to_records
 from crsbench.runs.weights_lock_stage import lock_run_weights

@@ -1,6 +1,6 @@
 """Plan the grid: which cells, which extractions and exactly which run records a config makes.
 
-The identities enumerated here are the ones :func:`crsbench.runs.cell.evaluate_cell` emits
+The identities enumerated here are the ones :func:`crsbench.evaluation.cell.evaluate_cell` emits
 (a test pins the two together), so ``crsbench status`` can count what is done and a resumed
 run can skip whole cells whose records are all committed.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crsbench.config import BenchmarkConfig
-from crsbench.runs.identity import CellIdentity, RunIdentity
+from crsbench.evaluation.identity import CellIdentity, RunIdentity
 from crsbench.store.plan import PlannedCell, StoredPlan
 
 
@@ -37,10 +37,10 @@ class CellPlan:
 class CellOutcome:
     """The run rows of one cell, how long its two stages took, the precision decision of
     its features (:class:`~crsbench.features.precision.PrecisionDecision` as a dict) and its
-    quarantined images (see :attr:`crsbench.runs.cell.CellData.quarantined`)."""
+    quarantined images (see :attr:`crsbench.evaluation.cell.CellData.quarantined`)."""
 
     plan: CellPlan
-    rows: list[dict[str, Any]]  # run rows: see crsbench.runs.cell_scoring.RunRow
+    rows: list[dict[str, Any]]  # run rows: see crsbench.evaluation.cell_scoring.RunRow
     encoder_revision: str
     extract_s: float
     evaluate_s: float

@@ -8,7 +8,7 @@ Each cell (encoder × dataset) becomes two Ray tasks:
    (a few hundred bytes, never the arrays);
 2. a **probe task** that depends on the first, reads the verified entries back from the
    cache (``cache_dir`` must be on a filesystem shared by the driver and every node), builds
-   the cell's arrays and runs :func:`~crsbench.runs.cell.evaluate_cell`.
+   the cell's arrays and runs :func:`~crsbench.evaluation.cell.evaluate_cell`.
 
 The driver submits every task at once, yields each :class:`~crsbench.runs.plan.CellOutcome`
 as its probe task completes (``ray.wait``) and commits it to the store itself; workers never
@@ -28,7 +28,7 @@ from typing import Any
 
 from crsbench.config import BenchmarkConfig
 from crsbench.core.errors import ConfigError, CrsbenchError
-from crsbench.runs.cell import CellSettings
+from crsbench.evaluation.cell import CellSettings
 from crsbench.runs.plan import CellOutcome, CellPlan
 from crsbench.runs.prepare import PreparedDataset
 from crsbench.runs.ray_tasks import EvaluateFn, ExtractFn, extract_task, probe_task
@@ -107,7 +107,7 @@ class RayExecutor:
         yielded stay committed; a rerun resumes. ``None`` (default) waits indefinitely.
     extract_fn, evaluate_fn : callable, optional
         Replace :func:`~crsbench.runs.extract_cell.extract_cell_features` and
-        :func:`~crsbench.runs.cell.evaluate_cell` in the tasks (custom probes, fault
+        :func:`~crsbench.evaluation.cell.evaluate_cell` in the tasks (custom probes, fault
         injection in tests). They are pickled with cloudpickle and must be deterministic.
 
     Raises

@@ -17,7 +17,7 @@ from typing import Any
 
 from crsbench.config import BenchmarkConfig
 from crsbench.core.errors import CacheError
-from crsbench.runs.cell import CellData, CellSettings, evaluate_cell
+from crsbench.evaluation.cell import CellData, CellSettings, evaluate_cell
 from crsbench.runs.plan import CellOutcome, CellPlan
 from crsbench.runs.prepare import PreparedDataset, shift_targets_for
 

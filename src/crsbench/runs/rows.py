@@ -1,6 +1,6 @@
 """Run rows → validated run records: the provenance every record of a cell shares.
 
-The cell evaluator and the LoRA stage return run rows (:data:`~crsbench.runs.cell_scoring.
+The cell evaluator and the LoRA stage return run rows (:data:`~crsbench.evaluation.cell_scoring.
 RunRow`: identity, metric values, ``details``, ``wall_time_s``); :func:`to_records` adds the
 provenance and validates them into :class:`~crsbench.store.RunRecord` objects for the store.
 """
@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crsbench.runs.cell_scoring import RunRow
-from crsbench.runs.prediction_keeper import PREDICTIONS_KEY
+from crsbench.evaluation.cell_scoring import RunRow
+from crsbench.evaluation.prediction_keeper import PREDICTIONS_KEY
 from crsbench.store import METRIC_COLUMNS, RunRecord
 
 
@@ -70,5 +70,5 @@ def to_record(row: RunRow, provenance: Provenance) -> RunRecord:
 
 
 def to_records(rows: Sequence[RunRow], provenance: Provenance) -> list[RunRecord]:
-    """Run rows of :func:`~crsbench.runs.cell.evaluate_cell` → validated records."""
+    """Run rows of :func:`~crsbench.evaluation.cell.evaluate_cell` → validated records."""
     return [to_record(row, provenance) for row in rows]

@@ -2,7 +2,7 @@
 :mod:`crsbench.store.prediction_layout`).
 
 The pipeline collects a cell's main-protocol predictions
-(:mod:`crsbench.runs.prediction_keeper`); :func:`prediction_batch` turns them into Arrow
+(:mod:`crsbench.evaluation.prediction_keeper`); :func:`prediction_batch` turns them into Arrow
 tables and :meth:`crsbench.store.ResultsStore.append` writes them in the same transaction as
 the records, so a cell is committed with its predictions or not at all (a resumed run never
 sees one without the other). :func:`export_predictions` and :func:`restore_predictions` carry

@@ -79,7 +79,7 @@ def kept_splits(row) -> tuple[str, ...]:
     """The splits whose predictions the runner keeps for run ``row`` (identity columns as
     attributes): main-protocol rows only (frozen, logistic, last layer, no recalibrator), the
     clean test set at every fraction (and validation at full labels), every perturbed
-    condition and shift target at full labels (see :mod:`crsbench.runs.prediction_keeper`)."""
+    condition and shift target at full labels (see :mod:`crsbench.evaluation.prediction_keeper`)."""
     main = (row.regime == "frozen" and row.probe == "logistic" and row.layer == 1.0
             and row.recalibrator == "none")  # fmt: skip
     if not main or (row.condition != CLEAN and row.fraction != 1.0):

@@ -10,6 +10,7 @@ import pytest
 from scipy.spatial.distance import cosine as scipy_cosine_distance
 
 from crsbench.core.errors import ConfigError
+from crsbench.evaluation import precision_check as pc
 from crsbench.features import FeatureCache
 from crsbench.features.precision import (
     MAX_AUROC_DELTA,
@@ -17,7 +18,6 @@ from crsbench.features.precision import (
     PrecisionCheck,
     decide,
 )
-from crsbench.runs import precision_check as pc
 
 
 def _pool_encoder(doubles):

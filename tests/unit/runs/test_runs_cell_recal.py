@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crsbench.runs.cell import CellData, CellSettings, evaluate_cell
+from crsbench.evaluation.cell import CellData, CellSettings, evaluate_cell
 from crsbench.runs.rows import Provenance, to_records
 
 

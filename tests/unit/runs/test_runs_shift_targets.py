@@ -18,7 +18,7 @@ from crsbench.core.shift_labels import (
     shift_label_details,
     source_reference,
 )
-from crsbench.runs.cell import CellData, CellSettings, ShiftData, evaluate_cell
+from crsbench.evaluation.cell import CellData, CellSettings, ShiftData, evaluate_cell
 
 LABELS = ("a", "b", "c", "d")
 

@@ -13,6 +13,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 
 from crsbench.core.shift_labels import SHIFT_LABELS, shift_label_details
+from crsbench.evaluation.identity import RunIdentity
 from crsbench.metrics import (
     brier_score,
     expected_calibration_error,
@@ -21,7 +22,6 @@ from crsbench.metrics import (
     sensitivity_at_specificity,
 )
 from crsbench.protocol import ECE_BINS
-from crsbench.runs.identity import RunIdentity
 from crsbench.store.reliability import reliability_bins
 
 #: One run row: the identity columns, the metric values, ``details`` and ``wall_time_s``
@@ -161,7 +161,7 @@ def shift_reference(
     the model's clean macro-AUROC and ECE on the source's test rows over the compared labels
     only (:mod:`crsbench.core.shift_labels`); ``{}`` when every source label is compared.
 
-    ``shift`` is a :class:`~crsbench.runs.cell.ShiftData`-like object (``compared``, and
+    ``shift`` is a :class:`~crsbench.evaluation.cell.ShiftData`-like object (``compared``, and
     ``label_names`` in its details' order); ``clean_prob`` gives the test probabilities.
     """
     mask = shift.compared

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from crsbench.calibration import CalibrationSplitTooSmall, fit_recalibrator, load_recal_protocol
-from crsbench.runs.cell_data import CellRun, FittedProbe
-from crsbench.runs.cell_scoring import (
+from crsbench.evaluation.cell_data import CellRun, FittedProbe
+from crsbench.evaluation.cell_scoring import (
     Evaluation,
     Lazy,
     RowScorer,
@@ -26,7 +26,7 @@ from crsbench.runs.cell_scoring import (
     shift_reference,
     targets,
 )
-from crsbench.runs.identity import RunIdentity
+from crsbench.evaluation.identity import RunIdentity
 from crsbench.store.columns import METRIC_COLUMNS
 
 #: A recalibrated row's identity from (recalibrator, shift target or None for the test rows).

@@ -15,11 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from crsbench.probes import FittedLinear, KNNProbe, MLPProbe, fit_probe_grid
-from crsbench.protocol import PROBE_BLAS_THREADS
-from crsbench.runs.cell_data import CellData, CellRun, CellSettings, FittedProbe, ShiftData
-from crsbench.runs.cell_recal import recalibrated_rows
-from crsbench.runs.cell_scoring import (
+from crsbench.evaluation.cell_data import CellData, CellRun, CellSettings, FittedProbe, ShiftData
+from crsbench.evaluation.cell_recal import recalibrated_rows
+from crsbench.evaluation.cell_scoring import (
     Evaluation,
     Lazy,
     RowScorer,
@@ -29,8 +27,10 @@ from crsbench.runs.cell_scoring import (
     shift_reference,
     targets,
 )
-from crsbench.runs.identity import CellIdentity, RunIdentity
-from crsbench.runs.prediction_keeper import cell_keeper, shift_split
+from crsbench.evaluation.identity import CellIdentity, RunIdentity
+from crsbench.evaluation.prediction_keeper import cell_keeper, shift_split
+from crsbench.probes import FittedLinear, KNNProbe, MLPProbe, fit_probe_grid
+from crsbench.protocol import PROBE_BLAS_THREADS
 from crsbench.store.prediction_layout import EVAL_SPLIT, VAL_SPLIT
 
 __all__ = ["CellData", "CellSettings", "ShiftData", "evaluate_cell", "probe_numerics", "score",

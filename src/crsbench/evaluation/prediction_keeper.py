@@ -67,7 +67,7 @@ class PredictionKeeper:
 
 
 def cell_keeper(cell: Any, y: np.ndarray) -> PredictionKeeper:
-    """The keeper of a :class:`crsbench.runs.cell.CellData` (``y``: its targets); keeps
+    """The keeper of a :class:`crsbench.evaluation.cell.CellData` (``y``: its targets); keeps
     nothing when the cell does not know its image ids and groups."""
     if cell.image_ids is None or cell.groups is None:
         return PredictionKeeper({})
@@ -82,7 +82,7 @@ def cell_keeper(cell: Any, y: np.ndarray) -> PredictionKeeper:
         EVAL_SPLIT: split_rows(EVAL_SPLIT, cell.test),
         VAL_SPLIT: split_rows(VAL_SPLIT, cell.val),
     }
-    from crsbench.runs.cell_scoring import targets
+    from crsbench.evaluation.cell_scoring import targets
 
     for sh in cell.shifts:
         if sh.image_ids is not None and sh.groups is not None:

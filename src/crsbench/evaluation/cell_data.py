@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from crsbench.runs.cell_scoring import RowScorer
-from crsbench.runs.identity import CellIdentity
-from crsbench.runs.prediction_keeper import PredictionKeeper
+from crsbench.evaluation.cell_scoring import RowScorer
+from crsbench.evaluation.identity import CellIdentity
+from crsbench.evaluation.prediction_keeper import PredictionKeeper
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class CellData:
         Those images (``dataset``, ``split``, ``image_id``, ``path``, ``error_class``, ``message``).
     image_ids, groups : (N,) arrays or None
         Image id and patient group of every row; with them the main-protocol rows keep their
-        per-sample predictions (:mod:`crsbench.runs.prediction_keeper`).
+        per-sample predictions (:mod:`crsbench.evaluation.prediction_keeper`).
     metadata : mapping attribute → (N,) array of str, or None
         Subgroup attributes of every row (:func:`crsbench.datasets.subgroups.subgroup_columns`),
         stored with the predictions.
