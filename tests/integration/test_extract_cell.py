@@ -9,6 +9,7 @@ import pytest
 
 from crsbench.config import parse_config
 from crsbench.runs.extract_cell import extract_cell_features
+from crsbench.runs.extraction import RunExtraction
 from crsbench.runs.plan import plan_cells
 from crsbench.runs.prepare import prepare_datasets
 
@@ -38,13 +39,17 @@ def test_every_image_is_decoded_exactly_once(cell, monkeypatch):
         return real(path, size, bounds)
 
     monkeypatch.setattr(decode, "decode_image", counting)
-    feats, _ = extract_cell_features(cfg, plan, prep, None, progress=False)
+    feats, _ = extract_cell_features(
+        RunExtraction.from_config(cfg), plan, prep, None, progress=False
+    )
     assert set(calls) == {str(p) for p in prep.dataset.paths}
     assert set(calls.values()) == {1}  # test rows too: clean and 4 perturbed copies, one decode
     assert len(feats["perturbed"]) == len(plan.conditions) == 15
 
     calls.clear()  # a rerun is served from the cache: nothing decoded
-    again, _ = extract_cell_features(cfg, plan, prep, None, progress=False)
+    again, _ = extract_cell_features(
+        RunExtraction.from_config(cfg), plan, prep, None, progress=False
+    )
     assert not calls
     for d in cfg.layers:
         assert again["clean"][d].status == "hit"
@@ -56,12 +61,14 @@ def test_clean_rows_follow_the_dataset_and_match_a_single_pass(cell, tmp_path):
     from crsbench.runs.extract_cell import get_encoder
 
     cfg, plan, prep = cell
-    feats, _ = extract_cell_features(cfg, plan, prep, None, progress=False)
+    feats, _ = extract_cell_features(
+        RunExtraction.from_config(cfg), plan, prep, None, progress=False
+    )
     ds = prep.dataset
     for d in cfg.layers:
         np.testing.assert_array_equal(feats["clean"][d].ids, ds.image_ids)
     settings = ExtractSettings(depths=tuple(cfg.layers), progress=False, num_workers=0)
-    one = extract(get_encoder(cfg, plan.encoder), ds.image_ids, ds.paths,
+    one = extract(get_encoder(RunExtraction.from_config(cfg), plan.encoder), ds.image_ids, ds.paths,
                   cache=FeatureCache(tmp_path / "c"), dataset_revision=ds.revision,
                   settings=settings)  # fmt: skip
     for d in cfg.layers:

@@ -10,6 +10,7 @@ from crsbench.config import parse_config
 from crsbench.evaluation import precision_check
 from crsbench.runs.executors import run_one_cell
 from crsbench.runs.extract_cell import extract_cell_features
+from crsbench.runs.extraction import RunExtraction
 from crsbench.runs.pipeline import cell_settings
 from crsbench.runs.plan import plan_cells
 from crsbench.runs.prepare import prepare_datasets
@@ -37,7 +38,9 @@ def _cell(data, out, **overrides):
 def test_auto_on_cpu_is_fp32_unchecked_and_recorded(data, tmp_path, monkeypatch):
     monkeypatch.setattr(precision_check, "measure", lambda *a: pytest.fail("no check on CPU"))
     cfg, plan, prepared = _cell(data, tmp_path)
-    feats, rev = extract_cell_features(cfg, plan, prepared["isic2019"], None, progress=False)
+    feats, rev = extract_cell_features(
+        RunExtraction.from_config(cfg), plan, prepared["isic2019"], None, progress=False
+    )
     assert rev.endswith("|precision:fp32")
     assert feats["precision"]["precision"] == "fp32" and feats["precision"]["checked"] is False
     assert feats["precision"]["requested"] == "auto"
@@ -45,14 +48,20 @@ def test_auto_on_cpu_is_fp32_unchecked_and_recorded(data, tmp_path, monkeypatch)
 
 def test_checked_bf16_changes_the_keys_and_reaches_the_run_details(data, tmp_path, monkeypatch):
     cfg, plan, prepared = _cell(data, tmp_path, precision="fp32")
-    fp32, _ = extract_cell_features(cfg, plan, prepared["isic2019"], None, progress=False)
+    fp32, _ = extract_cell_features(
+        RunExtraction.from_config(cfg), plan, prepared["isic2019"], None, progress=False
+    )
 
     monkeypatch.setattr(precision_check, "bf16_candidate", lambda device_type: True)
     cfg, plan, prepared = _cell(data, tmp_path)  # same cache dir, precision auto
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # emulated bf16 on some CPUs
-        out = run_one_cell(cfg, plan, prepared, cell_settings(cfg), progress=False)
-        feats, rev = extract_cell_features(cfg, plan, prepared["isic2019"], None, progress=False)
+        out = run_one_cell(
+            RunExtraction.from_config(cfg), plan, prepared, cell_settings(cfg), progress=False
+        )
+        feats, rev = extract_cell_features(
+            RunExtraction.from_config(cfg), plan, prepared["isic2019"], None, progress=False
+        )
     dec = out.precision
     # the pixel baseline has no autocast op on its path: bf16 is exact and passes the check
     assert dec["checked"] is True and dec["passed"] is True and dec["precision"] == "bf16", dec[

@@ -14,6 +14,7 @@ import pytest
 from crsbench.config import parse_config
 from crsbench.runs import executors
 from crsbench.runs.executors import ExtractedCell, LocalExecutor, _groups, features_nbytes
+from crsbench.runs.extraction import RunExtraction
 from crsbench.runs.pipeline import RunOptions, cell_settings, run_benchmark
 from crsbench.runs.plan import plan_cells
 from crsbench.runs.prepare import prepare_datasets
@@ -68,7 +69,7 @@ def test_outcomes_come_in_plan_order_from_other_processes(data, tmp_path, monkey
     prepared = prepare_datasets(cfg)
     cells = plan_cells(cfg, {n: p.dataset.card.modality for n, p in prepared.items()})
     monkeypatch.setattr(executors, "evaluate_extracted", _evaluate_noting_the_process)
-    got = list(LocalExecutor(jobs=2).run_cells(cfg, cells, prepared, cell_settings(cfg),
+    got = list(LocalExecutor(jobs=2).run_cells(RunExtraction.from_config(cfg), cells, prepared, cell_settings(cfg),
                                                progress=False))  # fmt: skip
     assert [(o.plan.encoder, o.plan.dataset) for o in got] == [
         (c.encoder, c.dataset) for c in cells

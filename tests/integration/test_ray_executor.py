@@ -20,6 +20,7 @@ ray = pytest.importorskip("ray")
 
 from crsbench.config import BenchmarkConfig, parse_config  # noqa: E402
 from crsbench.core.errors import CacheError, ConfigError, CrsbenchError, DataError  # noqa: E402
+from crsbench.runs.extraction import RunExtraction  # noqa: E402
 from crsbench.runs.pipeline import RunOptions, run_benchmark  # noqa: E402
 from crsbench.store.columns import IDENTITY_COLUMNS  # noqa: E402
 
@@ -174,10 +175,10 @@ def test_dying_workers_are_retried_nothing_lost_or_doubled(
         if n == 0:
             os._exit(1)
 
-    def extract_dies_once(cfg, plan, prep, target, progress=False):  # type: ignore[no-untyped-def]
+    def extract_dies_once(ext, plan, prep, target, progress=False):  # type: ignore[no-untyped-def]
         if plan.dataset == "chexpert":
             crash_first("extract")
-        return extract_cell_features(cfg, plan, prep, target, progress=progress)
+        return extract_cell_features(ext, plan, prep, target, progress=progress)
 
     def probe_dies_once(data, settings):  # type: ignore[no-untyped-def]
         if data.dataset == "isic2019":
@@ -264,7 +265,11 @@ def test_task_errors_are_not_retried_and_keep_their_type(
     cells = [c for c in plan_cells(cfg, mods) if c.dataset == "isic2019"]
     ex = RayExecutor(max_retries=3, **{f"{'evaluate' if stage == 'probe' else stage}_fn": raises})
     with pytest.raises(DataError, match=r"pixel × isic2019: labels must be 0/1\. Got 7"):
-        list(ex.run_cells(cfg, cells, prepared, cell_settings(cfg), progress=False))
+        list(
+            ex.run_cells(
+                RunExtraction.from_config(cfg), cells, prepared, cell_settings(cfg), progress=False
+            )
+        )
     ex.close()
     assert len(os.listdir(markers)) == 1  # an application error is not retried
     assert ray_session.is_initialized()
@@ -315,7 +320,7 @@ def test_extraction_asks_for_a_gpu_only_when_the_cluster_has_one(
     cfg = cfg.model_copy(update={"device": device})
     ex = RayExecutor()
     monkeypatch.setattr(ex, "cluster_gpus", lambda: float(cluster_gpus))
-    assert ex.extraction_gpus(cfg) == asked
+    assert ex.extraction_gpus(RunExtraction.from_config(cfg)) == asked
     ex.close()
     assert ray_session.is_initialized()
 
@@ -330,8 +335,8 @@ def test_cuda_device_without_cluster_gpus_is_a_config_error(
     ex = RayExecutor()
     assert ex.cluster_gpus() == 0.0  # the local test instance has no GPU
     with pytest.raises(ConfigError, match="reports no GPU"):
-        ex.extraction_gpus(cfg)
-    assert list(ex.run_cells(cfg, [], {}, None, progress=False)) == []  # type: ignore[arg-type]
+        ex.extraction_gpus(RunExtraction.from_config(cfg))
+    assert list(ex.run_cells(RunExtraction.from_config(cfg), [], {}, None, progress=False)) == []  # type: ignore[arg-type]
     ex.close()
 
 
@@ -503,7 +508,9 @@ def test_a_hung_worker_ends_the_run_after_the_stall_timeout(
     with pytest.raises(
         CrsbenchError, match=r"stall_timeout_s=4 s.*1 pending cell\(s\): pixel × chexpert"
     ):
-        for outcome in ex.run_cells(cfg, cells, prepared, cell_settings(cfg), progress=False):
+        for outcome in ex.run_cells(
+            RunExtraction.from_config(cfg), cells, prepared, cell_settings(cfg), progress=False
+        ):
             done.append(outcome.plan.dataset)
     assert gated.delivered_first
     assert done == ["isic2019"]  # the healthy cell was delivered before the run ended

@@ -21,6 +21,7 @@ from crsbench.config import parse_config
 from crsbench.core.errors import DataError
 from crsbench.runs.cell_inputs import cell_data
 from crsbench.runs.extract_cell import extract_cell_features
+from crsbench.runs.extraction import RunExtraction
 from crsbench.runs.plan import plan_cells
 from crsbench.runs.prepare import prepare_datasets
 
@@ -115,7 +116,9 @@ def test_subsample_membership_is_the_intact_one_minus_the_bad_row(broken):
     cfg, _, prep, bad, _ = broken
     plan = plan_cells(cfg, {"isic2019": prep.dataset.card.modality})[0]
     again = prepare_datasets(cfg)["isic2019"]  # labels only: identical subsamples
-    feats, _ = extract_cell_features(cfg, plan, again, None, progress=False)  # cache hits
+    feats, _ = extract_cell_features(
+        RunExtraction.from_config(cfg), plan, again, None, progress=False
+    )  # cache hits
     cell = cell_data(plan, again, feats, None)
     assert cell.n_quarantined == {"train": 1, "val": 1, "calib": 1, "test": 1}
     for split in ("val", "calib", "test"):
@@ -148,7 +151,9 @@ def test_check_agrees_within_the_budget_and_both_fail_above_it(broken):
         assert not check("isic2019", cfg.datasets["isic2019"].root).ok
         again = prepare_datasets(cfg)["isic2019"]
         plan = plan_cells(cfg, {"isic2019": again.dataset.card.modality})[0]
-        feats, _ = extract_cell_features(cfg, plan, again, None, progress=False)
+        feats, _ = extract_cell_features(
+            RunExtraction.from_config(cfg), plan, again, None, progress=False
+        )
         with pytest.raises(DataError, match=r"at most 1% of its 400 images \(4\)") as exc:
             cell_data(plan, again, feats, None)
         assert extra.name in str(exc.value)

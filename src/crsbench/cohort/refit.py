@@ -90,14 +90,16 @@ def _cell_inputs(cfg: Any, encoder: str, dataset: str) -> tuple[Any, Any, str, A
     """The cell's arrays from the cache (every feature is a cache hit after a profile)."""
     from crsbench.runs.cell_inputs import cell_data
     from crsbench.runs.extract_cell import extract_cell_features, get_encoder
+    from crsbench.runs.extraction import RunExtraction
     from crsbench.runs.plan import plan_cells
     from crsbench.runs.prepare import prepare_datasets
 
     prepared = {k: v for k, v in prepare_datasets(cfg).items() if k == dataset}
     modal = {dataset: prepared[dataset].dataset.card.modality}
     plan = next(c for c in plan_cells(cfg, modal) if (c.encoder, c.dataset) == (encoder, dataset))
-    feats, _ = extract_cell_features(cfg, plan, prepared[dataset], None, progress=False)
-    enc = get_encoder(cfg, encoder)
+    extraction = RunExtraction.from_config(cfg)
+    feats, _ = extract_cell_features(extraction, plan, prepared[dataset], None, progress=False)
+    enc = get_encoder(extraction, encoder)
     prep = prepared[dataset]
     return cell_data(plan, prep, feats, None), enc, feats["precision"]["precision"], prep.dataset
 

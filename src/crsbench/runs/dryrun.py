@@ -151,12 +151,13 @@ def dry_run_throughputs(
     (:func:`crsbench.features.runner.forward_chunk`)."""
     from crsbench.features.runner import forward_chunk
     from crsbench.runs.extract_cell import get_encoder
+    from crsbench.runs.extraction import RunExtraction
 
-    out = []
+    extraction, out = RunExtraction.from_config(cfg), []
     for e in cfg.encoders:
         if names is not None and e.name not in names:
             continue
-        enc = get_encoder(cfg, e.name)
+        enc = get_encoder(extraction, e.name)
         chunk = forward_chunk(cfg.batch_size, enc.input_size, str(enc.device).startswith("cuda"))
         out.append(encoder_throughput(enc, n_images, chunk))
     return out

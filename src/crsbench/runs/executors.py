@@ -11,11 +11,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from crsbench.config import BenchmarkConfig
 from crsbench.core.errors import ConfigError
 from crsbench.core.workers import check_jobs, worker_pool
 from crsbench.evaluation.cell import CellSettings, evaluate_cell
 from crsbench.evaluation.cell_data import CellData
+from crsbench.runs.extraction import RunExtraction
 from crsbench.runs.plan import CellOutcome, CellPlan
 from crsbench.runs.prepare import PreparedDataset, shift_targets_for
 
@@ -32,7 +32,7 @@ class ExtractedCell:
 
 
 def extract_one_cell(
-    cfg: BenchmarkConfig,
+    ext: RunExtraction,
     plan: CellPlan,
     prepared: dict[str, PreparedDataset],
     *,
@@ -45,7 +45,7 @@ def extract_one_cell(
     t0 = time.perf_counter()
     prep = prepared[plan.dataset]
     targets = shift_targets_for(plan, prepared)
-    feats, enc_rev = extract_cell_features(cfg, plan, prep, targets, progress=progress)
+    feats, enc_rev = extract_cell_features(ext, plan, prep, targets, progress=progress)
     data = cell_data(plan, prep, feats, targets)
     precision = feats.get("precision", {})
     return ExtractedCell(plan, data, enc_rev, precision, time.perf_counter() - t0)
@@ -60,7 +60,7 @@ def evaluate_extracted(cell: ExtractedCell, settings: CellSettings) -> CellOutco
 
 
 def run_one_cell(
-    cfg: BenchmarkConfig,
+    ext: RunExtraction,
     plan: CellPlan,
     prepared: dict[str, PreparedDataset],
     settings: CellSettings,
@@ -68,7 +68,7 @@ def run_one_cell(
     progress: bool = True,
 ) -> CellOutcome:
     """Extract (through the cache) and evaluate one cell in this process."""
-    return evaluate_extracted(extract_one_cell(cfg, plan, prepared, progress=progress), settings)
+    return evaluate_extracted(extract_one_cell(ext, plan, prepared, progress=progress), settings)
 
 
 class Executor(Protocol):
@@ -76,7 +76,7 @@ class Executor(Protocol):
 
     def run_cells(
         self,
-        cfg: BenchmarkConfig,
+        ext: RunExtraction,
         cells: Sequence[CellPlan],
         prepared: dict[str, PreparedDataset],
         settings: CellSettings,
@@ -110,7 +110,7 @@ class LocalExecutor:
 
     def run_cells(
         self,
-        cfg: BenchmarkConfig,
+        ext: RunExtraction,
         cells: Sequence[CellPlan],
         prepared: dict[str, PreparedDataset],
         settings: CellSettings,
@@ -120,9 +120,9 @@ class LocalExecutor:
         """Yield each cell's outcome in plan order."""
         if self.jobs == 1:
             for plan in cells:
-                yield run_one_cell(cfg, plan, prepared, settings, progress=progress)
+                yield run_one_cell(ext, plan, prepared, settings, progress=progress)
             return
-        extracted = (extract_one_cell(cfg, p, prepared, progress=progress) for p in cells)
+        extracted = (extract_one_cell(ext, p, prepared, progress=progress) for p in cells)
         with worker_pool(self.jobs) as pool:
             for group in _groups(extracted, self.group_bytes):
                 if len(group) == 1:  # nothing to share out: no pickling to a worker

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from crsbench.config import BenchmarkConfig, EncoderConfig
+from crsbench.config import BenchmarkConfig
 from crsbench.datasets.bounds import ImageBounds
 from crsbench.runs.plan import CellPlan
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # encoders and features import torch: loaded when a cell is e
     from crsbench.evaluation.precision_check import ProbeBatch
     from crsbench.features import ExtractionResult, ExtractSettings, FeatureArray, FeatureCache
     from crsbench.features.precision import PrecisionDecision
+    from crsbench.runs.extraction import RunExtraction
     from crsbench.runs.prepare import PreparedDataset
 
 _ENCODERS: dict[tuple[str, str, int | None, str, str | None], Encoder] = {}
@@ -32,17 +33,12 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _spec(cfg: BenchmarkConfig, name: str) -> EncoderConfig:
-    """The config's entry of encoder ``name``."""
-    return next(e for e in cfg.encoders if e.name == name)
-
-
-def get_encoder(cfg: BenchmarkConfig, name: str) -> Encoder:
-    """Build (once per process) the encoder named in ``cfg`` with its per-encoder overrides."""
+def get_encoder(ext: RunExtraction, name: str) -> Encoder:
+    """Build (once per process) the run's encoder ``name`` with its per-encoder overrides."""
     from crsbench.encoders import build
 
-    spec = _spec(cfg, name)
-    device = resolve_device(cfg.device)
+    spec = ext.encoder(name)
+    device = resolve_device(ext.device)
     key = (name, device, spec.input_size, spec.weights, spec.recipe)
     if key not in _ENCODERS:
         enc = build(
@@ -116,19 +112,19 @@ def probe_batch(
 
 
 def resolve_cell_precision(
-    cfg: BenchmarkConfig, plan: CellPlan, prep: PreparedDataset, enc: Encoder, cache: FeatureCache
+    ext: RunExtraction, plan: CellPlan, prep: PreparedDataset, enc: Encoder, cache: FeatureCache
 ) -> PrecisionDecision:
     """The :class:`~crsbench.features.precision.PrecisionDecision` of this cell's encoder."""
     from crsbench.evaluation.precision_check import decide_precision
     from crsbench.features.precision import PrecisionCheck
 
-    check = PrecisionCheck.from_overrides(cfg.precision_check.model_dump())
+    check = PrecisionCheck.from_overrides(ext.precision_check.model_dump())
     batch = (
         None
-        if cfg.precision == "fp32"
-        else probe_batch(plan, prep, check.n_images, run_working_size(cfg), cfg.image_bounds)
+        if ext.precision == "fp32"
+        else probe_batch(plan, prep, check.n_images, ext.working_size, ext.image_bounds)
     )
-    return decide_precision(cfg.precision, enc, batch, cache, check)
+    return decide_precision(ext.precision, enc, batch, cache, check)
 
 
 def _in_dataset_order(parts: list[FeatureArray], image_ids: np.ndarray) -> FeatureArray:
@@ -216,7 +212,7 @@ def _shift_pass(job: _Extraction, target: PreparedDataset) -> ExtractionResult:
 
 
 def extract_cell_features(
-    cfg: BenchmarkConfig,
+    ext: RunExtraction,
     plan: CellPlan,
     prep: PreparedDataset,
     targets: Mapping[str, PreparedDataset] | None,
@@ -244,23 +240,23 @@ def extract_cell_features(
     """
     from crsbench.features import ExtractSettings, FeatureCache
 
-    enc = get_encoder(cfg, plan.encoder)
-    cache = FeatureCache(cfg.resolved_cache_dir)
-    decision = resolve_cell_precision(cfg, plan, prep, enc, cache)
+    enc = get_encoder(ext, plan.encoder)
+    cache = FeatureCache(ext.cache_dir)
+    decision = resolve_cell_precision(ext, plan, prep, enc, cache)
     common = ExtractSettings(
-        batch_size=cfg.batch_size,
-        num_workers=cfg.num_workers,
+        batch_size=ext.batch_size,
+        num_workers=ext.num_workers,
         progress=progress,
-        depths=tuple(cfg.layers),
+        depths=ext.layers,
         precision=decision.precision,
-        working_size=run_working_size(cfg),
-        image_bounds=cfg.image_bounds,
+        working_size=ext.working_size,
+        image_bounds=ext.image_bounds,
     )
     job = _Extraction(enc, cache, common)
     results = _dataset_passes(job, plan, prep.dataset, np.asarray(prep.splits.test))
     ds = prep.dataset
     clean = {
-        d: _in_dataset_order([r[("clean", d)] for r in results], ds.image_ids) for d in cfg.layers
+        d: _in_dataset_order([r[("clean", d)] for r in results], ds.image_ids) for d in ext.layers
     }
     feats: dict[str, Any] = {
         "clean": clean,
@@ -276,5 +272,5 @@ def extract_cell_features(
             res_s = _shift_pass(job, target)
             feats["shift"][name] = res_s[("clean", 1.0)]
             feats["shift_quarantined"][name] = _quarantined([res_s])
-    random = _spec(cfg, plan.encoder).weights == "random"
+    random = ext.encoder(plan.encoder).weights == "random"
     return feats, encoder_revision(enc, decision.precision, random=random)

@@ -21,6 +21,7 @@ from crsbench.evaluation.cell import CellSettings
 from crsbench.evaluation.prediction_keeper import pop_predictions
 from crsbench.features.pixel_memo import PIXEL_MEMO
 from crsbench.runs import executors
+from crsbench.runs.extraction import RunExtraction
 from crsbench.runs.lora_stage import lora_plan, lora_planned_cells, run_lora_stage
 from crsbench.runs.outdir import check_output_dir, claim_cache_dir, claim_output_dir
 from crsbench.runs.plan import (
@@ -263,7 +264,8 @@ def _frozen_stage(run: _Run, store: ResultsStore, todo: list[CellPlan]) -> None:
     settings = cell_settings(run.cfg)
     t0 = time.perf_counter()
     try:
-        for out_cell in ex.run_cells(run.cfg, todo, run.prepared, settings,
+        extraction = RunExtraction.from_config(run.cfg)
+        for out_cell in ex.run_cells(extraction, todo, run.prepared, settings,
                                      progress=run.opts.progress):  # fmt: skip
             run.written += _commit_cell(run, store, out_cell, announced)
             t_extract += out_cell.extract_s

@@ -26,9 +26,9 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from crsbench.config import BenchmarkConfig
 from crsbench.core.errors import ConfigError, CrsbenchError
 from crsbench.evaluation.cell import CellSettings
+from crsbench.runs.extraction import RunExtraction
 from crsbench.runs.plan import CellOutcome, CellPlan
 from crsbench.runs.prepare import PreparedDataset
 from crsbench.runs.ray_tasks import EvaluateFn, ExtractFn, extract_task, probe_task
@@ -198,15 +198,15 @@ class RayExecutor:
         self.start()
         return float(self._ray.cluster_resources().get("GPU", 0.0))
 
-    def extraction_gpus(self, cfg: BenchmarkConfig) -> float:
+    def extraction_gpus(self, ext: RunExtraction) -> float:
         """GPUs an extraction task asks for: 1 when the cluster has one and ``device`` allows."""
         gpus = self.cluster_gpus()
-        if cfg.device == "cuda" and gpus < 1:
+        if ext.device == "cuda" and gpus < 1:
             raise ConfigError(
                 "device must be 'auto' or 'cpu' on a Ray cluster without GPUs. "
                 "Got 'cuda' instead (ray.cluster_resources() reports no GPU)."
             )
-        return 1.0 if gpus >= 1 and cfg.device != "cpu" else 0.0
+        return 1.0 if gpus >= 1 and ext.device != "cpu" else 0.0
 
     def _raise_failed(self, plan: CellPlan, exc: BaseException) -> None:
         ray = self._ray
@@ -242,7 +242,7 @@ class RayExecutor:
     # -------------------------------------------------------------------------------- API
     def run_cells(
         self,
-        cfg: BenchmarkConfig,
+        ext: RunExtraction,
         cells: Sequence[CellPlan],
         prepared: dict[str, PreparedDataset],
         settings: CellSettings,
@@ -256,22 +256,22 @@ class RayExecutor:
         """
         if not cells:
             return
-        gpus = self.extraction_gpus(cfg)  # starts the session
+        gpus = self.extraction_gpus(ext)  # starts the session
         ray = self._ray
         common = {"max_retries": self.max_retries, "retry_exceptions": False}
-        ext, probe = ray.remote(extract_task), ray.remote(probe_task)
+        extract_remote, probe = ray.remote(extract_task), ray.remote(probe_task)
         ext_opts = {"num_cpus": self.num_cpus_per_task, "num_gpus": gpus, **common}
         probe_opts = {"num_cpus": self.num_cpus_per_task, "num_gpus": 0, **common}
-        cfg_ref, prep_ref, set_ref = ray.put(cfg), ray.put(prepared), ray.put(settings)
+        ext_ref, prep_ref, set_ref = ray.put(ext), ray.put(prepared), ray.put(settings)
         pending: dict[Any, CellPlan] = {}
         extract_refs = []
         for plan in cells:
             name = f"{plan.encoder}×{plan.dataset}"
-            e = ext.options(name=f"extract {name}", **ext_opts).remote(
-                cfg_ref, plan, prep_ref, self._extract_fn
+            e = extract_remote.options(name=f"extract {name}", **ext_opts).remote(
+                ext_ref, plan, prep_ref, self._extract_fn
             )
             p = probe.options(name=f"probe {name}", **probe_opts).remote(
-                cfg_ref, plan, prep_ref, set_ref, e, self._evaluate_fn
+                ext_ref, plan, prep_ref, set_ref, e, self._evaluate_fn
             )
             extract_refs.append(e)
             pending[p] = plan

@@ -15,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from crsbench.config import BenchmarkConfig
 from crsbench.core.errors import CacheError
 from crsbench.evaluation.cell import CellData, CellSettings, evaluate_cell
+from crsbench.runs.extraction import RunExtraction
 from crsbench.runs.plan import CellOutcome, CellPlan
 from crsbench.runs.prepare import PreparedDataset, shift_targets_for
 
-#: ``extract_fn(cfg, plan, prep, target, progress=...) -> (features, encoder_revision)``
+#: ``extract_fn(ext, plan, prep, target, progress=...) -> (features, encoder_revision)``
 ExtractFn = Callable[..., tuple[dict[str, Any], str]]
 #: ``evaluate_fn(cell_data, settings) -> run rows``
 EvaluateFn = Callable[[CellData, CellSettings], list[dict[str, Any]]]
@@ -115,7 +115,7 @@ def load_features(features: dict[str, Any], cache_dir: Any) -> dict[str, Any]:
 
 
 def extract_task(
-    cfg: BenchmarkConfig,
+    ext: RunExtraction,
     plan: CellPlan,
     prepared: dict[str, PreparedDataset],
     extract_fn: ExtractFn | None = None,
@@ -124,17 +124,17 @@ def extract_task(
     from crsbench.encoders.plugins import load_encoder_modules
     from crsbench.runs.extract_cell import extract_cell_features
 
-    load_encoder_modules(cfg.encoder_modules)  # a worker process: the config's encoders too
+    load_encoder_modules(ext.encoder_modules)  # a worker process: the config's encoders too
     fn = extract_fn or extract_cell_features
     t0 = time.perf_counter()
     prep = prepared[plan.dataset]
     targets = shift_targets_for(plan, prepared)
-    feats, enc_rev = fn(cfg, plan, prep, targets, progress=False)
+    feats, enc_rev = fn(ext, plan, prep, targets, progress=False)
     return ExtractedCell(strip_features(feats), enc_rev, time.perf_counter() - t0)
 
 
 def probe_task(
-    cfg: BenchmarkConfig,
+    ext: RunExtraction,
     plan: CellPlan,
     prepared: dict[str, PreparedDataset],
     settings: CellSettings,
@@ -145,9 +145,9 @@ def probe_task(
     from crsbench.encoders.plugins import load_encoder_modules
     from crsbench.runs.cell_inputs import cell_data
 
-    load_encoder_modules(cfg.encoder_modules)
+    load_encoder_modules(ext.encoder_modules)
     t0 = time.perf_counter()
-    feats = load_features(extracted.features, cfg.resolved_cache_dir)
+    feats = load_features(extracted.features, ext.cache_dir)
     prep = prepared[plan.dataset]
     targets = shift_targets_for(plan, prepared)
     data = cell_data(plan, prep, feats, targets)

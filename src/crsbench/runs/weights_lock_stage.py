@@ -52,7 +52,10 @@ def lock_run_weights(
     cfg: BenchmarkConfig, out: Path, update: bool, get: Callable[[Any, str], Encoder] | None = None
 ) -> dict[str, Any]:
     """:func:`lock_encoders` for the config's encoders that load real weights."""
+    from crsbench.runs.extraction import RunExtraction
+
     if get is None:
         from crsbench.runs.extract_cell import get_encoder as get
+    extraction = RunExtraction.from_config(cfg)
     real = [e.name for e in cfg.encoders if e.weights == "pretrained"]
-    return lock_encoders({name: get(cfg, name) for name in real}, out, update)
+    return lock_encoders({name: get(extraction, name) for name in real}, out, update)
