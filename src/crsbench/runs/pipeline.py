@@ -190,6 +190,7 @@ class _Run:
     cfg_hash: str
     prepared: dict[str, PreparedDataset]
     opts: RunOptions
+    extraction: RunExtraction
     stages: dict[str, float] = field(default_factory=dict)
     written: int = 0
 
@@ -264,8 +265,7 @@ def _frozen_stage(run: _Run, store: ResultsStore, todo: list[CellPlan]) -> None:
     settings = cell_settings(run.cfg)
     t0 = time.perf_counter()
     try:
-        extraction = RunExtraction.from_config(run.cfg)
-        for out_cell in ex.run_cells(extraction, todo, run.prepared, settings,
+        for out_cell in ex.run_cells(run.extraction, todo, run.prepared, settings,
                                      progress=run.opts.progress):  # fmt: skip
             run.written += _commit_cell(run, store, out_cell, announced)
             t_extract += out_cell.extract_s
@@ -350,7 +350,7 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
     cfg, skipped = _runnable(cfg, opts.emit, opts.skip_missing) if opts.check else (cfg, [])
     out = claim_output_dir(cfg.output_dir, dataset_roots=roots, force=opts.force)
     claim_cache_dir(cfg.cache_dir, create=True)
-    run = _Run(cfg, h, {}, opts)
+    run = _Run(cfg, h, {}, opts, RunExtraction.from_config(cfg))
     _timed(run, "datasets_and_splits", lambda: run.prepared.update(prepare_datasets(cfg)))
     modalities = {name: p.dataset.card.modality for name, p in run.prepared.items()}
     cells = plan_cells(cfg, modalities)
@@ -360,7 +360,7 @@ def run_benchmark(cfg: BenchmarkConfig, options: RunOptions | None = None) -> Ru
         if store.moved_aside:
             opts.emit("moved", {"moved": [(str(a), str(b)) for a, b in store.moved_aside],
                                 "reason": store.moved_because})  # fmt: skip
-        locked = lock_run_weights(cfg, out, opts.update_weights_lock)
+        locked = lock_run_weights(run.extraction, out, opts.update_weights_lock)
         store.record_cards(replace(card_facts(cfg, run.prepared), weights_lock=locked))
         store.record_plan(planned)
         todo, done_before = _split_done(cells, store.done_keys(), h)

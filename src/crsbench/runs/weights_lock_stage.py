@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from crsbench.encoders.weights_lock import LOCK_FILE, check_and_write, encoder_lock_entry
 
 if TYPE_CHECKING:
-    from crsbench.config.models import BenchmarkConfig
     from crsbench.encoders.base import Encoder
+    from crsbench.runs.extraction import RunExtraction
 
 
 def lock_encoders(
@@ -49,13 +49,13 @@ def lock_encoders(
 
 
 def lock_run_weights(
-    cfg: BenchmarkConfig, out: Path, update: bool, get: Callable[[Any, str], Encoder] | None = None
+    extraction: RunExtraction,
+    out: Path,
+    update: bool,
+    get: Callable[[Any, str], Encoder] | None = None,
 ) -> dict[str, Any]:
-    """:func:`lock_encoders` for the config's encoders that load real weights."""
-    from crsbench.runs.extraction import RunExtraction
-
+    """:func:`lock_encoders` for the run's encoders that load real weights."""
     if get is None:
         from crsbench.runs.extract_cell import get_encoder as get
-    extraction = RunExtraction.from_config(cfg)
-    real = [e.name for e in cfg.encoders if e.weights == "pretrained"]
+    real = [e.name for e in extraction.encoders if e.weights == "pretrained"]
     return lock_encoders({name: get(extraction, name) for name in real}, out, update)
