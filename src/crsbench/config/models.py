@@ -244,8 +244,8 @@ class BenchmarkConfig(_Strict):
     """A whole benchmark grid. See ``docs/config_and_store.md`` for every key."""
 
     version: int = CONFIG_SCHEMA_VERSION
-    #: Modules that register encoders defined outside crsbench (imported before the names
-    #: are checked; searched on PYTHONPATH and in the config's folder).
+    #: Modules that register encoders (or perturbations) defined outside crsbench, imported
+    #: before the names are checked; searched on PYTHONPATH and in the config's folder.
     encoder_modules: list[str] = Field(default_factory=list)
     encoders: list[EncoderConfig] = Field(min_length=1)
     datasets: dict[str, DatasetConfig] = Field(min_length=1)

@@ -23,6 +23,7 @@ from crsbench.features.loader import (
     PerturbFn,
     feature_code_hash,
     file_fingerprint,
+    perturbation_version,
     resolve_perturb,
 )
 from crsbench.features.precision import resolve_precision
@@ -170,7 +171,7 @@ def _plan(
         for di, d in enumerate(deps):
             if c.name != "clean" and d not in p_deps:
                 continue
-            pv = None if c.name == "clean" else perturb_version
+            pv = None if c.name == "clean" else perturbation_version(perturb_version, c.name)
             plan.final_parts[(ci, di)] = {**base, "condition": c.name, "severity": c.severity,
                                           "perturbation_version": pv, "depth": d}  # fmt: skip
     return plan

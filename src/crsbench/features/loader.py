@@ -71,6 +71,34 @@ def resolve_perturb(perturb_fn: PerturbFn | None) -> tuple[PerturbFn | None, str
     return perturb.apply, f"crsbench.perturb:{table}:{_source_hash(files)}"
 
 
+def perturbation_version(version: str, name: str) -> str:
+    """The cache-key version of perturbation ``name`` under ``version`` (:func:`resolve_perturb`).
+
+    A perturbation registered outside crsbench (a config's ``encoder_modules``, a user's
+    package) adds a hash of its module's source file and of its registered severities, so an
+    edit to either recomputes its features instead of reusing them. Code it imports from
+    other modules is not hashed. Crsbench's own perturbations and a custom ``perturb_fn`` keep
+    ``version`` unchanged.
+    """
+    if not version.startswith("crsbench.perturb:"):
+        return version
+    import json
+    import sys
+
+    from crsbench.perturb import PERTURBATIONS
+
+    spec = PERTURBATIONS.get(name)
+    module = spec.fn.__module__
+    if module.startswith("crsbench."):
+        return version
+    file = getattr(sys.modules.get(module), "__file__", None)
+    src = Path(file).read_bytes() if file else inspect.getsource(spec.fn).encode()
+    values = json.dumps({str(k): v for k, v in (spec.severities or {}).items()},
+                        sort_keys=True, default=dict)  # fmt: skip
+    digest = hashlib.sha256(src + b"\0" + values.encode()).hexdigest()[:16]
+    return f"{version}:{module}:{digest}"
+
+
 def feature_code_hash() -> str:
     """Hash of the source that changes pixel values (decode policy, DICOM reader, this module)."""
     from crsbench.datasets import dicom

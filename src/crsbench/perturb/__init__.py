@@ -7,7 +7,7 @@ for photographs). Severity values: ``crsbench/resources/perturb/severities_v1.ya
 
 from __future__ import annotations
 
-from crsbench.perturb.api import apply, apply_batch, conditions, describe
+from crsbench.perturb.api import apply, apply_batch, conditions, describe, named_conditions
 from crsbench.perturb.registry import MODALITIES, PERTURBATIONS, PerturbationSpec
 from crsbench.perturb.severities import (
     DEFAULT_TABLE_PATH,
@@ -40,4 +40,5 @@ __all__ = [
     "conditions",
     "describe",
     "load_severities",
+    "named_conditions",
 ]

@@ -10,7 +10,7 @@ import numpy as np
 from crsbench.core.errors import ConfigError, DataError
 from crsbench.core.seeding import perturbation_seed
 from crsbench.perturb.registry import MODALITIES, PERTURBATIONS, PerturbationSpec
-from crsbench.perturb.severities import SeverityTable, as_table
+from crsbench.perturb.severities import SeverityTable, as_table, severity_value
 from crsbench.protocol import (
     EXTRA_CONDITIONS,
     EXTRA_PERTURBATIONS,
@@ -45,6 +45,28 @@ def conditions(modality: str, include_extra: bool = True) -> tuple[tuple[str, in
         (name, s) for name, s in EXTRA_CONDITIONS if modality in PERTURBATIONS.get(name).modalities
     )
     return PAPER_CONDITIONS + extra
+
+
+def named_conditions(
+    names: Sequence[str], modality: str, severities: Sequence[int]
+) -> tuple[tuple[str, int], ...]:
+    """Conditions of the perturbations in ``names`` defined outside crsbench.
+
+    Every name that is neither one of the paper's five nor a shipped extra, and whose
+    registered ``modalities`` include ``modality``, at each of ``severities`` (in the order
+    given). Each value is looked up now, so a perturbation without one stops the run before
+    anything is extracted.
+    """
+    out = []
+    for name in names:
+        if name in PAPER_PERTURBATIONS or name in EXTRA_PERTURBATIONS:
+            continue
+        if modality not in PERTURBATIONS.get(name).modalities:
+            continue
+        for severity in severities:
+            _resolve(name, severity, None)  # ConfigError naming the missing value
+            out.append((name, int(severity)))
+    return tuple(out)
 
 
 def _check_severity(severity: object) -> int:
@@ -82,7 +104,7 @@ def _resolve(name: str, severity: object, table: TableLike) -> tuple[Perturbatio
     if level < 0:
         raise ConfigError(f"severity must be >= 0 (0 = identity). Got {level} instead.")
     tab = as_table(table)
-    return spec, level, spec.parse(tab.value(name, level))
+    return spec, level, spec.parse(severity_value(spec, tab, level))
 
 
 def _readonly_view(array: np.ndarray) -> np.ndarray:

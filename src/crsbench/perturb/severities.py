@@ -14,7 +14,7 @@ import yaml
 
 from crsbench.core.errors import ConfigError
 from crsbench.perturb import ops  # noqa: F401  (registers the perturbations)
-from crsbench.perturb.registry import PERTURBATIONS
+from crsbench.perturb.registry import PERTURBATIONS, PerturbationSpec
 from crsbench.protocol import SEVERITIES_VERSION
 from crsbench.resources import resource_path
 
@@ -62,6 +62,19 @@ class SeverityTable(NamedTuple):
         plain = {n: {str(s): v for s, v in sev.items()} for n, sev in self.table.items()}
         blob = json.dumps({"version": self.version, "table": plain}, sort_keys=True, default=dict)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def severity_value(spec: PerturbationSpec, table: SeverityTable, severity: int) -> Any:
+    """Raw value of ``spec`` at ``severity``: from ``table`` if it names the perturbation,
+    else from the ``severities`` it was registered with (one defined outside crsbench)."""
+    if spec.name in table.table or spec.severities is None:
+        return table.value(spec.name, severity)
+    if severity not in spec.severities:
+        raise ConfigError(
+            f"severity of {spec.name!r} must be 0 (identity) or one of "
+            f"{tuple(spec.severities)} (registered with it). Got {severity!r} instead."
+        )
+    return spec.severities[severity]
 
 
 def _freeze(value: Any) -> Any:

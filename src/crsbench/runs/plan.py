@@ -49,8 +49,10 @@ class CellOutcome:
 
 
 def cell_conditions(cfg: BenchmarkConfig, modality: str) -> tuple[tuple[str, int], ...]:
-    """The (perturbation, severity) conditions a dataset of ``modality`` is evaluated on."""
-    from crsbench.perturb import EXTRA_PERTURBATIONS, conditions
+    """The (perturbation, severity) conditions a dataset of ``modality`` is evaluated on:
+    the named paper perturbations, the shipped extra (``include_extra``), then the named
+    perturbations defined outside crsbench that apply to ``modality``."""
+    from crsbench.perturb import EXTRA_PERTURBATIONS, conditions, named_conditions
 
     spec = cfg.perturbations
     out = []
@@ -59,7 +61,7 @@ def cell_conditions(cfg: BenchmarkConfig, modality: str) -> tuple[tuple[str, int
             continue
         if name in spec.names or name in EXTRA_PERTURBATIONS:
             out.append((name, sev))
-    return tuple(out)
+    return tuple(out) + named_conditions(spec.names, modality, spec.severities)
 
 
 def cell_identities(
