@@ -1,0 +1,70 @@
+"""docs/add_perturbation.md does what it says: a perturbation registered in a user's module,
+with its own severities, is applied, keys its cached features by its source, is named in a
+config, runs through ``crsbench run`` and lands in the store as an extra condition.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .docs_support import DOCS, REPO, run_script, write_examples
+
+PAGE = "add_perturbation.md"
+SCRIPTS = ["my_perturbations.py", "check_my_perturbation.py", "make_data.py",
+           "read_my_perturbation.py"]  # fmt: skip
+
+
+def _block(lang: str, title: str | None = None) -> str:
+    text = (DOCS / PAGE).read_text(encoding="utf-8")
+    head = f'```{lang} title="{title}"\n' if title else f"```{lang}\n"
+    return re.search(re.escape(head) + r"(.*?)```", text, re.S).group(1)
+
+
+def test_the_perturbation_applies_its_severities_and_its_source_keys_the_cache(tmp_path):
+    assert write_examples(PAGE, tmp_path) == SCRIPTS
+    out = run_script("check_my_perturbation.py", tmp_path).splitlines()
+    assert out[0] == "[[0, 16, 64, 255]]"  # round(255 (x/255)^2): 0, 16.06, 64.25, 255
+    assert out[1] == "(('gamma', 1), ('gamma', 2), ('gamma', 3))"  # jpeg is the paper's
+    assert out[2] == "()"  # registered for dermoscopy and fundus only
+    jpeg, gamma = out[3], out[4]
+    assert gamma.startswith(jpeg + ":my_perturbations:")
+    module = tmp_path / "my_perturbations.py"  # an edit of the module: a new key for gamma only
+    module.write_text(module.read_text().replace("3: 3.0}", "3: 3.5}"))
+    edited = run_script("check_my_perturbation.py", tmp_path).splitlines()
+    assert edited[3] == jpeg and edited[4] != gamma
+
+
+def test_a_bad_severity_value_is_refused_when_the_module_is_imported(tmp_path):
+    write_examples(PAGE, tmp_path)
+    module = tmp_path / "my_perturbations.py"
+    module.write_text(module.read_text().replace("2: 2.0,", "2: 0.5,"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO / "src")])}
+    done = subprocess.run([sys.executable, "-c", "import my_perturbations"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode != 0
+    assert "perturbation 'gamma': severities[2]: gamma must be a number in (1, 5]. Got 0.5" in (
+        done.stderr)
+
+
+@pytest.mark.slow  # a whole run (extraction of 4 conditions, probes, recalibration): ~15 s quiet
+def test_the_config_runs_it_and_the_store_holds_its_rows_as_extras(tmp_path):
+    assert write_examples(PAGE, tmp_path) == SCRIPTS
+    (tmp_path / "my_perturbation.yaml").write_text(_block("yaml", "my_perturbation.yaml"))
+    commands = [line.split() for line in _block("bash").splitlines() if line.strip()]
+    assert commands == [["python", "make_data.py"], ["crsbench", "run", "my_perturbation.yaml"],
+                        ["python", "read_my_perturbation.py"]]  # fmt: skip
+    run_script("make_data.py", tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "TYPER_USE_RICH": "0"}
+    done = subprocess.run([sys.executable, "-c", "from crsbench.cli import main; main()", "run",
+                           "my_perturbation.yaml", "--no-progress"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = run_script("read_my_perturbation.py", tmp_path).splitlines()
+    assert out == ["clean 0 clean", "gamma 1 extra", "gamma 2 extra", "gamma 3 extra",
+                   "jpeg 1 paper", "jpeg 2 paper", "jpeg 3 paper"]  # fmt: skip
