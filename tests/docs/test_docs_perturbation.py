@@ -47,8 +47,8 @@ def test_a_bad_severity_value_is_refused_when_the_module_is_imported(tmp_path):
     done = subprocess.run([sys.executable, "-c", "import my_perturbations"], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode != 0
-    assert "perturbation 'gamma': severities[2]: gamma must be a number in (1, 5]. Got 0.5" in (
-        done.stderr)
+    message = "perturbation 'gamma': severities[2]: gamma must be a number in (1, 5]. Got 0.5"
+    assert message in done.stderr
 
 
 @pytest.mark.slow  # a whole run (extraction of 4 conditions, probes, recalibration): ~15 s quiet
