@@ -71,7 +71,8 @@ def load_entry_point_encoders() -> tuple[str, ...]:
 def load_encoder_modules(
     modules: Iterable[str], *, search_dir: Path | None = None, key: str = "encoder_modules"
 ) -> None:
-    """Import each module path (once per process); each registers its encoders on import.
+    """Import each module path (once per process); each registers what it defines on import
+    (encoders, and perturbations too: whatever a module registers counts).
 
     Parameters
     ----------
