@@ -79,6 +79,18 @@ def perturbation_version(version: str, name: str) -> str:
     edit to either recomputes its features instead of reusing them. Code it imports from
     other modules is not hashed. Crsbench's own perturbations and a custom ``perturb_fn`` keep
     ``version`` unchanged.
+
+    Parameters
+    ----------
+    version : str
+        The run's perturbation version, as :func:`resolve_perturb` returns it.
+    name : str
+        A registered perturbation.
+
+    Returns
+    -------
+    str
+        The version that enters the cache key of ``name``'s perturbed features.
     """
     if not version.startswith("crsbench.perturb:"):
         return version

@@ -56,6 +56,25 @@ def named_conditions(
     registered ``modalities`` include ``modality``, at each of ``severities`` (in the order
     given). Each value is looked up now, so a perturbation without one stops the run before
     anything is extracted.
+
+    Parameters
+    ----------
+    names : sequence of str
+        A config's ``perturbations.names`` (registered names).
+    modality : str
+        The dataset's modality.
+    severities : sequence of int
+        A config's ``perturbations.severities``.
+
+    Returns
+    -------
+    tuple of (str, int)
+        ``(name, severity)`` in the order of ``names``, then of ``severities``.
+
+    Raises
+    ------
+    ConfigError
+        A named perturbation has no value at one of ``severities``.
     """
     out = []
     for name in names:
