@@ -1,6 +1,7 @@
 """docs/add_perturbation.md does what it says: a perturbation registered in a user's module,
 with its own severities, is applied, keys its cached features by its source, is named in a
-config, runs through ``crsbench run`` and lands in the store as an extra condition.
+config, runs through ``crsbench run``, lands in the store as an extra condition and is scored
+beside R (``robustness_drop_extra``), worked by hand.
 """
 
 from __future__ import annotations
@@ -57,13 +58,30 @@ def test_the_config_runs_it_and_the_store_holds_its_rows_as_extras(tmp_path):
     (tmp_path / "my_perturbation.yaml").write_text(_block("yaml", "my_perturbation.yaml"))
     commands = [line.split() for line in _block("bash").splitlines() if line.strip()]
     assert commands == [["python", "make_data.py"], ["crsbench", "run", "my_perturbation.yaml"],
-                        ["python", "read_my_perturbation.py"]]  # fmt: skip
+                        ["python", "read_my_perturbation.py"],
+                        ["crsbench", "score", "--store", "results/gamma"]]  # fmt: skip
     run_script("make_data.py", tmp_path)
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "TYPER_USE_RICH": "0"}
-    done = subprocess.run([sys.executable, "-c", "from crsbench.cli import main; main()", "run",
-                           "my_perturbation.yaml", "--no-progress"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    _crsbench(["run", "my_perturbation.yaml", "--no-progress"], tmp_path)
     out = run_script("read_my_perturbation.py", tmp_path).splitlines()
     assert out == ["clean 0 clean", "gamma 1 extra", "gamma 2 extra", "gamma 3 extra",
                    "jpeg 1 paper", "jpeg 2 paper", "jpeg 3 paper"]  # fmt: skip
+    _crsbench(["score", "--store", "results/gamma"], tmp_path)  # without the module
+    import pandas as pd
+
+    from crsbench.store.reader import load_runs
+
+    runs = load_runs(tmp_path / "results" / "gamma")
+    main = runs[(runs["probe"] == "logistic") & (runs["recalibrator"] == "none")]
+    clean = main.loc[main["condition"] == "clean", "auroc"].item()
+    drops = clean - main.loc[main["condition"] == "gamma", "auroc"].to_numpy()
+    board = pd.read_csv(tmp_path / "results" / "gamma" / "scores" / "leaderboard.csv")
+    expected = 0.5 * drops.mean() + 0.5 * drops.max()  # the page's formula, by hand
+    assert board["robustness_drop_extra"].item() == pytest.approx(expected, abs=1e-12)
+    assert board["robustness_drop"].isna().all()  # R needs the 15 paper conditions
+
+
+def _crsbench(argv: list[str], cwd) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "TYPER_USE_RICH": "0"}
+    done = subprocess.run([sys.executable, "-c", "from crsbench.cli import main; main()", *argv],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
