@@ -85,3 +85,48 @@ def _crsbench(argv: list[str], cwd) -> None:
     done = subprocess.run([sys.executable, "-c", "from crsbench.cli import main; main()", *argv],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+SPAWNED = """
+import sys
+
+import numpy as np
+from torch.utils.data import DataLoader, Dataset
+
+from crsbench.encoders.plugins import load_encoder_modules
+from crsbench.features.runner import decode_worker_init
+from crsbench.perturb import apply
+
+
+class Gamma(Dataset):
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, i):
+        return apply(np.array([[64, 128]], dtype=np.uint8), "gamma", 2, "img").tolist()
+
+
+if __name__ == "__main__":
+    load_encoder_modules(["my_perturbations"])  # as the config's encoder_modules are
+    init = decode_worker_init() if sys.argv[1] == "init" else None
+    loader = DataLoader(Gamma(), batch_size=None, num_workers=1, worker_init_fn=init,
+                        multiprocessing_context="spawn")
+    print(next(iter(loader)))
+"""
+
+
+@pytest.mark.slow  # two spawned workers import torch and crsbench: ~28 s on the shared machine
+def test_a_spawned_decode_worker_knows_the_perturbation(tmp_path):
+    write_examples(PAGE, tmp_path)
+    (tmp_path / "spawned.py").write_text(SPAWNED, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO / "src")])}
+
+    def spawned(mode: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "spawned.py", mode], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+
+    bare = spawned("bare")  # what the worker init is for: without it the name is unknown
+    assert bare.returncode != 0 and "unknown perturbation 'gamma'" in bare.stderr
+    done = spawned("init")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[[16, 64]]"

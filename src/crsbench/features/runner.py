@@ -3,8 +3,10 @@ condition and depth in one forward pass per chunk, commit each shard when it com
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -86,6 +88,29 @@ class PendingWork:
     bounds: ImageBounds | None = None
 
 
+def decode_worker_init() -> Callable[[int], None] | None:
+    """What each decode worker runs first: import the config's modules (``encoder_modules``).
+
+    A perturbation (or encoder) such a module registers is then known in a worker started by
+    *spawn* (macOS, Windows) as in a forked one, which has it already (the import is skipped).
+
+    Returns
+    -------
+    callable or None
+        ``worker_init_fn`` for the DataLoader; ``None`` when no module was imported.
+    """
+    from crsbench.encoders.plugins import loaded_encoder_modules
+
+    modules = loaded_encoder_modules()
+    return partial(_import_modules, modules) if modules else None
+
+
+def _import_modules(modules: tuple[str, ...], worker_id: int) -> None:
+    from crsbench.encoders.plugins import load_encoder_modules
+
+    load_encoder_modules(modules)
+
+
 def run_pending(job: PendingWork) -> int:
     """Decode and perturb at the working size ``job.size``, preprocess to the encoder's input,
     encode the shards in ``job.pending``; commit each one when done."""
@@ -109,6 +134,7 @@ def run_pending(job: PendingWork) -> int:
         pin_memory=job.on_cuda,
         prefetch_factor=2 if workers else None,
         persistent_workers=False,
+        worker_init_fn=decode_worker_init(),
     )
     module = getattr(job.encoder, "module", None)
     if module is not None:
