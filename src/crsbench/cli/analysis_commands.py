@@ -138,19 +138,21 @@ def analyze(
 ) -> None:
     """Run every analysis of docs/protocol.md section 10 the store has data for (CSV + summary.json)."""
     from crsbench.core.errors import CrsbenchError
-    from crsbench.stats import run_analyses
+    from crsbench.stats.analyze import write_analyses
+    from crsbench.stats.compute import stored_analyses
 
     level = verbosity(quiet, verbose)
     if replicates < 1:
         fail(f"--replicates must be >= 1. Got {replicates} instead.")
     runs = load_store_runs(store, dry_run_ok)
     try:
+        computed, _ = stored_analyses(store, runs, replicates, seed, anchors, interval=interval,
+                                      n_jobs=jobs, say=lambda line: typer.echo(line, err=True))  # fmt: skip
         with claimed_folder(out or store / "analysis") as target:
-            summary = run_analyses(runs, target, n_replicates=replicates, seed=seed,
-                                   anchors=anchors, store=store, interval=interval,
-                                   n_jobs=jobs)  # fmt: skip
+            write_analyses(computed, target)
     except CrsbenchError as exc:
         fail(exc)
+    summary = computed.summary
     if level >= NORMAL:
         for name in summary["analyses"]:
             console.print(f"[green]done[/] {name}")

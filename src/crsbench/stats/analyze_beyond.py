@@ -53,15 +53,28 @@ def verdict(x: AnalysisInputs) -> tuple[pd.DataFrame, dict]:
 
 
 BEYOND_ANALYSES: tuple[Analysis, ...] = (
-    Analysis("contamination_flags", ("cells",), lambda x: _flags_headline(contamination_flags(x.cells))),
-    Analysis("shift_welch_without_flagged", ("runs", "groups"),
-             lambda x: shift_welch_without_flagged(x.runs, x.groups), _NO_SHIFT),  # fmt: skip
-    Analysis("external_validity_shift_without_flagged", ("runs", "anchors", "plan"),
-             lambda x: shift_validity_without_flagged(x.runs, x.anchors, plan=x.plan),
-             _NO_SHIFT),  # fmt: skip
-    Analysis("weight_sensitivity", ("board", "anchors", "seed"),
-             lambda x: weight_sensitivity(x.board, x.anchors, seed=x.seed)),  # fmt: skip
+    Analysis(
+        "contamination_flags", ("cells",), lambda x: _flags_headline(contamination_flags(x.cells))
+    ),
+    Analysis(
+        "shift_welch_without_flagged",
+        ("runs", "groups"),
+        lambda x: shift_welch_without_flagged(x.runs, x.groups),
+        _NO_SHIFT,
+    ),
+    Analysis(
+        "external_validity_shift_without_flagged",
+        ("runs", "anchors", "plan"),
+        lambda x: shift_validity_without_flagged(x.runs, x.anchors, plan=x.plan),
+        _NO_SHIFT,
+    ),
+    Analysis(
+        "weight_sensitivity",
+        ("board", "anchors", "seed"),
+        lambda x: weight_sensitivity(x.board, x.anchors, seed=x.seed),
+    ),
     Analysis("pareto_front", ("board", "anchors"), lambda x: pareto_front(x.board, x.anchors)),
-    Analysis("verdict", ("runs", "per_seed", "test_set_axes", "anchors", "n_replicates", "seed"),
-             verdict),  # fmt: skip
+    Analysis(
+        "verdict", ("runs", "per_seed", "test_set_axes", "anchors", "n_replicates", "seed"), verdict
+    ),
 )

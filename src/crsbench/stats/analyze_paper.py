@@ -24,8 +24,12 @@ from crsbench.stats.label_efficiency import (
 )
 from crsbench.stats.layers import layer_depth
 from crsbench.stats.regimes import regime_comparison
-from crsbench.stats.shift import default_groups, shift_auroc_by_encoder, shift_drop_matrix
-from crsbench.stats.shift import shift_welch_by_target
+from crsbench.stats.shift import (
+    default_groups,
+    shift_auroc_by_encoder,
+    shift_drop_matrix,
+    shift_welch_by_target,
+)
 from crsbench.stats.uncertainty import crs_uncertainty, indistinguishable_sentences
 from crsbench.stats.validity import leave_one_dataset_out, leave_one_target_out, shift_validity
 from crsbench.stats.verdict import axis_replicates_of
@@ -111,29 +115,61 @@ PAPER_ANALYSES: tuple[Analysis, ...] = (
     Analysis("cells", ("cells", "board"), cells_table),
     Analysis("leaderboard", ("board",), leaderboard),
     Analysis("agreement_auroc_vs_crs", ("cells",), agreement),
-    Analysis("bootstrap", ("per_seed", "cells", "anchors", "store", "interval",
-                           "n_replicates", "seed", "n_jobs"), bootstrap),  # fmt: skip
+    Analysis(
+        "bootstrap",
+        ("per_seed", "cells", "anchors", "store", "interval", "n_replicates", "seed", "n_jobs"),
+        bootstrap,
+    ),
     Analysis("insertion", ("cells", "anchors", "seed"), insertion),
-    Analysis("recalibration", ("runs", "seed"), lambda x: recalibration_effect(x.runs, seed=x.seed)),
-    Analysis("calibration_under_perturbation", ("runs",),
-             lambda x: ece_increase_by_condition(x.runs)),  # fmt: skip
-    Analysis("discrimination_vs_calibration_loss", ("runs",),
-             lambda x: discrimination_calibration_correlation(x.runs)),  # fmt: skip
+    Analysis(
+        "recalibration", ("runs", "seed"), lambda x: recalibration_effect(x.runs, seed=x.seed)
+    ),
+    Analysis(
+        "calibration_under_perturbation", ("runs",), lambda x: ece_increase_by_condition(x.runs)
+    ),
+    Analysis(
+        "discrimination_vs_calibration_loss",
+        ("runs",),
+        lambda x: discrimination_calibration_correlation(x.runs),
+    ),
     Analysis("shift_welch", ("runs", "groups"), shift),
-    Analysis("label_efficiency_cells", ("runs", "cells"),
-             lambda x: label_efficiency_cells(x.runs, x.cells)),  # fmt: skip
-    Analysis("label_efficiency_correlations", ("cells",),
-             lambda x: label_efficiency_correlations(x.cells)),  # fmt: skip
-    Analysis("external_validity_shift", ("runs", "anchors", "plan"),
-             lambda x: shift_validity(x.runs, x.anchors, plan=x.plan)),  # fmt: skip
+    Analysis(
+        "label_efficiency_cells",
+        ("runs", "cells"),
+        lambda x: label_efficiency_cells(x.runs, x.cells),
+    ),
+    Analysis(
+        "label_efficiency_correlations",
+        ("cells",),
+        lambda x: label_efficiency_correlations(x.cells),
+    ),
+    Analysis(
+        "external_validity_shift",
+        ("runs", "anchors", "plan"),
+        lambda x: shift_validity(x.runs, x.anchors, plan=x.plan),
+    ),
     Analysis("leave_one_dataset_out", ("cells",), lambda x: leave_one_dataset_out(x.cells)),
-    Analysis("leave_one_target_out", ("runs", "anchors", "plan"),
-             lambda x: leave_one_target_out(x.runs, x.anchors, plan=x.plan)),  # fmt: skip
-    Analysis("regime_comparison", ("runs", "anchors", "plan"),
-             lambda x: regime_comparison(x.runs, x.anchors, plan=x.plan),
-             "no 'lora' regime rows in the store (frozen vs adapted needs both)"),  # fmt: skip
-    Analysis("layer_depth", ("runs",), lambda x: layer_depth(x.runs),
-             "no layer-depth sweep rows in the store"),  # fmt: skip
-    Analysis("control_probe_agreement", ("runs", "anchors", "plan"), control_probes,
-             "no control-probe rows in the store (probe other than logistic)"),  # fmt: skip
+    Analysis(
+        "leave_one_target_out",
+        ("runs", "anchors", "plan"),
+        lambda x: leave_one_target_out(x.runs, x.anchors, plan=x.plan),
+    ),
+    Analysis(
+        "regime_comparison",
+        ("runs", "anchors", "plan"),
+        lambda x: regime_comparison(x.runs, x.anchors, plan=x.plan),
+        "no 'lora' regime rows in the store (frozen vs adapted needs both)",
+    ),
+    Analysis(
+        "layer_depth",
+        ("runs",),
+        lambda x: layer_depth(x.runs),
+        "no layer-depth sweep rows in the store",
+    ),
+    Analysis(
+        "control_probe_agreement",
+        ("runs", "anchors", "plan"),
+        control_probes,
+        "no control-probe rows in the store (probe other than logistic)",
+    ),
 )

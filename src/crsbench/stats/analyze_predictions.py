@@ -76,10 +76,22 @@ def operating_points(x: AnalysisInputs) -> tuple[pd.DataFrame, dict]:
 
 
 PREDICTION_ANALYSES: tuple[Analysis, ...] = (
-    Analysis("subgroups", ("predictions", "cells", "anchors", "n_replicates", "seed"),
-             subgroups, NO_PREDICTIONS + " (or no subgroup metadata)"),  # fmt: skip
-    Analysis("operating_points", ("predictions", "n_replicates", "seed"), operating_points,
-             NO_PREDICTIONS + " with validation predictions and a shift target"),  # fmt: skip
-    Analysis("prediction_flips", ("predictions",), lambda x: prediction_flips(predictions_of(x)),
-             NO_PREDICTIONS),  # fmt: skip
+    Analysis(
+        "subgroups",
+        ("predictions", "cells", "anchors", "n_replicates", "seed"),
+        subgroups,
+        NO_PREDICTIONS + " (or no subgroup metadata)",
+    ),
+    Analysis(
+        "operating_points",
+        ("predictions", "n_replicates", "seed"),
+        operating_points,
+        NO_PREDICTIONS + " with validation predictions and a shift target",
+    ),
+    Analysis(
+        "prediction_flips",
+        ("predictions",),
+        lambda x: prediction_flips(predictions_of(x)),
+        NO_PREDICTIONS,
+    ),
 )
