@@ -152,9 +152,10 @@ def analyze(
         fail(f"--replicates must be >= 1. Got {replicates} instead.")
     runs = load_store_runs(store, dry_run_ok)
     try:
-        computed, _ = stored_analyses(store, runs, replicates, seed, anchors, interval=interval,
-                                      n_jobs=jobs, say=lambda line: typer.echo(line, err=True))  # fmt: skip
         with claimed_folder(out or store / "analysis") as target:
+            computed, _ = stored_analyses(store, runs, replicates, seed, anchors,
+                                          interval=interval, n_jobs=jobs,
+                                          say=lambda line: typer.echo(line, err=True))  # fmt: skip
             write_analyses(computed, target)
     except CrsbenchError as exc:
         fail(exc)

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from crsbench.core.errors import DiskError
 from crsbench.protocol import BOOTSTRAP_REPLICATES
 from crsbench.scoring.anchors import anchors_for_runs
 from crsbench.stats.input_keys import anchors_key
@@ -71,7 +72,8 @@ def stored_analyses(
     computed now (``False``: read from the store).
 
     Parameters are those of :func:`crsbench.stats.analyze.run_analyses`; ``say`` is given one
-    plain line saying which it was (computed and stored, or read).
+    plain line saying which it was (computed and stored, or read). A store folder that cannot
+    be written (read-only, full) is said so, and the tables computed now are returned.
 
     Raises
     ------
@@ -91,7 +93,12 @@ def stored_analyses(
         return found, False
     fresh = compute_analyses(runs, n_replicates, seed, anchors, groups, store=store,
                              interval=interval, n_jobs=n_jobs)  # fmt: skip
-    path = write_computed(store, ComputedTables(fresh.tables, fresh.summary, inputs, key))
+    try:
+        path = write_computed(store, ComputedTables(fresh.tables, fresh.summary, inputs, key))
+    except DiskError as exc:  # a read-only or full store folder: used, not kept
+        if say is not None:
+            say(f"computed the analyses; they could not be stored ({exc})")
+        return ComputedTables(fresh.tables, fresh.summary, inputs, key), True
     if say is not None:
         say(f"computed the analyses (none stored for these inputs) and stored them in {path}")
     stored = read_computed(store, key)

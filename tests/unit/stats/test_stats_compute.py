@@ -172,3 +172,20 @@ def test_the_report_is_the_same_whether_it_computed_or_read_the_analyses(store, 
 
 def _drop_generated(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.startswith("report generated"))
+
+
+def test_a_store_folder_that_refuses_the_write_still_gets_its_analyses(store, monkeypatch):
+    from crsbench.core.errors import DiskError
+    from crsbench.stats import compute
+
+    def refused(*args, **kwargs):
+        raise DiskError("cannot write STORE/computed: the file system is read-only")
+
+    monkeypatch.setattr(compute, "write_computed", refused)
+    said: list[str] = []
+    got, computed = stored_analyses(store, load_runs(store), 20, seed=11, say=said.append)
+    assert computed and "leaderboard" in got.tables
+    assert said == [
+        "computed the analyses; they could not be stored (cannot write STORE/computed: "
+        "the file system is read-only)"
+    ]
