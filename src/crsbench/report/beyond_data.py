@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from crsbench.report.data import ReportData
+from crsbench.report.data import ReportData, stored_or
 
 
 @dataclass
@@ -63,8 +63,10 @@ def _add_overlap(d: ReportData, out: BeyondData) -> None:
     if shift.empty:
         out.missing["shift"] = "the store has no institutional-shift rows (condition = shift)"
         return
-    out.welch = shift_welch_without_flagged(d.runs)
-    out.validity = shift_validity_without_flagged(d.runs, d.anchors, plan=d.plan)
+    out.welch = stored_or(d, "shift_welch_without_flagged",
+                          lambda: shift_welch_without_flagged(d.runs))  # fmt: skip
+    out.validity = stored_or(d, "external_validity_shift_without_flagged",
+                             lambda: shift_validity_without_flagged(d.runs, d.anchors, plan=d.plan))  # fmt: skip
 
 
 def _add_weights(d: ReportData, out: BeyondData) -> None:

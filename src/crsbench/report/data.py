@@ -1,9 +1,14 @@
-"""Everything the report shows, computed once from a results store.
+"""Everything the report shows, from a results store and its stored analyses.
 
-The report reads the store only through its read-only reader (:mod:`crsbench.store.reader`:
-:func:`~crsbench.store.load_runs`, :func:`~crsbench.store.select_runs`); it never imports the
-pipeline (``crsbench.runs``, ``crsbench.features``, ``crsbench.encoders``). Each analysis that the store has no data for is left as ``None`` with
-a one-line reason in :attr:`ReportData.missing`, which the page shows instead of a figure.
+The report reads the runs through the store's read-only reader (:mod:`crsbench.store.reader`:
+:func:`~crsbench.store.load_runs`, :func:`~crsbench.store.select_runs`) and the analyses that
+``crsbench analyze`` stores (:func:`crsbench.stats.compute.stored_analyses`: computed and stored
+first when absent or stale): the bootstrap, the verdict, the control probes, the prediction
+analyses and the tables :func:`stored_or` names come from them; the scored board, the curves
+and the reliability bins are computed here from the runs. It never imports the pipeline
+(``crsbench.runs``, ``crsbench.features``, ``crsbench.encoders``). Each analysis that the store
+has no data for is left as ``None`` with a one-line reason in :attr:`ReportData.missing`, which
+the page shows instead of a figure.
 """
 
 from __future__ import annotations
@@ -97,6 +102,14 @@ class ReportData:
     analyses: ComputedTables | None = None
 
 
+def stored_or(data: ReportData, name: str, compute: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    """The stored analysis ``name`` (a copy) when it is stored, else ``compute()``: the same
+    function on the same inputs, so the table is the same either way; what was not stored (an
+    empty table, or a reason to skip) is computed again and handled as before."""
+    stored = None if data.analyses is None else data.analyses.tables.get(name)
+    return stored.copy() if stored is not None else compute()
+
+
 def _leader_gap(boot_ranks: pd.DataFrame, pairwise: pd.DataFrame) -> dict[str, Any] | None:
     if len(boot_ranks) < 2:
         return None
@@ -170,7 +183,7 @@ def _add_calibration(data: ReportData, wanted: tuple[str, str] | None) -> None:
     from crsbench.stats import recalibration_effect
 
     runs = data.runs
-    recal = recalibration_effect(runs, seed=data.seed)
+    recal = stored_or(data, "recalibration", lambda: recalibration_effect(runs, seed=data.seed))
     if recal.empty:
         data.missing["calibration"] = "the store has no recalibrated rows (recalibrator ≠ none)"
         return
@@ -212,7 +225,7 @@ def _add_robustness(data: ReportData, anchors: Any = None) -> None:
     )
 
     runs = data.runs
-    rob = ece_increase_by_condition(runs)
+    rob = stored_or(data, "calibration_under_perturbation", lambda: ece_increase_by_condition(runs))
     if rob.empty:
         data.missing["robustness"] = "the store has no perturbed rows (condition ≠ clean)"
     else:
@@ -234,7 +247,8 @@ def _add_robustness(data: ReportData, anchors: Any = None) -> None:
     except CrsbenchError as exc:
         data.missing["shift_test"] = str(exc)
     try:
-        loto = leave_one_target_out(data.runs, anchors, plan=data.plan)
+        loto = stored_or(data, "leave_one_target_out",
+                         lambda: leave_one_target_out(data.runs, anchors, plan=data.plan))  # fmt: skip
     except CrsbenchError as exc:
         data.missing["shift_validity"] = str(exc)
         return
