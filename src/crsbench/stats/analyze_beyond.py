@@ -49,7 +49,8 @@ def verdict(x: AnalysisInputs) -> tuple[pd.DataFrame, dict]:
     reps = x.test_set_axes
     if reps is None:
         reps = seed_axis_replicates(x.per_seed, n_replicates=x.n_replicates, seed=x.seed)
-    return _verdict_headline(verdict_table(x.runs, reps, x.anchors, seed=x.seed))
+    table = verdict_table(x.runs, reps, x.anchors, seed=x.seed)
+    return (table, {}) if table.empty else _verdict_headline(table)
 
 
 BEYOND_ANALYSES: tuple[Analysis, ...] = (
