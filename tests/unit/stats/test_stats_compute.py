@@ -189,3 +189,15 @@ def test_a_store_folder_that_refuses_the_write_still_gets_its_analyses(store, mo
         "computed the analyses; they could not be stored (cannot write STORE/computed: "
         "the file system is read-only)"
     ]
+
+
+def test_the_leaderboard_from_the_stored_bootstrap_is_the_computed_one(store):
+    from crsbench.report.leaderboard import build_leaderboard
+
+    runs = load_runs(store)
+    stored, _ = stored_analyses(store, runs, 20)
+    computed = build_leaderboard(runs, n_replicates=20, store=store)
+    read = build_leaderboard(runs, n_replicates=20, store=store, stored=stored)
+    assert computed["tier"].notna().sum() >= 2
+    pd.testing.assert_frame_equal(read, computed, check_exact=True)
+    assert read.attrs == computed.attrs
