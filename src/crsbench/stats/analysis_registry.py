@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -24,7 +24,7 @@ from crsbench.scoring.anchors import Anchors
 from crsbench.store.plan import StoredPlan
 
 #: What an analysis returns: its table, or its table and its headline.
-Result = pd.DataFrame | tuple[pd.DataFrame, dict]
+Result: TypeAlias = pd.DataFrame | tuple[pd.DataFrame, dict]
 #: Names an analysis may declare in ``needs`` (fields of :class:`AnalysisInputs`).
 INPUT_NAMES: frozenset[str] = frozenset(
     {"runs", "cells", "board", "per_seed", "anchors", "plan", "store", "groups",
