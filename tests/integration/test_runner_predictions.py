@@ -215,7 +215,9 @@ def test_report_names_the_method_and_the_patients(store, tmp_path):
 
 
 def test_subgroup_metadata_and_prediction_analyses(store, tmp_path):
-    from crsbench.stats.analyze_predictions import emit_prediction_analyses
+    from crsbench.stats.analysis_registry import AnalysisInputs, evaluate
+    from crsbench.stats.analyze import write_analyses
+    from crsbench.stats.analyze_predictions import PREDICTION_ANALYSES
     from crsbench.stats.store_predictions import load_store_predictions
 
     cfg, out = store
@@ -233,16 +235,15 @@ def test_subgroup_metadata_and_prediction_analyses(store, tmp_path):
     keys = sorted(set(zip(per_seed.encoder, per_seed.dataset, strict=True)))
     found = load_store_predictions(out, keys, sorted(per_seed.seed.unique()))
     assert all(c.val is not None for c in found.cells.values())
-    done: dict = {}
-
-    def emit(name, fn, why=""):
-        res = fn()
-        done[name] = res[0] if isinstance(res, tuple) else res
-
     from crsbench.scoring.anchors import load_anchors
+    from crsbench.store.computed import ComputedTables
 
     cells = score_cells(per_seed)
-    emit_prediction_analyses(emit, tmp_path, out, cells, per_seed, 5, 0, load_anchors())
+    inputs = AnalysisInputs(runs=runs, cells=cells, board=cells, per_seed=per_seed,
+                            anchors=load_anchors(), plan=None, store=out, groups=None,
+                            n_replicates=5, seed=0, interval="test-patients")  # fmt: skip
+    done = evaluate(PREDICTION_ANALYSES, inputs, {"analyses": {}, "skipped": {}})
+    write_analyses(ComputedTables(done, {}), tmp_path)
     flips = done["prediction_flips"]
     assert not flips.empty and flips["flip_share"].between(0, 1).all()
     sub = pd.read_csv(tmp_path / "subgroup_cells.csv")

@@ -105,3 +105,25 @@ def test_comparison_catches_a_moved_metric_and_a_missing_row(pinned_store: Path)
     assert len(compare.differences(want, moved, rtol=CROSS_KERNEL_RTOL)) == 2
     assert len(compare.differences(want, want.drop(index=5))) == 1
     assert compare.differences(want, want.copy()) == []
+
+
+def test_stored_analyses_equal_the_recomputed_ones(pinned_store: Path, tmp_path: Path) -> None:
+    """``crsbench analyze`` computes, stores and reads: the tables read back from the store
+    write the same CSVs and summary as the analyses computed afresh (``run_analyses``)."""
+    from crsbench.stats.analyze import run_analyses, write_analyses
+    from crsbench.stats.compute import stored_analyses
+    from crsbench.store import load_runs
+
+    runs = load_runs(pinned_store)
+    first, computed = stored_analyses(pinned_store, runs, 50)
+    again, computed_again = stored_analyses(pinned_store, runs, 50)
+    assert computed and not computed_again
+    write_analyses(again, tmp_path / "stored")
+    summary = run_analyses(runs, tmp_path / "fresh", n_replicates=50, store=pinned_store)
+    assert again.summary == summary
+    fresh = sorted(p.name for p in (tmp_path / "fresh").iterdir())
+    assert {"bootstrap.csv", "verdict.csv", "subgroup_cells.csv"} <= set(fresh)
+    assert fresh == sorted(p.name for p in (tmp_path / "stored").iterdir())
+    for name in fresh:
+        stored = (tmp_path / "stored" / name).read_bytes()
+        assert stored == (tmp_path / "fresh" / name).read_bytes(), name

@@ -86,14 +86,20 @@ def score(
     """Leaderboard: four axes, CRS and components, AUROC, both ranks and the bootstrap tier."""
     from crsbench.core.errors import CrsbenchError
     from crsbench.report.leaderboard import build_leaderboard, write_tables
+    from crsbench.stats.compute import stored_analyses
 
     level = verbosity(quiet, verbose)
     if replicates < 0:
         fail(f"--replicates must be >= 0. Got {replicates} instead.")
     runs = load_store_runs(store, dry_run_ok)
     try:
+        stored = None  # the fixed rule's intervals: those of the stored analyses
+        if rule == "fixed" and replicates > 0:
+            stored, _ = stored_analyses(store, runs, replicates, seed, anchors, interval=interval,
+                                        n_jobs=jobs, say=lambda line: typer.echo(line, err=True))  # fmt: skip
         board = build_leaderboard(runs, anchors, rule=rule, n_replicates=replicates, seed=seed,
-                                  store=store, interval=interval, n_jobs=jobs)  # fmt: skip
+                                  store=store, interval=interval, n_jobs=jobs,
+                                  stored=stored)  # fmt: skip
     except CrsbenchError as exc:
         fail(exc)
     if board.empty:
@@ -138,7 +144,8 @@ def analyze(
 ) -> None:
     """Run every analysis of docs/protocol.md section 10 the store has data for (CSV + summary.json)."""
     from crsbench.core.errors import CrsbenchError
-    from crsbench.stats import run_analyses
+    from crsbench.stats.analyze import write_analyses
+    from crsbench.stats.compute import stored_analyses
 
     level = verbosity(quiet, verbose)
     if replicates < 1:
@@ -146,11 +153,13 @@ def analyze(
     runs = load_store_runs(store, dry_run_ok)
     try:
         with claimed_folder(out or store / "analysis") as target:
-            summary = run_analyses(runs, target, n_replicates=replicates, seed=seed,
-                                   anchors=anchors, store=store, interval=interval,
-                                   n_jobs=jobs)  # fmt: skip
+            computed, _ = stored_analyses(store, runs, replicates, seed, anchors,
+                                          interval=interval, n_jobs=jobs,
+                                          say=lambda line: typer.echo(line, err=True))  # fmt: skip
+            write_analyses(computed, target)
     except CrsbenchError as exc:
         fail(exc)
+    summary = computed.summary
     if level >= NORMAL:
         for name in summary["analyses"]:
             console.print(f"[green]done[/] {name}")

@@ -133,20 +133,21 @@ def leaderboard_and_report(
     """
     from crsbench.report import build_report
     from crsbench.report.leaderboard import build_leaderboard, write_tables
-    from crsbench.stats import run_analyses
-    from crsbench.stats.shared import sharing_results
+    from crsbench.stats.analyze import write_analyses
+    from crsbench.stats.compute import stored_analyses
     from crsbench.store import load_runs
 
     clock = clock or _StageClock(console, {})
     result: dict[str, Any] = {}
     runs = load_runs(out)
-    with sharing_results():  # one bootstrap, subgroup analysis, ... for the three
-        board = build_leaderboard(runs, n_replicates=DEMO_REPLICATES, seed=0, store=out)
-        result["scores"] = write_tables(board, out / "scores")
-        run_analyses(runs, out / "analysis", n_replicates=DEMO_REPLICATES, seed=0, store=out)
-        clock.done("score_and_analyze", "scores and analyses")
-        result["report"] = build_report(out, out / "report", n_replicates=DEMO_REPLICATES)
-        clock.done("report", "report", str(result["report"]))
+    # evaluated once and stored in out/computed/; the leaderboard and the report read them
+    stored, _ = stored_analyses(out, runs, DEMO_REPLICATES, 0)
+    board = build_leaderboard(runs, n_replicates=DEMO_REPLICATES, seed=0, store=out, stored=stored)
+    result["scores"] = write_tables(board, out / "scores")
+    write_analyses(stored, out / "analysis")
+    clock.done("score_and_analyze", "scores and analyses")
+    result["report"] = build_report(out, out / "report", n_replicates=DEMO_REPLICATES)
+    clock.done("report", "report", str(result["report"]))
     print_leaderboard(console, board, title=DEMO_TITLE)
     console.print(
         f"results: {out / STORE_FILE}  tables: {out / 'scores'}  analyses: {out / 'analysis'}",

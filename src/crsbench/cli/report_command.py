@@ -64,7 +64,7 @@ def report(
         with claimed_folder(out) as folder:  # marked first: an interrupted report is crsbench's
             index = build_report(store, folder, n_replicates=replicates, seed=seed,
                                  anchors=anchors, calibration_cell=chosen, interval=interval,
-                                 n_jobs=jobs)  # fmt: skip
+                                 n_jobs=jobs, say=lambda line: typer.echo(line, err=True))  # fmt: skip
     except CrsbenchError as exc:
         fail(exc)
     except KeyboardInterrupt:

@@ -1,4 +1,7 @@
-"""The tables behind the verdict, pretraining-overlap and weight sections, computed once.
+"""The tables behind the verdict, pretraining-overlap and weight sections.
+
+The verdict is the stored ``verdict`` analysis (:mod:`crsbench.stats.compute`); the overlap
+flags and the weight sweep are computed here from the scored board (they take milliseconds).
 
 Everything comes from :mod:`crsbench.stats` (which reads the pretraining catalogue through
 :mod:`crsbench.pretraining`), never from the encoder registry. A part the store has no
@@ -7,14 +10,12 @@ data for is ``None`` with its reason in :attr:`BeyondData.missing`.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from crsbench.core.errors import CrsbenchError
-from crsbench.report.data import ReportData
+from crsbench.report.data import ReportData, stored_or
 
 
 @dataclass
@@ -32,31 +33,17 @@ class BeyondData:
     missing: dict[str, str] = field(default_factory=dict)
 
 
-def _replicates(d: ReportData, per_seed: pd.DataFrame) -> Any:
-    """The bootstrap's per-cell axes: the report's own when it computed them (a test-patient
-    bootstrap sets ``axis_replicates``), else the paired-seed bootstrap's draws."""
-    from crsbench.stats.verdict import seed_axis_replicates
-
-    given = getattr(d, "axis_replicates", None)
-    if given is not None:
-        return given
-    return seed_axis_replicates(per_seed, n_replicates=max(d.n_replicates, 1), seed=d.seed)
-
-
 def _add_verdict(d: ReportData, out: BeyondData) -> None:
-    from crsbench.scoring.planned import planned_axes
-    from crsbench.stats.verdict import verdict_table
-
+    """The stored ``verdict`` analysis (its intervals: the stored bootstrap's per-cell axes)."""
     if d.n_replicates <= 0:
         out.missing["verdict"] = "intervals need --replicates ≥ 1; the leaders are in the tables"
         return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # unscored cells are named elsewhere
-        per_seed = planned_axes(d.runs, d.plan)  # what each cell must hold: the plan's
-    try:
-        out.verdict = verdict_table(d.runs, _replicates(d, per_seed), d.anchors, seed=d.seed)
-    except CrsbenchError as exc:
-        out.missing["verdict"] = str(exc)
+    stored = d.analyses
+    if stored is None or "verdict" not in stored.tables:
+        why = "" if stored is None else stored.summary["skipped"].get("verdict", "")
+        out.missing["verdict"] = str(why or "the verdict was not computed")
+        return
+    out.verdict = stored.tables["verdict"]
 
 
 def _add_overlap(d: ReportData, out: BeyondData) -> None:
@@ -76,8 +63,10 @@ def _add_overlap(d: ReportData, out: BeyondData) -> None:
     if shift.empty:
         out.missing["shift"] = "the store has no institutional-shift rows (condition = shift)"
         return
-    out.welch = shift_welch_without_flagged(d.runs)
-    out.validity = shift_validity_without_flagged(d.runs, d.anchors, plan=d.plan)
+    out.welch = stored_or(d, "shift_welch_without_flagged",
+                          lambda: shift_welch_without_flagged(d.runs))  # fmt: skip
+    out.validity = stored_or(d, "external_validity_shift_without_flagged",
+                             lambda: shift_validity_without_flagged(d.runs, d.anchors, plan=d.plan))  # fmt: skip
 
 
 def _add_weights(d: ReportData, out: BeyondData) -> None:

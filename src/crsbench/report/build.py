@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,7 @@ def build_report(
     calibration_cell: tuple[str, str] | None = None,
     interval: str = "test-patients",
     n_jobs: int | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> Path:
     """Write the self-contained HTML report of a results store.
 
@@ -116,6 +118,9 @@ def build_report(
     n_jobs : int or None
         Worker processes of the test-set bootstrap (``None``: every available core when the
         work repays it; :func:`crsbench.stats.cell_pool.pool_size`). Results do not depend on it.
+    say : callable, optional
+        Given one line: whether the analyses were read from ``STORE/computed/`` or computed
+        (and stored) now (:func:`crsbench.stats.compute.stored_analyses`).
 
     Returns
     -------
@@ -139,7 +144,7 @@ def build_report(
     with np.errstate(all="ignore"):
         data = compute_report_data(store, n_replicates=int(n_replicates), seed=seed,
                                    anchors=anchors, calibration_cell=calibration_cell,
-                                   interval=interval, n_jobs=n_jobs)  # fmt: skip
+                                   interval=interval, n_jobs=n_jobs, say=say)  # fmt: skip
     data.cells_left_out += [f"{enc} × {ds} skipped by the last run (--skip-missing): {why}; "
                             "not imputed" for (enc, ds), why in skipped_cells(store).items()]  # fmt: skip
     writer = sections.Writer(out)

@@ -1,14 +1,20 @@
-"""Everything the report shows, computed once from a results store.
+"""Everything the report shows, from a results store and its stored analyses.
 
-The report reads the store only through its read-only reader (:mod:`crsbench.store.reader`:
-:func:`~crsbench.store.load_runs`, :func:`~crsbench.store.select_runs`); it never imports the
-pipeline (``crsbench.runs``, ``crsbench.features``, ``crsbench.encoders``). Each analysis that the store has no data for is left as ``None`` with
-a one-line reason in :attr:`ReportData.missing`, which the page shows instead of a figure.
+The report reads the runs through the store's read-only reader (:mod:`crsbench.store.reader`:
+:func:`~crsbench.store.load_runs`, :func:`~crsbench.store.select_runs`) and the analyses that
+``crsbench analyze`` stores (:func:`crsbench.stats.compute.stored_analyses`: computed and stored
+first when absent or stale): the bootstrap, the verdict, the control probes, the prediction
+analyses and the tables :func:`stored_or` names come from them; the scored board, the curves
+and the reliability bins are computed here from the runs. It never imports the pipeline
+(``crsbench.runs``, ``crsbench.features``, ``crsbench.encoders``). Each analysis that the store
+has no data for is left as ``None`` with a one-line reason in :attr:`ReportData.missing`, which
+the page shows instead of a figure.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +33,7 @@ from crsbench.scoring.planned import (
     ranked_per_seed,
     store_plan,
 )
+from crsbench.store.computed import ComputedTables
 from crsbench.store.files import STORE_FILE
 from crsbench.store.plan import StoredPlan
 from crsbench.store.reader import load_runs, read_meta, read_reliability, select_runs
@@ -91,7 +98,16 @@ class ReportData:
     interval_note: str = ""
     n_patients: dict[str, int] = field(default_factory=dict)
     indistinguishable: list[str] = field(default_factory=list)
-    axis_replicates: Any = None  # the test-set bootstrap's per-cell axes, for the verdict
+    #: The stored analyses the bootstrap, verdict, control-probe and prediction sections read.
+    analyses: ComputedTables | None = None
+
+
+def stored_or(data: ReportData, name: str, compute: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    """The stored analysis ``name`` (a copy) when it is stored, else ``compute()``: the same
+    function on the same inputs, so the table is the same either way; what was not stored (an
+    empty table, or a reason to skip) is computed again and handled as before."""
+    stored = None if data.analyses is None else data.analyses.tables.get(name)
+    return stored.copy() if stored is not None else compute()
 
 
 def _leader_gap(boot_ranks: pd.DataFrame, pairwise: pd.DataFrame) -> dict[str, Any] | None:
@@ -131,10 +147,9 @@ def _curves(rows: pd.DataFrame, x: str) -> pd.DataFrame:
     return out.sort_values(["dataset", "encoder", x]).reset_index(drop=True)
 
 
-def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, anchors: Any) -> None:
+def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, analyses: ComputedTables) -> None:
+    """The intervals, tiers and rank probabilities of the stored ``bootstrap`` analysis."""
     from crsbench.stats.patient_bootstrap import SEED_ONLY
-    from crsbench.stats.uncertainty import crs_uncertainty, indistinguishable_sentences
-    from crsbench.stats.verdict import axis_replicates_of
 
     board = data.board
     if data.n_replicates <= 0 or board["CRS"].notna().sum() < 2:
@@ -142,32 +157,33 @@ def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, anchors: Any) -> No
             "the bootstrap needs at least two scored encoders and --replicates ≥ 1"
         )
         return
-    unc = crs_uncertainty(per_seed, anchors, store=data.store_dir, interval=data.interval,
-                          n_replicates=data.n_replicates, seed=data.seed,
-                          n_jobs=data.n_jobs)  # fmt: skip
-    data.interval_note = unc.note
-    data.axis_replicates = axis_replicates_of(unc)
-    if unc.method == SEED_ONLY and per_seed["seed"].nunique() < 2:
+    if "bootstrap" not in analyses.tables:
+        data.missing["uncertainty"] = str(analyses.summary["skipped"].get("bootstrap", ""))
+        return
+    head = analyses.summary["analyses"]["bootstrap"]
+    data.interval_note = str(head.get("note") or "")
+    if head["interval"] == SEED_ONLY and per_seed["seed"].nunique() < 2:
         data.missing["uncertainty"] = "the paired-seed bootstrap needs at least two seeds"
         return
-    ranks = unc.ranks()
+    ranks = analyses.tables["bootstrap"]
     info = ranks.set_index("encoder")
     for col in ("crs_ci_low", "crs_ci_high", "crs_corrected", "tier", "p_rank1", "p_top3"):
         board[col] = board["encoder"].map(info[col]) if col in info else np.nan
-    board["interval"] = np.where(board["tier"].notna(), unc.method, "")
-    data.interval_method, data.n_patients = unc.method, unc.n_patients
-    data.indistinguishable = indistinguishable_sentences(unc)
+    board["interval"] = np.where(board["tier"].notna(), head["interval"], "")
+    data.interval_method = str(head["interval"])
+    data.n_patients = {str(k): int(v) for k, v in (head.get("n_test_patients") or {}).items()}
+    data.indistinguishable = list(head.get("indistinguishable") or [])
     data.bootstrap = ranks[ranks["CRS"].notna()].reset_index(drop=True)
-    data.leader_gap = _leader_gap(ranks, unc.result.pairwise)
+    data.leader_gap = _leader_gap(ranks, analyses.tables["bootstrap_pairwise"])
     if data.leader_gap is not None:
-        data.leader_gap["interval"] = unc.method
+        data.leader_gap["interval"] = data.interval_method
 
 
 def _add_calibration(data: ReportData, wanted: tuple[str, str] | None) -> None:
     from crsbench.stats import recalibration_effect
 
     runs = data.runs
-    recal = recalibration_effect(runs, seed=data.seed)
+    recal = stored_or(data, "recalibration", lambda: recalibration_effect(runs, seed=data.seed))
     if recal.empty:
         data.missing["calibration"] = "the store has no recalibrated rows (recalibrator ≠ none)"
         return
@@ -209,7 +225,7 @@ def _add_robustness(data: ReportData, anchors: Any = None) -> None:
     )
 
     runs = data.runs
-    rob = ece_increase_by_condition(runs)
+    rob = stored_or(data, "calibration_under_perturbation", lambda: ece_increase_by_condition(runs))
     if rob.empty:
         data.missing["robustness"] = "the store has no perturbed rows (condition ≠ clean)"
     else:
@@ -231,7 +247,8 @@ def _add_robustness(data: ReportData, anchors: Any = None) -> None:
     except CrsbenchError as exc:
         data.missing["shift_test"] = str(exc)
     try:
-        loto = leave_one_target_out(data.runs, anchors, plan=data.plan)
+        loto = stored_or(data, "leave_one_target_out",
+                         lambda: leave_one_target_out(data.runs, anchors, plan=data.plan))  # fmt: skip
     except CrsbenchError as exc:
         data.missing["shift_validity"] = str(exc)
         return
@@ -241,15 +258,14 @@ def _add_robustness(data: ReportData, anchors: Any = None) -> None:
         data.shift_validity = loto
 
 
-def _add_control_probes(data: ReportData, anchors: Any) -> None:
-    from crsbench.stats.control_probes import control_probe_agreement
-
-    agreement, coverage = control_probe_agreement(data.runs, anchors, plan=data.plan)
-    if agreement.empty:
+def _add_control_probes(data: ReportData, analyses: ComputedTables) -> None:
+    agreement = analyses.tables.get("control_probe_agreement")
+    if agreement is None or agreement.empty:
         data.missing["control_probes"] = (
             "the store has no control-probe rows (probe other than logistic)"
         )
         return
+    coverage = analyses.tables.get("control_probe_coverage", pd.DataFrame())
     data.control_agreement, data.control_coverage = agreement, coverage
 
 
@@ -262,8 +278,10 @@ def compute_report_data(
     calibration_cell: tuple[str, str] | None = None,
     interval: str = "test-patients",
     n_jobs: int | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> ReportData:
-    """Load the store and compute every table the report shows.
+    """Load the store, its stored analyses (computed and stored first when absent or stale:
+    :func:`crsbench.stats.compute.stored_analyses`) and every table the report shows.
 
     Parameters
     ----------
@@ -282,6 +300,8 @@ def compute_report_data(
     n_jobs : int or None
         Worker processes of the test-set bootstrap (``None``: every available core when the
         work repays it; :func:`crsbench.stats.cell_pool.pool_size`). Results do not depend on it.
+    say : callable, optional
+        Given one line: whether the analyses were read from the store or computed now.
 
     Raises
     ------
@@ -292,6 +312,7 @@ def compute_report_data(
     from crsbench.scoring import aggregate_by_encoder, score_cells
     from crsbench.scoring.anchors import anchors_for_runs
     from crsbench.stats import rank_agreement, rank_moves
+    from crsbench.stats.compute import stored_analyses
 
     runs, plan = load_runs(store_dir), store_plan(store_dir)
     meta, reliability = read_meta(store_dir), read_reliability(store_dir)
@@ -328,7 +349,10 @@ def compute_report_data(
         data.rank_moves = rank_moves(auc, crs, names=("auroc", "crs"))
     else:
         data.missing["rank_shift"] = "rank agreement needs at least two scored encoders"
-    _add_bootstrap(data, ranked_per_seed(per_seed, cells), anc)
+    analyses, _ = stored_analyses(store_dir, runs, n_replicates, seed, anchors, interval=interval,
+                                  n_jobs=n_jobs, say=say)  # fmt: skip
+    data.analyses = analyses
+    _add_bootstrap(data, ranked_per_seed(per_seed, cells), analyses)
     _add_calibration(data, calibration_cell)
     _add_robustness(data, anc)
     clean = select_runs(runs, fraction=None)
@@ -341,5 +365,5 @@ def compute_report_data(
         data.depth_curves = _curves(depth, "layer")
     else:
         data.missing["layer_depth"] = "no layer-depth sweep rows in the store (one layer only)"
-    _add_control_probes(data, anc)
+    _add_control_probes(data, analyses)
     return data

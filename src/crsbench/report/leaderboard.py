@@ -19,6 +19,7 @@ from crsbench.scoring.planned import (
     ranked_per_seed,
     store_planned_cells,
 )
+from crsbench.store.computed import ComputedTables
 
 LEADERBOARD_COLUMNS: tuple[str, ...] = (
     "rank_crs", "encoder", "n_cells", "n_cells_scored", "auroc", "ece", "retention",
@@ -41,6 +42,7 @@ def build_leaderboard(
     store: str | Path | None = None,
     interval: str = "test-patients",
     n_jobs: int | None = None,
+    stored: ComputedTables | None = None,
 ) -> pd.DataFrame:
     """Leaderboard of the main protocol of ``regime`` (one row per encoder, best CRS first).
 
@@ -59,7 +61,10 @@ def build_leaderboard(
     An encoder with a cell that cannot be scored (or was planned and not run) keeps its row,
     with NaN CRS, no rank, no tier, no P(rank 1) / P(top 3), and the reason in ``missing``; it
     is left out of the bootstrap, so it takes no part in the other encoders' probabilities.
-    The extras' robustness is beside R.
+    The extras' robustness is beside R. ``stored``: the store's stored analyses for the same
+    replicates, seed, anchors and interval (:func:`crsbench.stats.compute.stored_analyses`);
+    their ``bootstrap`` gives the intervals, tiers and probabilities instead of computing
+    them again (the fixed rule and the frozen regime only: the analyses' own).
     ``pretraining_overlap`` names the encoder's cells and shift targets that its pretraining
     data may include (:func:`crsbench.stats.contamination.pretraining_overlap`).
     """
@@ -88,15 +93,31 @@ def build_leaderboard(
                        incomplete=incomplete_sentences(cells),
                        plan_notes=plan_notes(store))  # fmt: skip
     if n_replicates > 0 and len(board) > 1 and not ranked.empty:
-        unc = crs_uncertainty(ranked, anchors, store=store, interval=interval, rule=rule,
-                              n_replicates=n_replicates, seed=seed, n_jobs=n_jobs)  # fmt: skip
-        info = unc.result.ranks.set_index("encoder")
+        if stored is not None and rule == "fixed" and regime == "frozen":
+            ranks, head = _stored_bootstrap(stored)
+        else:
+            unc = crs_uncertainty(ranked, anchors, store=store, interval=interval, rule=rule,
+                                  n_replicates=n_replicates, seed=seed, n_jobs=n_jobs)  # fmt: skip
+            ranks = unc.result.ranks
+            head = {"interval": unc.method, "note": unc.note, "n_test_patients": unc.n_patients,
+                    "indistinguishable": indistinguishable_sentences(unc)}  # fmt: skip
+        info = ranks.set_index("encoder")
         for col in ("crs_ci_low", "crs_ci_high", "crs_corrected", "tier", "p_rank1", "p_top3"):
             board[col] = board["encoder"].map(info[col]) if col in info else np.nan
-        board["interval"] = np.where(board["tier"].notna(), unc.method, "")
-        board.attrs.update(interval_note=unc.note, n_patients=unc.n_patients,
-                           indistinguishable=indistinguishable_sentences(unc))  # fmt: skip
+        board["interval"] = np.where(board["tier"].notna(), head["interval"], "")
+        board.attrs.update(interval_note=head["note"], n_patients=head["n_test_patients"],
+                           indistinguishable=list(head["indistinguishable"]))  # fmt: skip
     return board[list(LEADERBOARD_COLUMNS)]
+
+
+def _stored_bootstrap(stored: ComputedTables) -> tuple[pd.DataFrame, dict]:
+    """The stored bootstrap's ranks and headline (a skipped bootstrap fails with its reason)."""
+    from crsbench.core.errors import DataError
+
+    if "bootstrap" not in stored.tables:
+        why = stored.summary["skipped"].get("bootstrap", "not computed")
+        raise DataError(f"the stored analyses have no bootstrap: {why}")
+    return stored.tables["bootstrap"], stored.summary["analyses"]["bootstrap"]
 
 
 def _fmt(value: object) -> str:

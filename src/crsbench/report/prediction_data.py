@@ -1,5 +1,5 @@
-"""The tables behind the subgroup, operating-point and flip sections, computed once from the
-store's per-sample predictions (:mod:`crsbench.stats.store_predictions`).
+"""The tables behind the subgroup, operating-point and flip sections: the stored analyses of
+the store's per-sample predictions (:mod:`crsbench.stats.compute`, read, never recomputed here).
 
 A store without per-sample predictions (or a part without the rows it needs) leaves that part
 ``None`` with its reason in :attr:`PredictionData.missing`, which the page shows.
@@ -35,63 +35,51 @@ class PredictionData:
     missing: dict[str, str] = field(default_factory=dict)
 
 
-def _cells(d: ReportData) -> dict:
-    from crsbench.stats.store_predictions import load_store_predictions
-
-    if d.store_dir is None:
-        return {}
-    keys = sorted(set(zip(d.cells["encoder"], d.cells["dataset"], strict=True)))
-    seeds = sorted(int(s) for s in d.runs["seed"].dropna().unique())
-    found = load_store_predictions(d.store_dir, keys, seeds)
-    return found.cells if found.available else {}
+def _tables(d: ReportData) -> dict[str, pd.DataFrame]:
+    return {} if d.analyses is None else d.analyses.tables
 
 
-def _add_subgroups(d: ReportData, preds: dict, out: PredictionData) -> None:
-    from crsbench.stats.subgroup_crs import worst_subgroup_crs, worst_subgroup_ranking
-    from crsbench.stats.subgroups import subgroup_analysis
+def _add_subgroups(tables: dict[str, pd.DataFrame], out: PredictionData) -> None:
+    from crsbench.stats.subgroups import WORST_COLUMNS
 
-    res = subgroup_analysis(preds, n_replicates=out.n_replicates, seed=d.seed)
-    if res.subgroups.empty:
+    cells = tables.get("subgroup_cells")
+    if cells is None or cells.empty:
         out.missing["subgroups"] = "no test split carries subgroup metadata (sex, age, view, site)"
         return
-    out.subgroups, out.worst = res.subgroups, res.worst
-    if res.axes:
-        out.subgroup_crs, reps = worst_subgroup_crs(res, d.cells, d.anchors)
-        out.ranking = worst_subgroup_ranking(out.subgroup_crs, reps)
+    out.subgroups = cells
+    out.worst = tables.get("subgroups", pd.DataFrame(columns=list(WORST_COLUMNS)))
+    if "subgroup_crs" in tables:
+        out.subgroup_crs, out.ranking = tables["subgroup_crs"], tables["subgroup_ranking"]
     else:
         out.missing["ranking"] = "every subgroup is below the minimum size"
 
 
-def _add_operating_points(preds: dict, out: PredictionData, seed: int) -> None:
-    from crsbench.stats.operating_point_loss import operating_point_tables
-
-    table, lost = operating_point_tables(preds, out.n_replicates, seed)
-    if table.empty:
+def _add_operating_points(tables: dict[str, pd.DataFrame], out: PredictionData) -> None:
+    if "operating_point_transfer" not in tables:
         out.missing["operating_points"] = "the store has no validation predictions"
         return
-    out.transfer = table
-    if lost.empty:
+    out.transfer = tables["operating_point_transfer"]
+    if "operating_points" not in tables:
         out.missing["transfer"] = "the store has no shift target with predictions"
     else:
-        out.lost = lost
+        out.lost = tables["operating_points"]
 
 
 def compute_predictions(d: ReportData) -> PredictionData:
-    """Compute every table of the three sections from ``d``'s store."""
-    from crsbench.stats.flips import prediction_flips
+    """The tables of the three sections: the stored ``subgroups``, ``operating_points`` and
+    ``prediction_flips`` analyses of ``d``'s store (and the tables beside them)."""
     from crsbench.stats.subgroups import MIN_SUBGROUP_PATIENTS
 
     out = PredictionData(min_patients=MIN_SUBGROUP_PATIENTS, n_replicates=max(d.n_replicates, 1))
-    preds = _cells(d)
-    if not preds:
+    tables = _tables(d)
+    if "subgroup_cells" not in tables:  # written whenever the store has predictions
         for key in ("subgroups", "operating_points", "flips"):
             out.missing[key] = NO_PREDICTIONS
         return out
-    _add_subgroups(d, preds, out)
-    _add_operating_points(preds, out, d.seed)
-    flips = prediction_flips(preds)
-    if flips.empty:
+    _add_subgroups(tables, out)
+    _add_operating_points(tables, out)
+    if "prediction_flips" not in tables:
         out.missing["flips"] = "no perturbed predictions (or no validation predictions)"
     else:
-        out.flips = flips
+        out.flips = tables["prediction_flips"]
     return out

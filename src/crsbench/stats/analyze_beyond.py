@@ -1,24 +1,24 @@
-"""The analyses past the paper's section 10 that ``crsbench analyze`` runs: pretraining-overlap
-flags and the shift analyses without them, the CRS weight sweep and the Pareto front, and the
-per-dataset verdict table."""
+"""The analyses past the paper's section 10 that ``crsbench analyze`` runs
+(:data:`BEYOND_ANALYSES`): pretraining-overlap flags and the shift analyses without them, the
+CRS weight sweep and the Pareto front, and the per-dataset verdict table."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pandas as pd
 
-from crsbench.scoring.anchors import Anchors
+from crsbench.core.errors import ConfigError
+from crsbench.stats.analysis_registry import Analysis, AnalysisInputs
 from crsbench.stats.contamination import (
     contamination_flags,
     shift_validity_without_flagged,
     shift_welch_without_flagged,
 )
-from crsbench.stats.verdict import AxisReplicates, seed_axis_replicates, verdict_table
+from crsbench.stats.verdict import seed_axis_replicates, verdict_table
 from crsbench.stats.weight_sensitivity import pareto_front, weight_sensitivity
-from crsbench.store.plan import StoredPlan
 
-Emit = Callable[..., None]
+#: Why the verdict is skipped with ``--replicates 0``.
+NO_INTERVALS = "intervals need --replicates ≥ 1; the leaders are in the tables"
+_NO_SHIFT = "the store has no institutional-shift rows (condition = shift)"
 
 
 def _flags_headline(flags: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
@@ -40,38 +40,42 @@ def _verdict_headline(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     }  # fmt: skip
 
 
-def emit_beyond(
-    emit: Emit,
-    runs: pd.DataFrame,
-    cells: pd.DataFrame,
-    board: pd.DataFrame,
-    per_seed: pd.DataFrame,
-    anchors: Anchors,
-    groups: dict[str, str] | None,
-    n_replicates: int,
-    seed: int,
-    test_set_axes: AxisReplicates | None = None,
-    plan: StoredPlan | None = None,
-) -> None:
-    """Emit ``contamination_flags``, ``shift_welch_without_flagged``,
-    ``external_validity_shift_without_flagged``, ``weight_sensitivity``, ``pareto_front``
-    and ``verdict`` through :func:`crsbench.stats.run_analyses`'s ``emit``. The verdict's
-    intervals come from ``test_set_axes`` (the test-patient × seed bootstrap's per-cell axes)
-    when given, else from the paired-seed bootstrap (named ``seed-only`` on every row).
-    ``plan`` (the store's recorded plan) is what each cell of the validity CRS must hold."""
-    emit("contamination_flags", lambda: _flags_headline(contamination_flags(cells)))
-    emit("shift_welch_without_flagged", lambda: shift_welch_without_flagged(runs, groups),
-         "the store has no institutional-shift rows (condition = shift)")  # fmt: skip
-    emit("external_validity_shift_without_flagged",
-         lambda: shift_validity_without_flagged(runs, anchors, plan=plan),
-         "the store has no institutional-shift rows (condition = shift)")  # fmt: skip
-    emit("weight_sensitivity", lambda: weight_sensitivity(board, anchors, seed=seed))
-    emit("pareto_front", lambda: pareto_front(board, anchors))
+def verdict(x: AnalysisInputs) -> tuple[pd.DataFrame, dict]:
+    """The per-dataset verdict. Its intervals come from the test-patient × seed bootstrap's
+    per-cell axes when ``bootstrap`` ran, else from the paired-seed bootstrap (named
+    ``seed-only`` on every row)."""
+    if x.n_replicates < 1:
+        raise ConfigError(NO_INTERVALS)
+    reps = x.test_set_axes
+    if reps is None:
+        reps = seed_axis_replicates(x.per_seed, n_replicates=x.n_replicates, seed=x.seed)
+    table = verdict_table(x.runs, reps, x.anchors, seed=x.seed)
+    return (table, {}) if table.empty else _verdict_headline(table)
 
-    def verdict() -> tuple[pd.DataFrame, dict]:
-        reps = test_set_axes
-        if reps is None:
-            reps = seed_axis_replicates(per_seed, n_replicates=n_replicates, seed=seed)
-        return _verdict_headline(verdict_table(runs, reps, anchors, seed=seed))
 
-    emit("verdict", verdict)
+BEYOND_ANALYSES: tuple[Analysis, ...] = (
+    Analysis(
+        "contamination_flags", ("cells",), lambda x: _flags_headline(contamination_flags(x.cells))
+    ),
+    Analysis(
+        "shift_welch_without_flagged",
+        ("runs", "groups"),
+        lambda x: shift_welch_without_flagged(x.runs, x.groups),
+        _NO_SHIFT,
+    ),
+    Analysis(
+        "external_validity_shift_without_flagged",
+        ("runs", "anchors", "plan"),
+        lambda x: shift_validity_without_flagged(x.runs, x.anchors, plan=x.plan),
+        _NO_SHIFT,
+    ),
+    Analysis(
+        "weight_sensitivity",
+        ("board", "anchors", "seed"),
+        lambda x: weight_sensitivity(x.board, x.anchors, seed=x.seed),
+    ),
+    Analysis("pareto_front", ("board", "anchors"), lambda x: pareto_front(x.board, x.anchors)),
+    Analysis(
+        "verdict", ("runs", "per_seed", "test_set_axes", "anchors", "n_replicates", "seed"), verdict
+    ),
+)

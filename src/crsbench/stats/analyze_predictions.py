@@ -1,23 +1,19 @@
-"""The analyses ``crsbench analyze`` runs on the store's per-sample predictions: subgroups,
-operating points and their transfer under shift, and prediction flips under perturbation."""
+"""The analyses ``crsbench analyze`` runs on the store's per-sample predictions
+(:data:`PREDICTION_ANALYSES`): subgroups, operating points and their transfer under shift,
+and prediction flips under perturbation."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
 import pandas as pd
 
-from crsbench.core.diskio import write_csv_atomic
-from crsbench.scoring.anchors import Anchors
+from crsbench.stats.analysis_registry import Analysis, AnalysisInputs
 from crsbench.stats.flips import prediction_flips
 from crsbench.stats.operating_point_loss import kept_by_encoder, operating_point_tables
 from crsbench.stats.store_predictions import load_store_predictions
 from crsbench.stats.subgroup_crs import worst_subgroup_crs, worst_subgroup_ranking
 from crsbench.stats.subgroups import subgroup_analysis
 
-Emit = Callable[..., None]
-_NO_PREDICTIONS = "the store has no per-sample predictions for any complete cell"
+NO_PREDICTIONS = "the store has no per-sample predictions for any complete cell"
 
 
 def _real(worst: pd.DataFrame) -> list[str]:
@@ -26,60 +22,76 @@ def _real(worst: pd.DataFrame) -> list[str]:
     return [f"{r.encoder}/{r.dataset}/{r.attribute}/{r.metric}" for r in hits.itertuples()]
 
 
-def emit_prediction_analyses(
-    emit: Emit,
-    out: Path,
-    store: str | Path | None,
-    cells: pd.DataFrame,
-    per_seed: pd.DataFrame,
-    n_replicates: int,
-    seed: int,
-    anchors: Anchors,
-) -> None:
-    """Emit ``subgroups`` (and ``subgroup_cells.csv``, ``subgroup_crs.csv``,
-    ``subgroup_ranking.csv``),
-    ``operating_points`` (and ``operating_point_transfer.csv``) and ``prediction_flips``
-    through :func:`crsbench.stats.run_analyses`'s ``emit``."""
-    keys = sorted({(e, d) for e, d in zip(cells["encoder"], cells["dataset"], strict=True)})
-    seeds = sorted(int(s) for s in per_seed["seed"].unique())
-    found = load_store_predictions(store, keys, seeds) if store is not None else None
-    preds = found.cells if found is not None and found.available else {}
+def predictions_of(x: AnalysisInputs) -> dict:
+    """The store's per-sample predictions of ``x``'s cells (read once, kept on ``x``)."""
+    if x.predictions is None:
+        keys = sorted({(e, d) for e, d in zip(x.cells["encoder"], x.cells["dataset"],
+                                              strict=True)})  # fmt: skip
+        seeds = sorted(int(s) for s in x.per_seed["seed"].unique())
+        found = load_store_predictions(x.store, keys, seeds) if x.store is not None else None
+        x.predictions = found.cells if found is not None and found.available else {}
+    return x.predictions
 
-    def subgroups() -> tuple[pd.DataFrame, dict]:
-        if not preds:
-            return pd.DataFrame(), {}
-        res = subgroup_analysis(preds, n_replicates=max(n_replicates, 1), seed=seed)
-        write_csv_atomic(res.subgroups, out / "subgroup_cells.csv", index=False)
-        if res.worst.empty:
-            return res.worst, {}
-        per_cell, reps = worst_subgroup_crs(res, cells, anchors)
-        write_csv_atomic(per_cell, out / "subgroup_crs.csv", index=False)
-        ranking = worst_subgroup_ranking(per_cell, reps)
-        write_csv_atomic(ranking, out / "subgroup_ranking.csv", index=False)
-        return res.worst, {
-            "too_small": int((res.subgroups["status"] == "too small").sum()),
-            "ranking_worst_subgroup_crs": ranking["encoder"].tolist(),
-            "real_subgroup_differences": _real(res.worst),
-        }
 
-    def operating_points() -> tuple[pd.DataFrame, dict]:
-        if not preds:
-            return pd.DataFrame(), {}
-        table, lost = operating_point_tables(preds, max(n_replicates, 1), seed)
-        if table.empty:
-            return table, {}
-        write_csv_atomic(table, out / "operating_point_transfer.csv", index=False)
-        if lost.empty:
-            return lost, {}
-        kept = kept_by_encoder(lost)
-        few = lost[lost["status"] != "ok"]
-        return lost, {"keep_operating_point": kept["keep"],
-                      "undecided_operating_point": kept["undecided"],
-                      "settings_version": str(table["settings_version"].iloc[0]),
-                      "min_positives": int(lost["min_positives"].iloc[0]),
-                      "labels_too_few_positives": int(len(few))}  # fmt: skip
+def subgroups(x: AnalysisInputs) -> tuple[pd.DataFrame, dict]:
+    """Worst subgroup per cell (``subgroup_cells``, ``subgroup_crs``, ``subgroup_ranking``
+    beside it)."""
+    preds = predictions_of(x)
+    if not preds:
+        return pd.DataFrame(), {}
+    res = subgroup_analysis(preds, n_replicates=max(x.n_replicates, 1), seed=x.seed)
+    x.side["subgroup_cells"] = res.subgroups
+    if res.worst.empty:
+        return res.worst, {}
+    per_cell, reps = worst_subgroup_crs(res, x.cells, x.anchors)
+    x.side["subgroup_crs"] = per_cell
+    ranking = worst_subgroup_ranking(per_cell, reps)
+    x.side["subgroup_ranking"] = ranking
+    return res.worst, {
+        "too_small": int((res.subgroups["status"] == "too small").sum()),
+        "ranking_worst_subgroup_crs": ranking["encoder"].tolist(),
+        "real_subgroup_differences": _real(res.worst),
+    }
 
-    emit("subgroups", subgroups, _NO_PREDICTIONS + " (or no subgroup metadata)")
-    emit("operating_points", operating_points,
-         _NO_PREDICTIONS + " with validation predictions and a shift target")  # fmt: skip
-    emit("prediction_flips", lambda: prediction_flips(preds), _NO_PREDICTIONS)
+
+def operating_points(x: AnalysisInputs) -> tuple[pd.DataFrame, dict]:
+    """Sensitivity lost when the validation operating point moves to a shift target
+    (``operating_point_transfer`` beside it)."""
+    preds = predictions_of(x)
+    if not preds:
+        return pd.DataFrame(), {}
+    table, lost = operating_point_tables(preds, max(x.n_replicates, 1), x.seed)
+    if table.empty:
+        return table, {}
+    x.side["operating_point_transfer"] = table
+    if lost.empty:
+        return lost, {}
+    kept = kept_by_encoder(lost)
+    few = lost[lost["status"] != "ok"]
+    return lost, {"keep_operating_point": kept["keep"],
+                  "undecided_operating_point": kept["undecided"],
+                  "settings_version": str(table["settings_version"].iloc[0]),
+                  "min_positives": int(lost["min_positives"].iloc[0]),
+                  "labels_too_few_positives": int(len(few))}  # fmt: skip
+
+
+PREDICTION_ANALYSES: tuple[Analysis, ...] = (
+    Analysis(
+        "subgroups",
+        ("predictions", "cells", "anchors", "n_replicates", "seed"),
+        subgroups,
+        NO_PREDICTIONS + " (or no subgroup metadata)",
+    ),
+    Analysis(
+        "operating_points",
+        ("predictions", "n_replicates", "seed"),
+        operating_points,
+        NO_PREDICTIONS + " with validation predictions and a shift target",
+    ),
+    Analysis(
+        "prediction_flips",
+        ("predictions",),
+        lambda x: prediction_flips(predictions_of(x)),
+        NO_PREDICTIONS,
+    ),
+)

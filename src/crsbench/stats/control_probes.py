@@ -34,7 +34,6 @@ from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.scoring.axes import has_clean_row, seed_means
 from crsbench.scoring.planned import planned_axes
 from crsbench.stats.agreement import rank1_agreement, rank_agreement
-from crsbench.stats.shared import anchors_key, frame_key, shared
 from crsbench.store.plan import StoredPlan
 
 #: The probe of the main protocol; every other ``probe`` value in the store is a control probe.
@@ -212,13 +211,9 @@ def control_probe_agreement(
     coverage : pandas.DataFrame
         One row per (probe, axis), columns :data:`COVERAGE_COLUMNS`; ``note`` also names the
         (encoder, dataset, seed) keys left out because only one probe has them.
-
-    Computed once per runs table, anchors and regime inside
-    :func:`crsbench.stats.shared.sharing_results`.
     """
     anc = load_anchors(anchors)
-    key = lambda: (frame_key(runs), anchors_key(anc), regime, plan)  # noqa: E731
-    return shared("control_probe_agreement", key, lambda: _agreement(runs, anc, regime, plan))
+    return _agreement(runs, anc, regime, plan)
 
 
 def _agreement(

@@ -19,7 +19,6 @@ import pandas as pd
 
 from crsbench.protocol import CLEAN, PAPER_CONDITIONS, PAPER_SHIFTS, RETENTION_FRACTIONS, SHIFT
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
-from crsbench.stats.shared import shared, store_key
 from crsbench.store.cards import CARDS_TABLE, CardFacts
 from crsbench.store.files import STORE_FILE
 from crsbench.store.prediction_layout import (
@@ -193,9 +192,6 @@ def load_store_predictions(
 ) -> StorePredictions:
     """The bootstrap inputs of ``cells`` (``(encoder, dataset)``) over ``seeds`` from a store.
 
-    Inside :func:`crsbench.stats.shared.sharing_results` the same store, cells and seeds are
-    read once (the result is then shared: do not modify it).
-
     Raises
     ------
     StoreError
@@ -203,8 +199,7 @@ def load_store_predictions(
     """
     cell_list = tuple(cells)
     seed_list = tuple(sorted(int(s) for s in seeds))
-    key = lambda: (store_key(store_dir), cell_list, seed_list)  # noqa: E731
-    return shared("store_predictions", key, lambda: _read(store_dir, cell_list, seed_list))
+    return _read(store_dir, cell_list, seed_list)
 
 
 def _read(

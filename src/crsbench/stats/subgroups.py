@@ -27,7 +27,6 @@ import pandas as pd
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.intervals import percentile_interval
 from crsbench.stats.resample import patient_index, replicate_ids, resample_counts_for
-from crsbench.stats.shared import shared_on
 from crsbench.stats.subgroup_tests import (
     ALPHA,
     DEFAULT_SUBGROUP_PERMUTATIONS,
@@ -356,8 +355,7 @@ def subgroup_analysis(
         over all attributes.
     """
     params = (min_patients, n_replicates, seed, level, min_ece_patients, n_permutations)
-    compute = lambda: _analysis(cells, *params)  # noqa: E731
-    return shared_on("subgroup_analysis", cells, params, compute)
+    return _analysis(cells, *params)
 
 
 def _analysis(
@@ -369,8 +367,7 @@ def _analysis(
     min_ece_patients: int,
     n_permutations: int,
 ) -> SubgroupResult:
-    """:func:`subgroup_analysis` itself (computed once per loaded predictions and settings
-    inside :func:`crsbench.stats.shared.sharing_results`)."""
+    """:func:`subgroup_analysis` itself."""
     sub, worst, axes = [], [], {}
     for key, cell in cells.items():
         sizes = (min_patients, min_ece_patients, n_permutations)

@@ -28,7 +28,6 @@ from crsbench.stats.patient_bootstrap import (
     patient_seed_bootstrap,
 )
 from crsbench.stats.resample import DEFAULT_REPLICATES
-from crsbench.stats.shared import anchors_key, frame_key, shared, store_key
 from crsbench.stats.store_predictions import load_store_predictions
 
 #: The option values of ``--interval`` (default first).
@@ -135,11 +134,7 @@ def crs_uncertainty(
     check_interval(interval)
     check_jobs(n_jobs)
     anc = load_anchors(anchors)
-    key = lambda: (frame_key(per_seed), anchors_key(anc), store_key(store), interval, rule,  # noqa: E731
-                   int(n_replicates), int(seed))  # fmt: skip
-    compute = lambda: _crs_uncertainty(per_seed, anc, store, interval, rule, n_replicates,  # noqa: E731
-                                       seed, n_jobs)  # fmt: skip
-    return shared("crs_uncertainty", key, compute)
+    return _crs_uncertainty(per_seed, anc, store, interval, rule, n_replicates, seed, n_jobs)
 
 
 def _crs_uncertainty(

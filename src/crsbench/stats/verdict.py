@@ -379,6 +379,8 @@ def verdict_table(
         if not table.empty:  # the seeds only
             rows += _verdicts(question, *_seed_values(table, seeds, counts), SEED_ONLY, False,
                               level)  # fmt: skip
+    if not rows:  # no cell with an encoder to compare: nothing to answer
+        return pd.DataFrame()
     order = {q[0]: i for i, q in enumerate(QUESTIONS)}
     out = pd.DataFrame(rows)
     out["_q"] = out["question"].map(order)

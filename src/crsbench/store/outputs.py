@@ -41,7 +41,7 @@ STORE_NAMES: tuple[str, ...] = (STORE_FILE, STORE_FILE + ".wal", LOCK_FILE)
 #: aside with its store (``cohort.json`` and ``verdict.html``: a cohort profile's).
 RUN_OUTPUTS: tuple[str, ...] = (
     STORE_FILE, STORE_FILE + ".wal", "export", "scores", "analysis", "report", LAST_RUN_FILE,
-    "cohort.json", "verdict.html",
+    "cohort.json", "verdict.html", "computed",
 )  # fmt: skip
 _DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from crsbench.core.errors import DataError
-from crsbench.stats import analyze
+from crsbench.stats import analyze_paper
 from crsbench.stats.analyze import run_analyses
 from crsbench.testing.simulated_store import simulate_runs
 
@@ -21,7 +21,7 @@ def test_a_documented_reason_is_recorded_as_skipped(runs, tmp_path, monkeypatch)
     def too_few(*args, **kwargs):
         raise DataError("needs at least two medical encoders")
 
-    monkeypatch.setattr(analyze, "layer_depth", too_few)
+    monkeypatch.setattr(analyze_paper, "layer_depth", too_few)
     summary = run_analyses(runs, tmp_path, n_replicates=50)
     assert summary["skipped"]["layer_depth"] == "needs at least two medical encoders"
     assert "leaderboard" in summary["analyses"]  # the others still ran
@@ -33,7 +33,7 @@ def test_a_bug_fails_the_command_instead_of_a_skip(runs, tmp_path, monkeypatch):
 
         return np.ones((2, 3)) @ np.ones((2, 3))  # ValueError: matmul shapes
 
-    monkeypatch.setattr(analyze, "layer_depth", shape_bug)
+    monkeypatch.setattr(analyze_paper, "layer_depth", shape_bug)
     with pytest.raises(ValueError, match="matmul"):
         run_analyses(runs, tmp_path, n_replicates=50)
     assert not (tmp_path / "summary.json").exists()  # no summary claims the run succeeded

@@ -1,0 +1,137 @@
+"""Computed result tables kept beside a results store, keyed by a hash of their inputs.
+
+``crsbench analyze`` (and ``crsbench report``, which reads the same tables) evaluates scoring,
+the bootstrap and every analysis once and keeps what it computed in
+``STORE/computed/<key>.zip``: one Parquet file per table (typed columns, index kept) and a
+``manifest.json`` with the table names in order, the summary and the inputs the key hashes.
+The key (:func:`input_key`) is the sha256 of those inputs, so a rewritten store, other anchors
+or weights, another replicate count, seed, interval or crsbench version is another key: the
+old file is never read for it. A file is written whole or not at all
+(:func:`crsbench.core.diskio.write_atomic`): a compute that fails leaves the tables computed
+before it in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from crsbench.core.diskio import write_atomic
+from crsbench.core.errors import StoreError
+from crsbench.store.files import STORE_FILE
+from crsbench.store.reader import read_queries
+
+#: Folder of the computed tables inside a store directory.
+COMPUTED_DIR = "computed"
+#: Layout version of a computed file (a new layout is another key).
+COMPUTED_LAYOUT = 1
+#: The store tables whose content the key hashes (the runs and everything read beside them).
+DIGESTED_TABLES: tuple[str, ...] = (
+    "runs", "meta", "plan", "cards", "predictions", "split_metadata", "reliability",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ComputedTables:
+    """Named result tables (in the order they were computed) and their JSON summary."""
+
+    tables: dict[str, pd.DataFrame]
+    summary: dict[str, Any]
+    inputs: dict[str, Any] = field(default_factory=dict)
+    key: str = ""
+
+
+def store_digest(store_dir: str | Path) -> str:
+    """The sha256 of every row of the store tables :data:`DIGESTED_TABLES` (absent tables
+    count as empty), rows in a fixed order: a rewritten or appended store has another one.
+
+    Raises
+    ------
+    StoreError
+        The store file is missing, locked or damaged.
+    """
+    queries = {
+        t: f"SELECT md5(coalesce(string_agg(CAST(x AS VARCHAR), chr(10) "
+        f"ORDER BY CAST(x AS VARCHAR)), '')) AS d FROM \"{t}\" AS x"
+        for t in DIGESTED_TABLES
+    }
+    found = read_queries(Path(store_dir) / STORE_FILE, queries, needs=None)
+    digest = hashlib.sha256()
+    for name in DIGESTED_TABLES:
+        value = str(found[name]["d"].iloc[0]) if name in found else "absent"
+        digest.update(f"{name}={value};".encode())
+    return digest.hexdigest()
+
+
+def input_key(inputs: dict[str, Any]) -> str:
+    """The sha256 (24 hex digits) of ``inputs`` (JSON, keys sorted) and the layout version."""
+    text = json.dumps({"layout": COMPUTED_LAYOUT, **inputs}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def computed_path(store_dir: str | Path, key: str) -> Path:
+    """``STORE/computed/<key>.zip``."""
+    return Path(store_dir) / COMPUTED_DIR / f"{key}.zip"
+
+
+def _parquet(frame: pd.DataFrame, name: str) -> bytes:
+    buf = io.BytesIO()
+    try:
+        frame.to_parquet(buf, engine="pyarrow")
+    except (TypeError, ValueError, ImportError) as exc:  # a column Parquet cannot type
+        raise StoreError(f"computed table {name!r} cannot be stored as Parquet: {exc}") from exc
+    return buf.getvalue()
+
+
+def write_computed(store_dir: str | Path, computed: ComputedTables) -> Path:
+    """Write ``computed`` to ``STORE/computed/<computed.key>.zip`` atomically.
+
+    Raises
+    ------
+    StoreError
+        A table has a column Parquet cannot type.
+    DiskError
+        The disk refused the write (the previous file, if any, is kept).
+    """
+    blobs = {name: _parquet(frame, name) for name, frame in computed.tables.items()}
+    manifest = {"layout": COMPUTED_LAYOUT, "key": computed.key, "tables": list(blobs),
+                "inputs": computed.inputs, "summary": computed.summary}  # fmt: skip
+
+    def write(tmp: Path) -> None:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as zf:
+            for name, blob in blobs.items():
+                zf.writestr(f"tables/{name}.parquet", blob)
+            zf.writestr("manifest.json", json.dumps(manifest, indent=1, default=str))
+
+    return write_atomic(computed_path(store_dir, computed.key), write)
+
+
+def read_computed(store_dir: str | Path, key: str) -> ComputedTables | None:
+    """The tables stored under ``key`` (``None`` when there are none).
+
+    Raises
+    ------
+    StoreError
+        The file is there but unreadable (delete ``STORE/computed/`` to recompute).
+    """
+    path = computed_path(store_dir, key)
+    if not path.is_file():
+        return None
+    try:
+        with zipfile.ZipFile(path) as zf:
+            manifest = json.loads(zf.read("manifest.json"))
+            tables = {name: pd.read_parquet(io.BytesIO(zf.read(f"tables/{name}.parquet")))
+                      for name in manifest["tables"]}  # fmt: skip
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+        raise StoreError(
+            f"computed tables {path} must be readable. They are not ({exc}): delete the "
+            f"file (or the folder {path.parent}) and run the command again to recompute them."
+        ) from None
+    return ComputedTables(tables, manifest["summary"], manifest.get("inputs", {}), key)
