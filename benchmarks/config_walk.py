@@ -56,7 +56,7 @@ def walk(cfg: BenchmarkConfig) -> list[str]:
     """The files (relative to the package) of every call that received the config, in order."""
     seen: list[str] = []
 
-    def profile(frame, event, arg):  # noqa: ARG001
+    def profile(frame, event, arg):
         if event != "call":
             return
         path = Path(frame.f_code.co_filename)
