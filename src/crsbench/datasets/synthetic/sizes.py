@@ -48,7 +48,7 @@ class SynthSize:
         prevalences and reporting habits (rare findings, several studies per patient).
     """
 
-    side: int = 128
+    side: int = 64
     isic2019: int = 1400
     aptos2019: int = 850
     chexpert_train: int = 1000
