@@ -20,7 +20,6 @@ from scipy.special import log_expit, log_softmax, softmax
 
 from crsbench.calibration.base import CalibratorBase, labelled
 
-
 #: Newton's stopping rule: largest gradient entry of the objective.
 NEWTON_GTOL = 1e-10
 NEWTON_MAX_ITER = 100
