@@ -109,3 +109,15 @@ def test_demo_operating_points_have_a_label_with_enough_positives_on_every_targe
             if min(on_source[0][j], on_source[1][j], by_name.get(n, 0)) >= need
         ]
         assert enough, target
+
+
+def test_class_floor_then_real_shares():
+    from crsbench.datasets.synthetic.isic2019 import REAL_COUNTS
+    from crsbench.datasets.synthetic.sampling import class_counts
+
+    # 8 × 165 first; the other 80 by the real shares (floors 14, 40, 10, 2, 8, 0, 0, 1 and the
+    # five largest remainders: SCC .98, VASC .80, DF .75, AK .74, NV .66), worked by hand
+    assert class_counts(1400, REAL_COUNTS, class_floor=165) == [179, 206, 175, 168, 173, 166,
+                                                                166, 167]  # fmt: skip
+    assert class_counts(40, REAL_COUNTS, class_floor=165) == [5] * 8  # at most an even share
+    assert class_counts(480, REAL_COUNTS) == [86, 233, 63, 16, 50, 10, 10, 12]  # no floor
