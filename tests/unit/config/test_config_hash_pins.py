@@ -23,11 +23,11 @@ from crsbench.config import (
 #: CRSBENCH_DATA=/data/crs.
 PINNED = {
     # demo.yaml changed on purpose for the two-minute budget with data sized so that every
-    # analysis has content (every encoder at 64 px, W 64, three seeds, LoRA on APTOS at every
+    # analysis has content (every encoder at 64 px, W 64, two seeds, LoRA on APTOS at every
     # fraction): a new demo store, not a refactor
     "demo": (
-        "64c2e5c4dbe4561cd25c0a03d46067242e28449154c8369ab287e99b9833d980",
-        "0523219a487d318387446d9a364168a439aca4032b85f275178983b1c2f17477",
+        "a475d18d17016b1facd3062526af451caf48ac506c0ead33db8cf7daa74db6dd",
+        "6c48b0c54439c8780eff94b6bd278c4daafb6969afa4feb4945e3eb8eef34d31",
     ),
     "paper": (
         "00fe7f52b94f0a6c6315bda239839abb695474e621c013d4b5b6cd0bcd66110a",
