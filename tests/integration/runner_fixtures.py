@@ -15,6 +15,9 @@ TINY_SIZES = {
     "padchest": 40,
     "vindr_cxr": 24,
     "side": 48,
+    # the real class shares and chest findings: the runner's tests predate the demo's mix
+    "class_floor": 0,
+    "common_findings": False,
 }
 #: The shift targets beside MIMIC-CXR (written only by the tests that use them).
 MORE_SHIFT_TARGETS: tuple[str, ...] = ("nih_cxr14", "padchest", "vindr_cxr")

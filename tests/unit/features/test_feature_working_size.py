@@ -150,11 +150,11 @@ def test_run_working_size_of_the_shipped_configs(monkeypatch, tmp_path):
     paper = load_config(packaged_config_path("paper"))
     assert paper.perturbations.working_size == 896 == run_working_size(paper)
     demo = load_config(packaged_config_path("demo"))
-    assert demo.perturbations.working_size == 112 == run_working_size(demo)  # inputs 64, 112
+    assert demo.perturbations.working_size == 64 == run_working_size(demo)  # every input 64
     unpinned = demo.model_copy(update={"perturbations": demo.perturbations.model_copy(
         update={"working_size": None})})  # fmt: skip
     assert run_working_size(unpinned) == 224  # the floor
     pinned = demo.model_copy(update={"perturbations": demo.perturbations.model_copy(
-        update={"working_size": 96})})  # fmt: skip
-    with pytest.raises(ConfigError, match=r"perturbations\.working_size .*\(112 px\)"):
+        update={"working_size": 48})})  # fmt: skip
+    with pytest.raises(ConfigError, match=r"perturbations\.working_size .*\(64 px\)"):
         run_working_size(pinned)

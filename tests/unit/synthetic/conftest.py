@@ -16,6 +16,10 @@ TINY = {
     "nih_cxr14": 16,
     "padchest": 16,
     "vindr_cxr": 12,
+    # the real class shares and chest findings (the demo's mix is checked by
+    # test_synth_demo_content.py)
+    "class_floor": 0,
+    "common_findings": False,
 }
 
 

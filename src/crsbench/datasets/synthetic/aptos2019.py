@@ -22,7 +22,8 @@ def _build(tmp: Path, sz: SynthSize, seed: int, progress: sampling.Progress) -> 
     """Write every file of the dataset under ``tmp`` (see :func:`~crsbench.datasets.synthetic.io.write_dataset`)."""
     h, w = sz.side, int(round(sz.side * 4 / 3))
     rng = stable_rng(NAME, seed, "table")
-    grades = sampling.shuffled_labels(rng, sampling.class_counts(sz.aptos2019, REAL_COUNTS))
+    counts = sampling.class_counts(sz.aptos2019, REAL_COUNTS, class_floor=sz.class_floor)
+    grades = sampling.shuffled_labels(rng, counts)
     ids = sampling.unique_hex(rng, sz.aptos2019, 6)
     for index, (id_code, grade) in enumerate(zip(ids, grades, strict=True)):
         image = render_aptos(int(grade), stable_rng(NAME, seed, index), h, w)

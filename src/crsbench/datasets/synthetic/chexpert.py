@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -9,8 +10,10 @@ import numpy as np
 from crsbench.core.seeding import stable_rng
 from crsbench.datasets.synthetic import sampling
 from crsbench.datasets.synthetic.cxr_labels import (
+    CHEXPERT_COMMON,
     CHEXPERT_LABELS,
     CHEXPERT_PROFILE,
+    LabelProfile,
     draw_findings,
     report,
 )
@@ -24,7 +27,22 @@ COLUMNS = ("Path", "Sex", "Age", "Frontal/Lateral", "AP/PA", *CHEXPERT_LABELS)
 LATERAL_FRACTION = 1.0 / 6.0
 
 
-def _rows(n_rows: int, split: str, first_patient: int, seed: int) -> list[dict]:
+@dataclass(frozen=True)
+class _Mix:
+    """Findings, mean extra studies per patient and AP share of the frontal views."""
+
+    profile: LabelProfile
+    extra_studies: float
+    ap_share: float
+
+
+REAL_MIX = _Mix(CHEXPERT_PROFILE, 2.3, 0.8)
+#: ``SynthSize.common_findings``: common findings, mostly one study per patient (so the test
+#: patients fill subgroups of 30), 60 % AP.
+COMMON_MIX = _Mix(CHEXPERT_COMMON, 0.25, 0.6)
+
+
+def _rows(n_rows: int, split: str, first_patient: int, seed: int, mix: _Mix) -> list[dict]:
     """Image rows of one split: patients with several studies, some with a lateral view."""
     rng = stable_rng(NAME, seed, split, "table")
     n_lateral = int(round(n_rows * LATERAL_FRACTION)) if n_rows >= 3 else 0
@@ -33,14 +51,14 @@ def _rows(n_rows: int, split: str, first_patient: int, seed: int) -> list[dict]:
     rows: list[dict] = []
     study_index, patient = 0, first_patient
     while study_index < n_studies:
-        n_here = min(n_studies - study_index, 1 + int(rng.poisson(2.3)))
+        n_here = min(n_studies - study_index, 1 + int(rng.poisson(mix.extra_studies)))
         sex = str(rng.choice(["Male", "Female"], p=[0.59, 0.41]))
         age = int(np.clip(rng.normal(61, 17), 18, 90))
         frailty = float(rng.standard_normal())
         for study in range(1, n_here + 1):
-            ap = bool(rng.uniform() < 0.8)
-            findings = draw_findings(rng, CHEXPERT_PROFILE, frailty, ap)
-            cells = report(rng, findings, CHEXPERT_PROFILE, exact=(split == "valid"))
+            ap = bool(rng.uniform() < mix.ap_share)
+            findings = draw_findings(rng, mix.profile, frailty, ap)
+            cells = report(rng, findings, mix.profile, exact=(split == "valid"))
             base = f"{PREFIX}/{split}/patient{patient:05d}/study{study}"
             common_fields = {"Sex": sex, "Age": age, "findings": findings, "cells": cells}
             rows.append(
@@ -70,9 +88,10 @@ def _rows(n_rows: int, split: str, first_patient: int, seed: int) -> list[dict]:
 
 def _build(tmp: Path, sz: SynthSize, seed: int, progress: sampling.Progress) -> None:
     """Write every file of the dataset under ``tmp`` (see :func:`~crsbench.datasets.synthetic.io.write_dataset`)."""
-    train = _rows(sz.chexpert_train, "train", 1, seed)
+    mix = COMMON_MIX if sz.common_findings else REAL_MIX
+    train = _rows(sz.chexpert_train, "train", 1, seed, mix)
     last = max(int(r["Path"].split("/patient")[1][:5]) for r in train)
-    valid = _rows(sz.chexpert_valid, "valid", last + 1, seed)
+    valid = _rows(sz.chexpert_valid, "valid", last + 1, seed, mix)
     for split, rows in (("train", train), ("valid", valid)):
         for index, row in enumerate(rows):
             image = render_cxr(

@@ -21,12 +21,14 @@ _PARENCHYMAL = ("Lung Lesion", "Edema", "Consolidation", "Pneumonia", "Atelectas
 
 @dataclass(frozen=True)
 class LabelProfile:
-    """Prevalences and reporting habits of one hospital."""
+    """Prevalences and reporting habits of one hospital (``healthy``: share of studies drawn
+    with no pathology at all, before the prevalences apply to the others)."""
 
     prevalence: dict[str, float]
     uncertain: dict[str, float]
     blank_negative: float
     uncertain_negative: float
+    healthy: float = 0.0
 
 
 CHEXPERT_PROFILE = LabelProfile(
@@ -84,6 +86,31 @@ MIMIC_PROFILE = LabelProfile(
     uncertain_negative=0.01,
 )
 
+_COMMON = dict.fromkeys(_PATHOLOGIES, 0.40)
+#: ``SynthSize.common_findings``: CheXpert with a third of the studies healthy and every
+#: pathology at about 40 % of the others, uncertain mentions at 40 % of the real rates.
+CHEXPERT_COMMON = LabelProfile(
+    prevalence={**_COMMON, "Lung Opacity": 0.30, "Support Devices": 0.65},
+    uncertain={k: 0.4 * v for k, v in CHEXPERT_PROFILE.uncertain.items()},
+    blank_negative=0.75,
+    uncertain_negative=0.02,
+    healthy=0.3,
+)
+#: MIMIC-CXR under ``common_findings``: the CheXpert mix shifted (fewer effusions and
+#: devices, more cardiomegaly), the real MIMIC reporting habits.
+MIMIC_COMMON = LabelProfile(
+    prevalence={
+        **CHEXPERT_COMMON.prevalence,
+        "Cardiomegaly": 0.5,
+        "Pleural Effusion": 0.3,
+        "Support Devices": 0.55,
+    },  # fmt: skip
+    uncertain={k: 0.7 * v for k, v in CHEXPERT_COMMON.uncertain.items()},
+    blank_negative=0.85,
+    uncertain_negative=0.01,
+    healthy=0.25,
+)
+
 
 def _logit(p: float) -> float:
     return float(np.log(p / (1 - p)))
@@ -106,10 +133,12 @@ def draw_findings(
         Antero-posterior (portable, sicker patients: more devices and effusions).
     """
     prev = profile.prevalence
+    sick = not (profile.healthy > 0 and rng.uniform() < profile.healthy)
 
     def bern(name: str, extra: float = 0.0) -> bool:
         z = _logit(prev[name]) + 0.7 * frailty + extra
-        return bool(rng.uniform() < 1.0 / (1.0 + np.exp(-z)))
+        drawn = bool(rng.uniform() < 1.0 / (1.0 + np.exp(-z)))
+        return drawn and (sick or name not in _PATHOLOGIES)
 
     f: dict[str, bool] = {}
     f["Cardiomegaly"] = bern("Cardiomegaly")

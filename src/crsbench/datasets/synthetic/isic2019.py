@@ -35,10 +35,11 @@ SITES = (
 _SITE_P = (0.24, 0.16, 0.20, 0.24, 0.02, 0.10, 0.03, 0.01)
 
 
-def _plan(n: int, seed: int) -> list[dict]:
+def _plan(n: int, seed: int, class_floor: int = 0) -> list[dict]:
     """Rows of the ground truth and metadata (one dict per image, sorted by image name)."""
     rng = stable_rng(NAME, seed, "table")
-    labels = sampling.shuffled_labels(rng, sampling.class_counts(n, REAL_COUNTS))
+    counts = sampling.class_counts(n, REAL_COUNTS, class_floor=class_floor)
+    labels = sampling.shuffled_labels(rng, counts)
     numbers = rng.permutation(sampling.unique_ints(rng, n, 0, 73_255))
     rows: list[dict] = []
     lesion_counter = {"HAM": 0, "BCN": 0}
@@ -83,7 +84,7 @@ def _plan(n: int, seed: int) -> list[dict]:
 def _build(tmp: Path, sz: SynthSize, seed: int, progress: sampling.Progress) -> None:
     """Write every file of the dataset under ``tmp`` (see :func:`~crsbench.datasets.synthetic.io.write_dataset`)."""
     h, w = sz.side, int(round(sz.side * 4 / 3))
-    rows = _plan(sz.isic2019, seed)
+    rows = _plan(sz.isic2019, seed, sz.class_floor)
     params: dict[str, dict] = {}
     for row in rows:
         if row["lesion_key"] not in params:

@@ -8,8 +8,10 @@ from pathlib import Path
 from crsbench.core.seeding import stable_rng
 from crsbench.datasets.synthetic import sampling
 from crsbench.datasets.synthetic.cxr_labels import (
+    MIMIC_COMMON,
     MIMIC_LABELS,
     MIMIC_PROFILE,
+    LabelProfile,
     draw_findings,
     report,
 )
@@ -51,7 +53,9 @@ _VIEW_MEANING = {
 }
 
 
-def _plan(n_images: int, seed: int) -> tuple[list[dict], list[dict]]:
+def _plan(
+    n_images: int, seed: int, profile: LabelProfile = MIMIC_PROFILE
+) -> tuple[list[dict], list[dict]]:
     """Studies (one label row each) and images (one metadata/split row each)."""
     rng = stable_rng(NAME, seed, "table")
     n_lateral = int(round(n_images * LATERAL_FRACTION)) if n_images >= 3 else 0
@@ -70,8 +74,8 @@ def _plan(n_images: int, seed: int) -> tuple[list[dict], list[dict]]:
         date = dt.date(2100, 1, 1) + dt.timedelta(days=int(rng.integers(0, 36_500)))
         for _ in range(min(n_studies - s, 1 + int(rng.poisson(2.0)))):
             ap = bool(rng.uniform() < 0.55)
-            findings = draw_findings(rng, MIMIC_PROFILE, frailty, ap)
-            cells = report(rng, findings, MIMIC_PROFILE, exact=False)
+            findings = draw_findings(rng, profile, frailty, ap)
+            cells = report(rng, findings, profile, exact=False)
             study = {"subject_id": int(subject), "study_id": int(study_ids[s]), "cells": cells}
             studies.append(study)
             procedure = "CHEST (PORTABLE AP)" if ap else "CHEST (PA AND LAT)"
@@ -111,7 +115,8 @@ def image_path(image: dict) -> str:
 
 def _build(tmp: Path, sz: SynthSize, seed: int, progress: sampling.Progress) -> None:
     """Write every file of the dataset under ``tmp`` (see :func:`~crsbench.datasets.synthetic.io.write_dataset`)."""
-    studies, images = _plan(sz.mimic_cxr, seed)
+    profile = MIMIC_COMMON if sz.common_findings else MIMIC_PROFILE
+    studies, images = _plan(sz.mimic_cxr, seed, profile)
     for index, image in enumerate(images):
         view = "LATERAL" if image["view"] in ("LATERAL", "LL") else image["view"]
         pixels = render_cxr(

@@ -9,10 +9,11 @@ import numpy as np
 
 from crsbench.core.seeding import stable_rng
 from crsbench.datasets.synthetic import sampling
-from crsbench.datasets.synthetic.cxr_labels import draw_findings
+from crsbench.datasets.synthetic.cxr_labels import LabelProfile, draw_findings
 from crsbench.datasets.synthetic.cxr_render import render_cxr
 from crsbench.datasets.synthetic.io import dataset_writer, save_png, write_csv
 from crsbench.datasets.synthetic.shift_profiles import (
+    NIH_COMMON,
     NIH_EXTRA,
     NIH_NAMES,
     NIH_PROFILE,
@@ -32,7 +33,7 @@ PER_FOLDER = 60
 TEST_FRACTION = 0.25
 
 
-def _plan(n_images: int, seed: int) -> list[dict]:
+def _plan(n_images: int, seed: int, profile: LabelProfile = NIH_PROFILE) -> list[dict]:
     """Image rows: patients with follow-ups, 60 % PA, split by patient."""
     rng = stable_rng(NAME, seed, "table")
     rows: list[dict] = []
@@ -45,7 +46,7 @@ def _plan(n_images: int, seed: int) -> list[dict]:
         split = "test" if rng.uniform() < TEST_FRACTION else "train"
         for follow_up in range(min(n_images - len(rows), 1 + int(rng.poisson(1.5)))):
             ap = bool(rng.uniform() < 0.4)
-            findings = draw_findings(rng, NIH_PROFILE, frailty, ap)
+            findings = draw_findings(rng, profile, frailty, ap)
             names = sorted(finding_names(rng, findings, NIH_NAMES, NIH_EXTRA))
             rows.append({
                 "id": f"{patient:08d}_{follow_up:03d}.png", "follow_up": follow_up,
@@ -61,7 +62,7 @@ def image_path(index: int, image_id: str) -> str:
 
 
 def _build(tmp: Path, sz: SynthSize, seed: int, progress: sampling.Progress) -> None:
-    rows = _plan(sz.nih_cxr14, seed)
+    rows = _plan(sz.nih_cxr14, seed, NIH_COMMON if sz.common_findings else NIH_PROFILE)
     for index, row in enumerate(rows):
         pixels = render_cxr(
             row["findings"], stable_rng(NAME, seed, index), sz.side, row["view"], NIH_SCANNER

@@ -9,14 +9,26 @@ import numpy as np
 Progress = Callable[[int], None] | None
 
 
-def class_counts(n: int, prevalence: Sequence[float], minimum_fraction: float = 0.02) -> list[int]:
+def class_counts(
+    n: int, prevalence: Sequence[float], minimum_fraction: float = 0.02, class_floor: int = 0
+) -> list[int]:
     """Integer counts summing to ``n`` that follow ``prevalence`` with a per-class floor.
 
-    The floor is ``max(2, round(minimum_fraction * n))`` so that every class can appear in
-    each split of a small dataset; the most prevalent class absorbs the rounding.
+    Without ``class_floor`` the floor is ``max(2, round(minimum_fraction * n))`` so that every
+    class can appear in each split of a small dataset; the most prevalent class absorbs the
+    rounding. With ``class_floor`` every class first gets ``min(class_floor, n // classes)``
+    images and the rest are shared out by ``prevalence`` the same way, so no class falls below
+    that floor (``SynthSize.class_floor``).
     """
     p = np.asarray(prevalence, dtype=np.float64)
     p = p / p.sum()
+    base = min(int(class_floor), n // len(p))
+    if base:  # the floor for all, the rest by prevalence (largest remainders)
+        rest = n - base * len(p)
+        counts = np.floor(p * rest).astype(int)
+        order = np.argsort(-(p * rest - counts), kind="stable")
+        counts[order[: rest - int(counts.sum())]] += 1
+        return [int(c) + base for c in counts]
     floor = max(2, int(round(minimum_fraction * n)))
     counts = np.maximum(floor, np.rint(p * n)).astype(int)
     top = int(np.argmax(p))

@@ -7,7 +7,7 @@ under its own names (the inverse of the packaged label map, for the findings it 
 
 from __future__ import annotations
 
-from crsbench.datasets.synthetic.cxr_labels import CHEXPERT_PROFILE, LabelProfile
+from crsbench.datasets.synthetic.cxr_labels import CHEXPERT_COMMON, CHEXPERT_PROFILE, LabelProfile
 from crsbench.datasets.synthetic.cxr_render import Scanner
 
 
@@ -22,6 +22,14 @@ def _profile(prevalence: dict[str, float], blank_negative: float = 0.0) -> Label
 
 NIH_PROFILE = _profile({"Lung Opacity": 0.18, "Pleural Effusion": 0.13, "Atelectasis": 0.10,
                         "Cardiomegaly": 0.05, "Edema": 0.04, "Support Devices": 0.2})  # fmt: skip
+#: NIH under ``SynthSize.common_findings``: the common CheXpert mix, fewer effusions and edema.
+NIH_COMMON = LabelProfile(
+    prevalence={**CHEXPERT_COMMON.prevalence, "Pleural Effusion": 0.3, "Edema": 0.25},
+    uncertain={k: 0.0 for k in CHEXPERT_PROFILE.uncertain},
+    blank_negative=0.0,
+    uncertain_negative=0.0,
+    healthy=0.35,
+)
 PADCHEST_PROFILE = _profile({"Cardiomegaly": 0.10, "Pleural Effusion": 0.06, "Edema": 0.02,
                              "Pneumonia": 0.04, "Fracture": 0.04, "Support Devices": 0.08})  # fmt: skip
 VINDR_PROFILE = _profile({"Cardiomegaly": 0.15, "Pleural Effusion": 0.05, "Lung Opacity": 0.08,

@@ -34,17 +34,31 @@ class SynthSize:
         PadChest images (rows of the PadChest label CSV, lateral views included).
     vindr_cxr : int
         VinDr-CXR images (train + test DICOM files).
+    class_floor : int
+        Fewest ISIC 2019 and APTOS 2019 images of each class (at most an even share of the
+        dataset); the rest follow the real class shares. 165 puts at least 15 images of every
+        class (the recalibration protocol's ``min_per_class``) in the 10 % calibration split.
+        0: the real shares with a 2 % floor (DF, VASC: a handful of calibration images).
+    common_findings : bool
+        Chest X-rays with every finding common enough for the demo's analyses (CheXpert,
+        MIMIC-CXR, NIH): a share of healthy studies, the other studies with each pathology at
+        about 40 % and fewer uncertain mentions, mostly one study per CheXpert patient and
+        more PA views. Every CheXpert label then has 15 positives and 15 negatives in the
+        calibration split, and the test patients fill subgroups of 30. False: the real
+        prevalences and reporting habits (rare findings, several studies per patient).
     """
 
-    side: int = 128
-    isic2019: int = 480
-    aptos2019: int = 320
-    chexpert_train: int = 600
+    side: int = 64
+    isic2019: int = 1400
+    aptos2019: int = 850
+    chexpert_train: int = 1000
     chexpert_valid: int = 60
-    mimic_cxr: int = 400
-    nih_cxr14: int = 150
+    mimic_cxr: int = 500
+    nih_cxr14: int = 400
     padchest: int = 150
     vindr_cxr: int = 120
+    class_floor: int = 165
+    common_findings: bool = True
 
 
 MINIMUMS = {
@@ -57,7 +71,10 @@ MINIMUMS = {
     "nih_cxr14": 8,
     "padchest": 8,
     "vindr_cxr": 8,
+    "class_floor": 0,
 }
+#: Fields that are switches (a bool), not counts.
+SWITCHES = ("common_findings",)
 
 SIZES: dict[str, SynthSize] = {
     "small": SynthSize(),
@@ -117,7 +134,10 @@ def resolve_size(size: str | Mapping[str, int] | SynthSize) -> SynthSize:
                 raise ConfigError(
                     f"size key must be one of {sorted(fields)}. Got {key!r} instead.{extra}"
                 )
-            if isinstance(value, bool) or not isinstance(value, int):
+            if key in SWITCHES:
+                if not isinstance(value, bool):
+                    raise ConfigError(f"size key {key!r} must be true or false. Got {value!r}.")
+            elif isinstance(value, bool) or not isinstance(value, int):
                 raise ConfigError(f"size key {key!r} must be an integer. Got {value!r} instead.")
         resolved = dataclasses.replace(start, **overrides)
     else:
