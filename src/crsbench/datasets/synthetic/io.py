@@ -24,7 +24,8 @@ from crsbench.datasets.synthetic.sizes import SynthSize, resolve_size
 from crsbench.store.outputs import SYNTH_MARKER, refuse_clearing
 
 MARKER = SYNTH_MARKER
-GENERATOR_VERSION = 1
+#: 2: the demo size changed (class floor, common chest findings, 64 px): old folders are rewritten
+GENERATOR_VERSION = 2
 #: zlib level of every synthetic PNG: 1 writes a 128-px image about 5x faster than the
 #: default 6 for files about 15 % larger (the pixels are the same at any level).
 PNG_COMPRESS_LEVEL = 1
