@@ -97,6 +97,12 @@ BOOTSTRAP_REPLICATES = 10_000
 
 # ----------------------------------------------------------------------------- adaptation regime
 
+#: The regimes: frozen encoders with linear probes (the protocol's main regime) and LoRA
+#: adaptation (the second regime); the ``regime`` column of every run record.
+FROZEN = "frozen"
+LORA = "lora"
+REGIMES: tuple[str, ...] = (FROZEN, LORA)
+
 #: LoRA: rank, scaling alpha, adapter dropout, maximum epochs, base learning rate, the
 #: learning-rate grid ``lr × LORA_LR_FACTORS`` (picked on validation AUROC) and its seeds.
 LORA_RANK = 8

@@ -17,6 +17,7 @@ import numpy as np
 from crsbench.core.errors import DataError
 from crsbench.core.types import Condition
 from crsbench.datasets.bounds import ImageBounds
+from crsbench.protocol import CLEAN
 
 #: Decoded uint8 pixels kept in memory per :class:`ImageRows` before falling back to decoding
 #: on every request.
@@ -51,7 +52,7 @@ class ImageRows:
         paths: Sequence[str],
         image_ids: Sequence[str],
         size: int,
-        conditions: Sequence[tuple[str, int]] = (("clean", 0),),
+        conditions: Sequence[tuple[str, int]] = ((CLEAN, 0),),
         *,
         cache_bytes: int = CACHE_BYTES,
         bounds: ImageBounds | None = None,
@@ -59,7 +60,7 @@ class ImageRows:
         from crsbench.features.loader import DecodeSet, resolve_perturb
 
         conds = [Condition(str(n), int(s)) for n, s in conditions]
-        perturb = resolve_perturb(None)[0] if any(c.name != "clean" for c in conds) else None
+        perturb = resolve_perturb(None)[0] if any(c.name != CLEAN for c in conds) else None
         self._set = DecodeSet([str(p) for p in paths], [str(i) for i in image_ids], size,
                               conds, perturb, bounds=bounds)  # fmt: skip
         self.size = int(size)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from crsbench.cohort.artefact import ModelArtefact
 from crsbench.core.errors import DataError, EncoderError
+from crsbench.protocol import CLEAN
 from crsbench.store.outputs import write_output_file
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".dcm", ".dicom")
@@ -97,7 +98,7 @@ def encode(model: ModelArtefact, enc: Any, ids: list[str], paths: list[str],
     with tempfile.TemporaryDirectory(prefix="crsbench-predict-") as tmp:
         res = extract(enc, ids, paths, cache=FeatureCache(Path(tmp)), dataset_revision=revision,
                       settings=settings)  # fmt: skip
-        fa = res[("clean", 0), 1.0]
+        fa = res[(CLEAN, 0), 1.0]
         failed = [{k: str(q[k]) for k in ("image_id", "path", "error_class")}
                   for q in res.quarantined]  # fmt: skip
         return np.asarray(fa.features, dtype=np.float64), [str(i) for i in fa.ids], failed

@@ -30,7 +30,7 @@ from crsbench.evaluation.cell_scoring import (
 from crsbench.evaluation.identity import CellIdentity, RunIdentity
 from crsbench.evaluation.prediction_keeper import cell_keeper, shift_split
 from crsbench.probes import FittedLinear, KNNProbe, MLPProbe, fit_probe_grid
-from crsbench.protocol import PROBE_BLAS_THREADS
+from crsbench.protocol import CLEAN, PROBE_BLAS_THREADS
 from crsbench.store.prediction_layout import EVAL_SPLIT, VAL_SPLIT
 
 __all__ = ["CellData", "CellSettings", "ShiftData", "evaluate_cell", "probe_numerics", "score",
@@ -139,7 +139,7 @@ def _logistic(run: CellRun) -> list[RunRow]:
         model = FittedProbe(seed, "logistic", fit.predict_proba, _fit_details(fit),
                             model_key("logistic", fit.coef, fit.intercept))  # fmt: skip
         on_test = lambda fit=fit: fit.predict_proba(X[cell.test])  # noqa: E731
-        key = (model.mkey, "clean")
+        key = (model.mkey, CLEAN)
         ev = Evaluation(run.ids.run(seed, fraction=f), run.y_test, on_test, model.extra,
                         time.perf_counter() - fit_time, key, bins=f == 1.0)  # fmt: skip
         got = run.scorer(ev)
@@ -185,7 +185,7 @@ def _layers(run: CellRun) -> list[RunRow]:
                      "val_auroc": _finite_or_none(fit.chosen_val_auroc)}  # fmt: skip
             ident = run.ids.run(seed, layer=depth)
             rows.append(run.scorer(Evaluation(ident, run.y_test, on_test, extra, t0,
-                                              (mkey, "clean"))).row)  # fmt: skip
+                                              (mkey, CLEAN))).row)  # fmt: skip
             t0 = time.perf_counter()
     return rows
 
@@ -235,7 +235,7 @@ def _controls(run: CellRun) -> list[RunRow]:
                 on_test = lambda m=m: m.predict_proba(X[cell.test])  # noqa: E731
                 ident = run.ids.run(seed, probe=name, fraction=f)
                 rows.append(run.scorer(Evaluation(ident, run.y_test, on_test, extra, t0,
-                                                  (mkey, "clean"))).row)  # fmt: skip
+                                                  (mkey, CLEAN))).row)  # fmt: skip
                 if f == 1.0:
                     model = FittedProbe(seed, name, m.predict_proba, extra, mkey)
                     rows += _conditions(run, model, keep=False)

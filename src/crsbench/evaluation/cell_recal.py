@@ -27,6 +27,7 @@ from crsbench.evaluation.cell_scoring import (
     targets,
 )
 from crsbench.evaluation.identity import RunIdentity
+from crsbench.protocol import CLEAN
 from crsbench.store.columns import METRIC_COLUMNS
 
 #: A recalibrated row's identity from (recalibrator, shift target or None for the test rows).
@@ -68,7 +69,7 @@ def recalibrated_rows(run: CellRun, model: FittedProbe, ident: FrozenIdent) -> l
                    "recal_choice": fit.choice}  # fmt: skip
         clean = Lazy(lambda fit=fit: fit.predict_proba(predict(X[cell.test])))
         ev = Evaluation(ident(name, None), run.y_test, clean, details, t0,
-                        (mkey, "recal", name, seed, "clean"), bins=True)  # fmt: skip
+                        (mkey, "recal", name, seed, CLEAN), bins=True)  # fmt: skip
         rows.append(run.scorer(ev).row)
         for sh in cell.shifts:
             ev = Evaluation(
@@ -137,14 +138,14 @@ def lora_recalibrated_rows(
             info = {**load_recal_protocol().summary(), "seed": int(preds.seed),
                     "choice": "undefined"}  # fmt: skip
             base.update(recal=info, recal_choice="undefined")
-            rows.append(_undefined_row(ident(name, "clean"), base, str(exc), t0))
+            rows.append(_undefined_row(ident(name, CLEAN), base, str(exc), t0))
             for sh in preds.shifts:
                 extra = {**base, **sh.details(None)}
                 rows.append(_undefined_row(ident(name, "shift", sh.target), extra, str(exc), t0))
             continue
         base.update(recal=fit.record(), recal_choice=fit.choice)
         clean = fit.predict_proba(preds.test_prob)
-        ev = Evaluation(ident(name, "clean"), preds.test_y, lambda clean=clean: clean, base, t0)
+        ev = Evaluation(ident(name, CLEAN), preds.test_y, lambda clean=clean: clean, base, t0)
         rows.append(scorer(ev).row)
         for sh in preds.shifts:
             prob = fit.predict_proba(sh.prob)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from crsbench.protocol import CLEAN, FROZEN
 from crsbench.store.records import RunIdentity
 
 __all__ = ["CellIdentity", "RunIdentity"]
@@ -21,7 +22,7 @@ class CellIdentity:
 
     encoder: str
     dataset: str
-    regime: str = "frozen"
+    regime: str = FROZEN
 
     def run(
         self,
@@ -30,7 +31,7 @@ class CellIdentity:
         probe: str = "logistic",
         layer: float = 1.0,
         fraction: float = 1.0,
-        condition: str = "clean",
+        condition: str = CLEAN,
         severity: int = 0,
         recalibrator: str = "none",
         eval_dataset: str | None = None,

@@ -34,6 +34,7 @@ from crsbench.features.precision import (
     read_figures,
     write_figures,
 )
+from crsbench.protocol import CLEAN
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class ProbeBatch:
     task: str
     n_outputs: int
     dataset_revision: str
-    conditions: tuple[tuple[str, int], ...] = (("clean", 0),)
+    conditions: tuple[tuple[str, int], ...] = ((CLEAN, 0),)
     working_size: int | None = None
     image_bounds: ImageBounds = ImageBounds()
 
@@ -86,7 +87,7 @@ def check_key(encoder: Any, batch: ProbeBatch, check: PrecisionCheck) -> tuple[s
 
     from crsbench.features.loader import feature_code_hash, file_fingerprint, resolve_perturb
 
-    perturbed = any(name != "clean" for name, _ in batch.conditions)
+    perturbed = any(name != CLEAN for name, _ in batch.conditions)
     parts = {
         "check_version": PRECISION_CHECK_VERSION,
         "check": {"min_cosine": check.min_cosine, "max_auroc_delta": check.max_auroc_delta},

@@ -32,6 +32,7 @@ from crsbench.features.resolution import working_size as run_working_size
 from crsbench.features.results import ExtractionResult, FeatureArray
 from crsbench.features.runner import PendingWork, run_pending
 from crsbench.features.settings import ExtractSettings
+from crsbench.protocol import CLEAN
 
 _Entry = tuple[int, int]  # (condition index, depth index)
 
@@ -169,9 +170,9 @@ def _plan(
     base = _key_base(plan)
     for ci, c in enumerate(conds):
         for di, d in enumerate(deps):
-            if c.name != "clean" and d not in p_deps:
+            if c.name != CLEAN and d not in p_deps:
                 continue
-            pv = None if c.name == "clean" else perturbation_version(perturb_version, c.name)
+            pv = None if c.name == CLEAN else perturbation_version(perturb_version, c.name)
             plan.final_parts[(ci, di)] = {**base, "condition": c.name, "severity": c.severity,
                                           "perturbation_version": pv, "depth": d}  # fmt: skip
     return plan

@@ -23,6 +23,7 @@ from crsbench.core.types import Condition
 from crsbench.datasets.bounds import ImageBounds
 from crsbench.features import decode as _decode
 from crsbench.features.pixel_memo import PIXEL_MEMO
+from crsbench.protocol import CLEAN
 
 PerturbFn = Callable[[np.ndarray, str, int, str], np.ndarray]
 
@@ -175,7 +176,7 @@ class DecodeSet:
         self.size = int(size)
         self.conditions = list(conditions)
         self.perturb = perturb
-        if perturb is None and any(c.name != "clean" for c in self.conditions):
+        if perturb is None and any(c.name != CLEAN for c in self.conditions):
             raise ConfigError(
                 "perturbed conditions need crsbench.perturb (or perturb_fn=...). "
                 "Got neither instead."
@@ -220,7 +221,7 @@ class DecodeSet:
     def _memo_key(self, path: str, fingerprint: str, image_id: str, cond: Condition) -> Any:
         """What determines the bytes of ``cond`` applied to this image (None: not memoised,
         for a perturbation function that cannot be a dict key)."""
-        clean = cond.name == "clean"
+        clean = cond.name == CLEAN
         if not clean and not self._perturb_hashable:
             return None
         return (path, fingerprint, self.size, _decode.DECODE_POLICY, self.bounds, image_id,
@@ -228,7 +229,7 @@ class DecodeSet:
 
     def _condition_view(self, img: np.ndarray, cond: Condition, image_id: str) -> np.ndarray:
         """``img`` (decoded at W) under ``cond``: itself when clean, else perturbed."""
-        if cond.name == "clean":
+        if cond.name == CLEAN:
             return img
         view = np.asarray(self.perturb(img.copy(), cond.name, cond.severity, image_id))  # type: ignore[misc]
         if view.dtype != np.uint8 or view.shape[:2] != img.shape[:2]:

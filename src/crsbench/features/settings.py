@@ -11,6 +11,7 @@ from crsbench.datasets.bad_images import MAX_BAD_FRACTION
 from crsbench.datasets.bounds import ImageBounds
 from crsbench.features.loader import PerturbFn
 from crsbench.features.results import as_condition
+from crsbench.protocol import CLEAN
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class ExtractSettings:
         quarantined as ``bad_geometry``. Enters the cache key when not the default.
     """
 
-    conditions: Sequence[Condition | tuple[str, int] | str] = (("clean", 0),)
+    conditions: Sequence[Condition | tuple[str, int] | str] = ((CLEAN, 0),)
     depths: Sequence[float] = (1.0,)
     batch_size: int = 64
     num_workers: int | None = None

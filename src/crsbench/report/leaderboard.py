@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.diskio import make_folder, write_csv_atomic, write_text_atomic
+from crsbench.protocol import FROZEN
 from crsbench.scoring.aggregate import aggregate_by_encoder, score_cells
 from crsbench.scoring.anchors import Anchors, anchors_for_runs
 from crsbench.scoring.planned import (
@@ -37,7 +38,7 @@ def build_leaderboard(
     rule: str = "fixed",
     n_replicates: int = 2_000,
     seed: int = 0,
-    regime: str = "frozen",
+    regime: str = FROZEN,
     *,
     store: str | Path | None = None,
     interval: str = "test-patients",
@@ -80,7 +81,7 @@ def build_leaderboard(
     anchors = anchors_for_runs(anchors, runs)  # default: what the store's runs recorded
     per_seed = planned_axes(runs, store, regime)  # what each cell must hold: the plan's
     cells = score_cells(per_seed, anchors, rule=rule)
-    if store is not None and regime == "frozen":  # a store without a recorded plan
+    if store is not None and regime == FROZEN:  # a store without a recorded plan
         cells = add_unrun_cells(cells, store_planned_cells(store))
     ranked = ranked_per_seed(per_seed, cells)  # incomplete encoders take no part
     board = aggregate_by_encoder(cells)
@@ -93,7 +94,7 @@ def build_leaderboard(
                        incomplete=incomplete_sentences(cells),
                        plan_notes=plan_notes(store))  # fmt: skip
     if n_replicates > 0 and len(board) > 1 and not ranked.empty:
-        if stored is not None and rule == "fixed" and regime == "frozen":
+        if stored is not None and rule == "fixed" and regime == FROZEN:
             ranks, head = _stored_bootstrap(stored)
         else:
             unc = crs_uncertainty(ranked, anchors, store=store, interval=interval, rule=rule,

@@ -14,6 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from crsbench.protocol import FROZEN
+
 #: Dataset names as written in sentences.
 DATASET_NAMES = {"isic2019": "ISIC 2019", "aptos2019": "APTOS 2019", "chexpert": "CheXpert",
                  "mimic_cxr": "MIMIC-CXR"}  # fmt: skip
@@ -39,7 +41,7 @@ def excluded_cells(meta: Mapping[str, Any]) -> list[str]:
 
 def _shift_details(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per frozen shift record: target, rows, n_images, n_patients (None: unrecorded)."""
-    shift = runs[(runs["condition"] == "shift") & (runs["regime"] == "frozen")]
+    shift = runs[(runs["condition"] == "shift") & (runs["regime"] == FROZEN)]
     out = []
     for target, text in zip(shift["eval_dataset"], shift.get("details", pd.Series()), strict=False):
         try:

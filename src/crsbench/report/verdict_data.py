@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crsbench.protocol import FROZEN
+
 #: ECE below this reads "well calibrated" in the sentences (a reading aid, not a protocol value).
 WELL_CALIBRATED_ECE = 0.05
 #: Bootstrap replicates of the CRS intervals.
@@ -104,7 +106,7 @@ def _worst_condition(runs: pd.DataFrame) -> pd.DataFrame:
     """Per encoder: the paper condition with the largest seed-mean AUROC drop."""
     from crsbench.stats.calibration_effects import _perturbation_cells
 
-    cells = _perturbation_cells(runs, "frozen")
+    cells = _perturbation_cells(runs, FROZEN)
     cells = cells[cells["kind"] == "paper"]
     if cells.empty:
         return pd.DataFrame(columns=["encoder", "condition", "severity", "auroc_drop"])

@@ -10,6 +10,7 @@ import numpy as np
 
 from crsbench.config import BenchmarkConfig
 from crsbench.datasets.bounds import ImageBounds
+from crsbench.protocol import CLEAN
 from crsbench.runs.plan import CellPlan
 
 if TYPE_CHECKING:  # encoders and features import torch: loaded when a cell is extracted
@@ -105,7 +106,7 @@ def probe_batch(
         task=ds.task,
         n_outputs=len(ds.label_names),
         dataset_revision=ds.revision,
-        conditions=(("clean", 0), *plan.conditions),
+        conditions=((CLEAN, 0), *plan.conditions),
         working_size=working_size,
         image_bounds=image_bounds or ImageBounds(),
     )
@@ -197,7 +198,7 @@ def _dataset_passes(
     """The test rows with every condition (perturbed features at the last layer only), then
     the other rows clean; one clean pass over every row when the cell has no condition."""
     rest = np.setdiff1d(np.arange(len(ds.image_ids)), test)  # sorted; test keeps split order
-    clean_only = (("clean", 0),)
+    clean_only = ((CLEAN, 0),)
     if plan.conditions:
         groups = [(test, (*clean_only, *plan.conditions)), (rest, clean_only)]
     else:
@@ -208,7 +209,7 @@ def _dataset_passes(
 
 def _shift_pass(job: _Extraction, target: PreparedDataset) -> ExtractionResult:
     """Clean last-layer features of a shift target's evaluation rows."""
-    return job.run(target.dataset, target.eval_rows, conditions=(("clean", 0),), depths=(1.0,))
+    return job.run(target.dataset, target.eval_rows, conditions=((CLEAN, 0),), depths=(1.0,))
 
 
 def extract_cell_features(
@@ -270,7 +271,7 @@ def extract_cell_features(
         feats["shift"], feats["shift_quarantined"] = {}, {}
         for name, target in targets.items():
             res_s = _shift_pass(job, target)
-            feats["shift"][name] = res_s[("clean", 1.0)]
+            feats["shift"][name] = res_s[(CLEAN, 1.0)]
             feats["shift_quarantined"][name] = _quarantined([res_s])
     random = ext.encoder(plan.encoder).weights == "random"
     return feats, encoder_revision(enc, decision.precision, random=random)

@@ -33,6 +33,7 @@ from crsbench.evaluation.cell_scoring import (
 )
 from crsbench.evaluation.identity import RunIdentity
 from crsbench.features.runner import forward_chunk
+from crsbench.protocol import CLEAN
 from crsbench.runs.plan import cell_conditions
 from crsbench.runs.prepare import PreparedDataset
 
@@ -98,7 +99,7 @@ class LoraCell:
         self.val = self._ok(self.clean, sp.val)
         self.calib = self._ok(self.clean, sp.calib)
         test = self._ok(self.clean, sp.test)
-        multi = ImageRows(ds.paths[test], ds.image_ids[test], size, (("clean", 0), *self.conds),
+        multi = ImageRows(ds.paths[test], ds.image_ids[test], size, ((CLEAN, 0), *self.conds),
                           bounds=self.bounds)  # fmt: skip
         keep = multi.ok(np.arange(len(test)))
         self.test, self.test_multi, self.test_local = test[keep], multi, np.flatnonzero(keep)
@@ -184,7 +185,7 @@ def _full_label_rows(
     cell, bs = out.cell, out.batch
     probs = predict_proba_conditions(adapted, cell.test_multi, cell.test_local, bs)
     y_test = cell.y[cell.test]
-    out.add((1.0, "clean", 0, "none"), y_test, probs[0], t0, det)
+    out.add((1.0, CLEAN, 0, "none"), y_test, probs[0], t0, det)
     for (name, sev), prob in zip(cell.conds, probs[1:], strict=True):
         out.add((1.0, name, sev, "none"), y_test, prob, time.perf_counter(), det)
     shifts = []
@@ -222,7 +223,7 @@ def seed_rows(
         adapted = merged_copy(model)  # evaluates at the frozen encoder's cost
         if f != 1.0:
             prob = predict_proba(adapted, cell.clean, cell.test, bs)
-            out.add((f, "clean", 0, "none"), cell.y[cell.test], prob, t0, det)
+            out.add((f, CLEAN, 0, "none"), cell.y[cell.test], prob, t0, det)
         else:
             _full_label_rows(out, adapted, cfg.recalibrators, det, t0)
     return out.rows

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
+from crsbench.protocol import FROZEN
 from crsbench.runs.lora_stage import lora_plan
 from crsbench.runs.plan import plan_cells
 from crsbench.store.reader import skipped_cells
@@ -47,7 +48,7 @@ def grid_status(cfg: BenchmarkConfig) -> tuple[str, list[dict[str, Any]]]:
             done = store.done_keys()
             stale = _stale_reason(cfg, store.con) if done else ""
     skipped = skipped_cells(out)
-    plan = [("frozen", c.encoder, c.dataset, c.identities) for c in cells]
+    plan = [(FROZEN, c.encoder, c.dataset, c.identities) for c in cells]
     for (enc, ds), by_seed in lora_plan(cfg, modalities).items():
         plan.append(("lora", enc, ds, [i for ids in by_seed.values() for i in ids]))
     rows = []

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from crsbench.protocol import FROZEN
 from crsbench.scoring import notes as nt
 from crsbench.scoring.anchors import AXES, Anchors
 from crsbench.scoring.axes import seed_means
@@ -74,7 +75,7 @@ def score_runs(
     runs: pd.DataFrame,
     anchors: str | Anchors | None = None,
     rule: str = "fixed",
-    regime: str = "frozen",
+    regime: str = FROZEN,
     include_shift: bool = True,
     plan: PlanSource = None,
 ) -> pd.DataFrame:

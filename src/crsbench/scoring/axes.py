@@ -27,7 +27,7 @@ import pandas as pd
 
 from crsbench.core.errors import DataError
 from crsbench.core.shift_labels import source_reference
-from crsbench.protocol import CLEAN, RETENTION_FRACTIONS, SHIFT, UNPERTURBED_CONDITIONS
+from crsbench.protocol import CLEAN, FROZEN, RETENTION_FRACTIONS, SHIFT, UNPERTURBED_CONDITIONS
 from crsbench.scoring import notes as nt
 from crsbench.scoring.anchors import AXES
 from crsbench.scoring.expected import cell_expectations
@@ -98,7 +98,7 @@ def _seed_rows(m: pd.DataFrame) -> dict[tuple, SeedRows]:
 
 def axes_from_runs(
     runs: pd.DataFrame,
-    regime: str = "frozen",
+    regime: str = FROZEN,
     include_shift: bool | Sequence[str] = True,
     probe: str = "logistic",
     layer: float = 1.0,

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import StoreError
+from crsbench.protocol import FROZEN
 from crsbench.scoring.axes import axes_from_runs
 from crsbench.scoring.seed_axes import NOT_RUN
 from crsbench.store.plan import NO_PLAN_NOTE, StoredPlan
@@ -62,7 +63,7 @@ def store_plan(store: str | Path | None) -> StoredPlan | None:
 PlanSource = StoredPlan | str | Path | None
 
 
-def plan_of(source: PlanSource, regime: str = "frozen") -> StoredPlan | None:
+def plan_of(source: PlanSource, regime: str = FROZEN) -> StoredPlan | None:
     """The planned cells of ``regime`` in ``source`` (a plan, or a store's recorded one);
     ``None`` when there is none (no plan, or no cell of ``regime`` planned)."""
     plan = source if isinstance(source, StoredPlan) else store_plan(source)
@@ -72,7 +73,7 @@ def plan_of(source: PlanSource, regime: str = "frozen") -> StoredPlan | None:
 def planned_axes(
     runs: pd.DataFrame,
     store: PlanSource = None,
-    regime: str = "frozen",
+    regime: str = FROZEN,
     *,
     include_shift: bool | Sequence[str] = True,
     probe: str = "logistic",
@@ -137,7 +138,7 @@ def store_planned_cells(store: str | Path) -> set[tuple[str, str]] | None:
     config recorded in its ``meta`` table."""
     plan = store_plan(store)
     if plan is not None:
-        return plan.keys("frozen")
+        return plan.keys(FROZEN)
     try:
         meta = read_meta(store)
     except StoreError:

@@ -9,7 +9,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from crsbench.core.errors import ConfigError
-from crsbench.protocol import PAPER_CONDITIONS, condition_roles
+from crsbench.protocol import FROZEN, PAPER_CONDITIONS, condition_roles
 from crsbench.store.columns import CELL_COLUMNS
 from crsbench.store.reader import select_runs
 
@@ -33,7 +33,7 @@ def mean_ci(
 
 
 def recalibration_effect(
-    runs: pd.DataFrame, regime: str = "frozen", n_boot: int = 2_000, seed: int = 0
+    runs: pd.DataFrame, regime: str = FROZEN, n_boot: int = 2_000, seed: int = 0
 ) -> pd.DataFrame:
     """Per recalibration method: ECE before/after, relative reduction, mean absolute reduction
     (with its bootstrap range over cells in ``abs_reduction_ci_low``/``_high``, kept under
@@ -111,7 +111,7 @@ def _perturbation_cells(runs: pd.DataFrame, regime: str) -> pd.DataFrame:
     return joined
 
 
-def ece_increase_by_condition(runs: pd.DataFrame, regime: str = "frozen") -> pd.DataFrame:
+def ece_increase_by_condition(runs: pd.DataFrame, regime: str = FROZEN) -> pd.DataFrame:
     """Per (perturbation, severity): mean ECE increase and AUROC drop over cells, with the
     condition's ``kind``: the 15 ``paper`` conditions first, the ``extra`` ones after (reported
     beside, never pooled with them)."""
@@ -131,7 +131,7 @@ def ece_increase_by_condition(runs: pd.DataFrame, regime: str = "frozen") -> pd.
 
 
 def discrimination_calibration_correlation(
-    runs: pd.DataFrame, regime: str = "frozen"
+    runs: pd.DataFrame, regime: str = FROZEN
 ) -> pd.DataFrame:
     """Across cells: Pearson and Spearman correlation of the mean AUROC drop (discrimination
     loss) with the mean ECE increase (calibration loss) over the 15 paper conditions.

@@ -29,6 +29,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from crsbench.protocol import FROZEN
 from crsbench.scoring.aggregate import score_cells
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.scoring.axes import has_clean_row, seed_means
@@ -60,7 +61,7 @@ _KEYS = ["encoder", "dataset", "seed"]
 _CELL = ["encoder", "dataset"]
 
 
-def control_probe_names(runs: pd.DataFrame, regime: str = "frozen") -> list[str]:
+def control_probe_names(runs: pd.DataFrame, regime: str = FROZEN) -> list[str]:
     """The control probes with rows in ``regime`` (every probe but :data:`MAIN_PROBE`), sorted."""
     rows = runs.loc[(runs["regime"] == regime) & (runs["probe"] != MAIN_PROBE), "probe"]
     return sorted(str(p) for p in rows.unique())
@@ -185,7 +186,7 @@ def _shared(main_ps: pd.DataFrame, ctrl_ps: pd.DataFrame) -> tuple[pd.DataFrame,
 def control_probe_agreement(
     runs: pd.DataFrame,
     anchors: str | Anchors | None = None,
-    regime: str = "frozen",
+    regime: str = FROZEN,
     plan: StoredPlan | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Compare the encoder rankings under each control probe with the logistic probe's.

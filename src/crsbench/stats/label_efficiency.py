@@ -7,12 +7,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from crsbench.protocol import FROZEN
 from crsbench.store.columns import CELL_COLUMNS
 from crsbench.store.reader import select_runs
 
 
 def label_efficiency_cells(
-    runs: pd.DataFrame, cells: pd.DataFrame, regime: str = "frozen", low_fraction: float = 0.01
+    runs: pd.DataFrame, cells: pd.DataFrame, regime: str = FROZEN, low_fraction: float = 0.01
 ) -> pd.DataFrame:
     """Per cell: AUROC at ``low_fraction`` labels (seed mean) beside the full-label AUROC,
     retention and AULC from ``cells`` (seed-mean axes)."""

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import DataError
+from crsbench.protocol import FROZEN
 from crsbench.store.reader import select_runs
 
 #: Key of a row's ``details`` holding the validation macro-AUROC of the chosen C.
@@ -38,7 +39,7 @@ def _per_depth(rows: pd.DataFrame, column: str) -> pd.DataFrame:
     return per.unstack("layer")
 
 
-def layer_depth(runs: pd.DataFrame, regime: str = "frozen", by_cell: bool = False) -> pd.DataFrame:
+def layer_depth(runs: pd.DataFrame, regime: str = FROZEN, by_cell: bool = False) -> pd.DataFrame:
     """Per encoder (or per cell): seed-mean clean full-label test AUROC at each depth
     (``auroc_depth_<d>``), the depth with the highest seed-mean validation AUROC
     (``best_depth``, its value ``best_val_auroc``), and ``gain_over_last`` = test AUROC at

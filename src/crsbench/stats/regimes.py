@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from crsbench.protocol import FROZEN
 from crsbench.scoring.aggregate import encoder_means, score_cells
 from crsbench.scoring.anchors import Anchors
 from crsbench.scoring.planned import planned_axes
@@ -17,7 +18,7 @@ from crsbench.store.plan import StoredPlan
 def regime_comparison(
     runs: pd.DataFrame,
     anchors: str | Anchors | None = None,
-    base: str = "frozen",
+    base: str = FROZEN,
     adapted: str = "lora",
     plan: StoredPlan | None = None,
 ) -> pd.DataFrame:

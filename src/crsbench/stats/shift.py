@@ -11,7 +11,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from crsbench.core.shift_labels import compared_labels, source_reference
-from crsbench.protocol import COMPARISON_GROUP
+from crsbench.protocol import COMPARISON_GROUP, FROZEN
 from crsbench.store.cards import ENCODER_GROUP_COLUMN, NO_CARDS_NOTE
 from crsbench.store.reader import select_runs
 
@@ -44,7 +44,7 @@ def default_groups(encoders: Iterable[str], runs: pd.DataFrame | None = None) ->
     return out
 
 
-def shift_auroc_by_encoder(runs: pd.DataFrame, regime: str = "frozen") -> pd.DataFrame:
+def shift_auroc_by_encoder(runs: pd.DataFrame, regime: str = FROZEN) -> pd.DataFrame:
     """Per (encoder, source dataset, shift target): seed-mean AUROC on the target, the
     source's clean AUROC it is compared with, and the drop.
 

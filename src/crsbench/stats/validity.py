@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from crsbench.protocol import FROZEN
 from crsbench.scoring.aggregate import encoder_means, score_cells
 from crsbench.scoring.anchors import Anchors
 from crsbench.scoring.planned import planned_axes
@@ -24,7 +25,7 @@ def _spearman(pred: dict[str, float], target: dict[str, float]) -> tuple[float, 
 def shift_validity(
     runs: pd.DataFrame,
     anchors: str | Anchors | None = None,
-    regime: str = "frozen",
+    regime: str = FROZEN,
     plan: StoredPlan | None = None,
 ) -> pd.DataFrame:
     """Spearman with the shift-target AUROC of: the aggregate CRS computed *without* the shift
@@ -90,7 +91,7 @@ def leave_one_dataset_out(cells: pd.DataFrame) -> pd.DataFrame:
 def leave_one_target_out(
     runs: pd.DataFrame,
     anchors: str | Anchors | None = None,
-    regime: str = "frozen",
+    regime: str = FROZEN,
     plan: StoredPlan | None = None,
 ) -> pd.DataFrame:
     """External validity generalised to every shift target: for each (source, target T), the

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from crsbench.core.errors import StoreError
+from crsbench.protocol import FROZEN
 
 #: Table name of the recorded plan.
 PLAN_TABLE = "plan"
@@ -52,7 +53,7 @@ class PlannedCell:
     fractions: tuple[float, ...]
     conditions: tuple[Condition, ...]
     shift_targets: tuple[str, ...]
-    regime: str = "frozen"
+    regime: str = FROZEN
 
     def row(self) -> tuple[str, str, str, str, str, str, str]:
         """The ``plan`` table row (lists as JSON text)."""
@@ -71,11 +72,11 @@ class StoredPlan:
     def __iter__(self) -> Iterator[PlannedCell]:
         return iter(self.cells)
 
-    def keys(self, regime: str = "frozen") -> set[tuple[str, str]]:
+    def keys(self, regime: str = FROZEN) -> set[tuple[str, str]]:
         """The planned ``(encoder, dataset)`` pairs of ``regime``."""
         return {(c.encoder, c.dataset) for c in self.cells if c.regime == regime}
 
-    def get(self, encoder: str, dataset: str, regime: str = "frozen") -> PlannedCell | None:
+    def get(self, encoder: str, dataset: str, regime: str = FROZEN) -> PlannedCell | None:
         """The planned cell, or ``None`` when ``(encoder, dataset)`` is not planned."""
         key = (regime, encoder, dataset)
         return next((c for c in self.cells if (c.regime, c.encoder, c.dataset) == key), None)
@@ -103,7 +104,7 @@ class StoredPlan:
         """
         cells = []
         if "regime" not in table:  # recorded before the plan named its regime: frozen only
-            table = table.assign(regime="frozen")
+            table = table.assign(regime=FROZEN)
         cols = ["regime", "encoder", "dataset", "seeds", "fractions", "conditions",
                 "shift_targets"]  # fmt: skip
         for regime, enc, ds, seeds, fracs, conds, targets in table[cols].itertuples(index=False):

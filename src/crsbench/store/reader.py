@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import DataError, StoreError
+from crsbench.protocol import CLEAN, FROZEN
 from crsbench.store.cards import CARDS_TABLE, CardFacts, attach_encoder_groups
 from crsbench.store.columns import IDENTITY_COLUMNS, RELIABILITY_COLUMNS, RELIABILITY_TABLE
 from crsbench.store.files import (
@@ -132,11 +133,11 @@ def check_runs(runs: pd.DataFrame, source: str = "runs") -> pd.DataFrame:
 
 def select_runs(
     runs: pd.DataFrame,
-    regime: str = "frozen",
+    regime: str = FROZEN,
     probe: str | None = "logistic",
     layer: float | None = 1.0,
     fraction: float | None = 1.0,
-    condition: str | None = "clean",
+    condition: str | None = CLEAN,
     recalibrator: str | None = "none",
     own_eval: bool | None = True,
 ) -> pd.DataFrame:

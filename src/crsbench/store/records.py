@@ -18,7 +18,7 @@ from typing import Any
 
 from crsbench.core.errors import StoreError
 from crsbench.core.types import SPLIT_NAMES
-from crsbench.protocol import UNPERTURBED_CONDITIONS
+from crsbench.protocol import CLEAN, FROZEN, REGIMES, UNPERTURBED_CONDITIONS
 from crsbench.store.columns import (
     FLOAT_IDENTITY_COLUMNS,
     IDENTITY_COLUMNS,
@@ -29,7 +29,6 @@ from crsbench.store.columns import (
     TEXT_IDENTITY_COLUMNS,
 )
 
-REGIMES: tuple[str, ...] = ("frozen", "lora")
 #: Keys of ``details["n_quarantined"]``: the splits and the shift target's rows.
 QUARANTINE_KEYS: tuple[str, ...] = (*SPLIT_NAMES, "shift")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -102,11 +101,11 @@ class RunIdentity:
     dataset: str
     eval_dataset: str
     seed: int
-    regime: str = "frozen"
+    regime: str = FROZEN
     probe: str = "logistic"
     layer: float = 1.0
     fraction: float = 1.0
-    condition: str = "clean"
+    condition: str = CLEAN
     severity: int = 0
     recalibrator: str = "none"
 

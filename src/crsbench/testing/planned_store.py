@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, softmax
 
-from crsbench.protocol import CLEAN, PAPER_PERTURBATIONS, SHIFT
+from crsbench.protocol import CLEAN, FROZEN, PAPER_PERTURBATIONS, SHIFT
 from crsbench.store.cards import CardFacts
 from crsbench.store.columns import IDENTITY_COLUMNS
 from crsbench.store.files import STORE_FILE
@@ -80,7 +80,7 @@ def kept_splits(row) -> tuple[str, ...]:
     attributes): main-protocol rows only (frozen, logistic, last layer, no recalibrator), the
     clean test set at every fraction (and validation at full labels), every perturbed
     condition and shift target at full labels (see :mod:`crsbench.evaluation.prediction_keeper`)."""
-    main = (row.regime == "frozen" and row.probe == "logistic" and row.layer == 1.0
+    main = (row.regime == FROZEN and row.probe == "logistic" and row.layer == 1.0
             and row.recalibrator == "none")  # fmt: skip
     if not main or (row.condition != CLEAN and row.fraction != 1.0):
         return ()

@@ -22,6 +22,8 @@ import pandas as pd
 
 from crsbench.core.errors import StoreError
 from crsbench.protocol import (
+    CLEAN,
+    FROZEN,
     LABEL_FRACTIONS,
     LAYER_DEPTHS,
     PAPER_PERTURBATIONS,
@@ -94,7 +96,7 @@ def simulate_runs(
     datasets: Sequence[str] = ("isic2019", "aptos2019", "chexpert"),
     seeds: int = 5,
     rng_seed: int = 0,
-    regimes: Sequence[str] = ("frozen",),
+    regimes: Sequence[str] = (FROZEN,),
     extra_shift_targets: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Simulated run rows in the results-store schema (every column but ``run_key``).
@@ -126,7 +128,7 @@ def simulate_runs(
     enc = _encoder_effects(n_encoders, rng)
     rows: list[dict] = []
     for regime in regimes:
-        n_seeds = seeds if regime == "frozen" else min(3, seeds)
+        n_seeds = seeds if regime == FROZEN else min(3, seeds)
         for e in enc.itertuples():
             for ds in datasets:
                 if (e.encoder, ds) in MISSING_CELLS:
@@ -174,7 +176,7 @@ def _cell_seed_rows(e, ds, seed, regime, cell_auc, cell_ece, rng) -> list[dict]:
     ece = cell_ece + rng.normal(0, 0.006)
     out = []
 
-    def row(eval_ds=ds, probe="logistic", layer=1.0, fraction=1.0, cond="clean", sev=0,
+    def row(eval_ds=ds, probe="logistic", layer=1.0, fraction=1.0, cond=CLEAN, sev=0,
             recal="none", a=auc, c=ece):  # fmt: skip
         out.append(
             {
@@ -195,7 +197,7 @@ def _cell_seed_rows(e, ds, seed, regime, cell_auc, cell_ece, rng) -> list[dict]:
         row(fraction=f, a=auc - gap + (rng.normal(0, 0.004) if f < 1 else 0.0),
             c=ece + (0.02 * (-np.log10(f)) if f < 1 else 0.0))  # fmt: skip
     out[-1]["details"] = _val_details(auc)  # the full-label row: depth 1.0's validation
-    if regime == "frozen":
+    if regime == FROZEN:
         for depth in LAYER_DEPTHS[:-1]:
             gain = 0.015 if depth == e.best_depth else -0.03 * (1.0 - depth) * 2
             row(layer=depth, a=auc + gain + rng.normal(0, 0.004))
@@ -232,7 +234,7 @@ def _extra_shift_rows(seed_rows: list[dict], targets: Sequence[str]) -> list[dic
         return []
     mine = [r for r in seed_rows if r["probe"] == "logistic" and r["recalibrator"] == "none"
             and r["layer"] == 1.0]  # fmt: skip
-    clean = next(r for r in mine if r["condition"] == "clean" and r["fraction"] == 1.0)
+    clean = next(r for r in mine if r["condition"] == CLEAN and r["fraction"] == 1.0)
     base = next(r for r in mine if r["condition"] == "shift")
     out = []
     for k, target in enumerate(targets):
