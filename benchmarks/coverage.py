@@ -70,6 +70,8 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=200)
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--tune", action="store_true", help="the worlds that choose κ")
+    parser.add_argument("--candidates", action="store_true",
+                        help="also the interval methods compared on the tuning worlds")  # fmt: skip
     parser.add_argument("--first-world", type=int, default=0, help="run worlds from this one")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
@@ -92,7 +94,7 @@ def main() -> None:
         t0 = time.perf_counter()
         run = run_scenario(SCENARIOS[name], args.worlds, args.replicates, stream,
                            args.worlds_per_draw, kappas, progress=_progress(name, t0),
-                           first_world=args.first_world)  # fmt: skip
+                           first_world=args.first_world, candidates=args.candidates)  # fmt: skip
         runs.append(run)
         _print_scenario(run, name)
         print(f"elapsed_s={time.perf_counter() - t0:.1f}", flush=True)

@@ -227,7 +227,7 @@ def _summary_tables(encoders, point, reps, top_k, alpha) -> BootstrapResult:
         }
     )
     unranked = ~np.isfinite(point)  # an encoder with a NaN cell: no rank, tier or probability
-    table["tier"] = pd.array(np.where(unranked, 0, _tiers(point, lo)), dtype="Int64")
+    table["tier"] = pd.array(np.where(unranked, 0, tiers_from_bounds(point, lo)), dtype="Int64")
     table.loc[unranked, "tier"] = pd.NA
     table.loc[unranked, ["p_rank1", f"p_top{top_k}", "mean_rank"]] = np.nan
     table = table.sort_values("CRS", ascending=False, kind="stable").reset_index(drop=True)
@@ -237,7 +237,7 @@ def _summary_tables(encoders, point, reps, top_k, alpha) -> BootstrapResult:
     return BootstrapResult(table, pairwise, reps)
 
 
-def _tiers(point: np.ndarray, diff_lo: np.ndarray) -> np.ndarray:
+def tiers_from_bounds(point: np.ndarray, diff_lo: np.ndarray) -> np.ndarray:
     """Greedy tiers: the best unassigned encoder heads a tier that holds every unassigned
     encoder it does not beat significantly (lower CI bound of head − other ≤ 0). Encoders
     without a point score get tier 0 (none)."""
