@@ -27,9 +27,9 @@ from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.stats.bootstrap import (
     BootstrapResult,
     _summarise,
-    tiers_from_bounds,
     axes_cube,
     replicate_scores,
+    tiers_from_bounds,
 )
 from crsbench.stats.cell_axes import (
     DEFAULT_CHUNK,
@@ -43,8 +43,8 @@ from crsbench.stats.cell_pool import map_cells, pool_size
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.intervals import (
     SEED_ONLY,
-    auroc_interval,
     TEST_PATIENTS_X_SEEDS,
+    auroc_interval,
     basic_interval,
     corrected_estimate,
     ece_interval,
