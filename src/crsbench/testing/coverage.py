@@ -209,8 +209,14 @@ def _candidate_hits(name, w, cells, res: PatientBootstrapResult, truth: Truth, l
                 for e, v in truth.crs.items()]  # fmt: skip
         pw = s.pairwise.set_index(["encoder_a", "encoder_b"]).loc[(first, second)]
         out.append(_hit(name, w, m, LEADER_GAP, pw["ci_low"], pw["ci_high"], gap))
+        if kappa == 2:  # the CRS interval's union with the percentile one
+            cols = sorted(t.index)
+            for e, v in truth.crs.items():
+                lo, hi = percentile_interval(s.replicates[:, cols.index(e)], level)
+                u = (min(lo, t.loc[e, "crs_ci_low"]), max(hi, t.loc[e, "crs_ci_high"]))
+                out.append(_hit(name, w, "candidate: basic + percentile", "CRS", *u, v))
         if kappa == 0:
-            enc = list(t.index)
+            enc = sorted(t.index)  # the replicates' columns
             d = s.replicates[:, enc.index(first)] - s.replicates[:, enc.index(second)]
             lo, hi = percentile_interval(d, level)
             out.append(_hit(name, w, "candidate: percentile", LEADER_GAP, lo, hi, gap))
