@@ -67,3 +67,27 @@ def test_crs_replicates_change_only_r():
     np.testing.assert_allclose(raw, want)
     np.testing.assert_allclose(p, p0)  # the point CRS is the plug-in's
     assert not np.allclose(raw, raw0)  # R's tie-aware roots moved the replicates
+
+
+def test_differences_take_the_percentile_union_and_tiers_follow():
+    """A's replicates sit below its estimate (a biased statistic): the basic interval of
+    A − B is above 0 but the percentile one is not, so the union holds 0 and A, B share a
+    tier; P(rank 1) is still counted on the reflected replicates."""
+    from crsbench.stats.bootstrap import _summarise
+    from crsbench.stats.intervals import reflected_replicates
+    from crsbench.stats.patient_bootstrap import widen_differences
+
+    rng = np.random.default_rng(0)
+    point = np.array([0.60, 0.59])
+    raw = np.column_stack([rng.normal(0.57, 0.005, 1000), rng.normal(0.59, 0.005, 1000)])
+    base = _summarise(["A", "B"], point, reflected_replicates(point, raw), 3, 0.95)
+    assert dict(zip(base.ranks["encoder"], base.ranks["tier"], strict=True)) == {"A": 1, "B": 2}
+    new = widen_differences(base, ["A", "B"], point, raw, 0.95)
+    row = new.pairwise.set_index(["encoder_a", "encoder_b"]).loc[("A", "B")]
+    old = base.pairwise.set_index(["encoder_a", "encoder_b"]).loc[("A", "B")]
+    lo, hi = percentile_interval(raw[:, 0] - raw[:, 1])
+    assert row["ci_low"] == pytest.approx(min(lo, old["ci_low"]))
+    assert row["ci_high"] == pytest.approx(max(hi, old["ci_high"]))
+    assert row["ci_low"] < 0 < old["ci_low"]
+    assert set(new.ranks["tier"]) == {1}
+    np.testing.assert_array_equal(new.ranks["p_rank1"], base.ranks["p_rank1"])
