@@ -14,7 +14,6 @@ anchors exactly as the point estimate is, and summarised as the seed-only bootst
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -29,7 +28,7 @@ from crsbench.stats.bootstrap import (
     _summarise,
     axes_cube,
     replicate_scores,
-    tiers_from_bounds,
+    widen_differences,
 )
 from crsbench.stats.cell_axes import (
     DEFAULT_CHUNK,
@@ -314,44 +313,13 @@ def crs_replicates(
 def _crs_summary(encoders, point, raw, top_k: int, level: float) -> BootstrapResult:
     """Intervals, differences, tiers and rank probabilities on the reflected replicates; the
     differences' intervals (and the tiers read from them) are widened to the union with the
-    percentile interval of the raw differences (:func:`widen_differences`)."""
+    percentile interval of the raw differences (:func:`crsbench.stats.bootstrap.widen_differences`)."""
     base = _summarise(encoders, point, reflected_replicates(point, raw), top_k, level)
     base = widen_differences(base, encoders, point, raw, level)
     base.ranks["interval"] = TEST_PATIENTS_X_SEEDS
     fixed = dict(zip(encoders, corrected_estimate(point, raw), strict=True))
     base.ranks["crs_corrected"] = base.ranks["encoder"].map(fixed)
     return BootstrapResult(base.ranks, base.pairwise, raw)
-
-
-def widen_differences(
-    base: BootstrapResult, encoders: list[str], point: np.ndarray, raw: np.ndarray, level: float
-) -> BootstrapResult:
-    """Each CRS difference's interval as the union of its basic interval (in ``base``) and
-    the percentile interval of the raw replicates' differences, and the tiers re-read from
-    the widened lower bounds (docs/scoring.md, "Tiers and rank probabilities").
-
-    A CRS difference's bootstrap distribution is lumpy and skewed (the dominance share moves
-    in steps), so neither interval alone held 95 % for the leader's gap on planted worlds;
-    which is nearer is unknown, so both are taken, as for the ECE and R. Widening only
-    merges tiers, so no tier contradicts P(rank 1): an encoder outside tier 1 still has its
-    basic lower bound above 0 (:func:`crsbench.stats.intervals.rank1_bound`)."""
-    alpha = (1 - level) / 2
-    idx = {e: i for i, e in enumerate(encoders)}
-    pw = base.pairwise.copy()
-    ia, ib = pw["encoder_a"].map(idx).to_numpy(), pw["encoder_b"].map(idx).to_numpy()
-    with warnings.catch_warnings():  # an unscored encoder's column is all NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
-        diffs = raw[:, ia] - raw[:, ib]
-        pw["ci_low"] = np.fmin(pw["ci_low"], np.nanquantile(diffs, alpha, axis=0))
-        pw["ci_high"] = np.fmax(pw["ci_high"], np.nanquantile(diffs, 1 - alpha, axis=0))
-    lo = np.full((len(encoders), len(encoders)), np.nan)
-    lo[ia, ib] = pw["ci_low"].to_numpy()
-    ranks = base.ranks.copy()
-    ranked = np.isfinite(point)
-    tiers = dict(zip(encoders, tiers_from_bounds(point, lo), strict=True))
-    ranks["tier"] = pd.array([tiers[e] if ranked[idx[e]] else pd.NA for e in ranks["encoder"]],
-                             dtype="Int64")  # fmt: skip
-    return BootstrapResult(ranks, pw, base.replicates)
 
 
 def crs_summary_at(

@@ -73,9 +73,8 @@ def test_differences_take_the_percentile_union_and_tiers_follow():
     """A's replicates sit below its estimate (a biased statistic): the basic interval of
     A − B is above 0 but the percentile one is not, so the union holds 0 and A, B share a
     tier; P(rank 1) is still counted on the reflected replicates."""
-    from crsbench.stats.bootstrap import _summarise
+    from crsbench.stats.bootstrap import _summarise, widen_differences
     from crsbench.stats.intervals import reflected_replicates
-    from crsbench.stats.patient_bootstrap import widen_differences
 
     rng = np.random.default_rng(0)
     point = np.array([0.60, 0.59])
