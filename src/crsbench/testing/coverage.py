@@ -222,6 +222,7 @@ def _candidate_hits(name, w, cells, res: PatientBootstrapResult, truth: Truth, l
             out.append(_hit(name, w, "candidate: percentile", LEADER_GAP, lo, hi, gap))
             u = (min(lo, pw["ci_low"]), max(hi, pw["ci_high"]))
             out.append(_hit(name, w, "candidate: basic + percentile", LEADER_GAP, *u, gap))
+    out += _two_world_hits(name, w, cells, res, truth, level, first, second)
     pop = truth.axes.set_index(["encoder", "dataset"])
     lo_b, hi_b = basic_interval(res.point_axes, res.axes, level)
     r = res.r_interval(level, percentile=True)
@@ -235,6 +236,36 @@ def _candidate_hits(name, w, cells, res: PatientBootstrapResult, truth: Truth, l
         out.append(_hit(name, w, "candidate: logit basic", "auroc", lo, hi, truth_d))
         out.append(_hit(name, w, "candidate: basic + percentile", "robustness_drop", r.low[i],
                         r.high[i], pop.loc[key, "robustness_drop"]))  # fmt: skip
+    return out
+
+
+def _two_world_hits(name, w, cells, res, truth, level, first, second) -> list:
+    """The CRS and leader gap as the union of the basic intervals of two bootstrap worlds:
+    the replicates as drawn, and replicates whose ECE is the shrunk world's and whose R is
+    tie-aware (κ = 2); the gap also with the percentile interval of the first world."""
+    from crsbench.scoring.anchors import load_anchors
+    from crsbench.stats.patient_bootstrap import crs_replicates
+    from crsbench.stats.robustness_interval import cell_r_drops, tie_aware_replicates
+
+    e, r = AXES.index("ece"), AXES.index("robustness_drop")
+    drops = cell_r_drops(res.cell_keys, res.point_extras, res.extras)
+    anc = load_anchors(None)
+    scored = np.array(res.axes, dtype=float, copy=True)
+    scored[:, :, r] = tie_aware_replicates(res.point_axes[:, r], res.axes[:, :, r], *drops, 2.0)
+    scored[:, :, e] = res.point_axes[:, e] + (res.ece_shrunk - res.point_ece_shrunk)
+    point, raw_a, enc = crs_replicates(cells, res.axes, res.point_axes, drops, anc, kappa=0.0)
+    _, raw_b, _ = crs_replicates(cells, scored, res.point_axes, drops, anc, kappa=0.0)
+    la, ha = basic_interval(point, raw_a, level)
+    lb, hb = basic_interval(point, raw_b, level)
+    m = "candidate: two worlds"
+    out = [_hit(name, w, m, "CRS", min(la[enc.index(x)], lb[enc.index(x)]),
+                max(ha[enc.index(x)], hb[enc.index(x)]), v) for x, v in truth.crs.items()]  # fmt: skip
+    i, j = enc.index(first), enc.index(second)
+    gp = np.array(point[i] - point[j])
+    ends = [basic_interval(gp, rw[:, i] - rw[:, j], level) for rw in (raw_a, raw_b)]
+    ends.append(percentile_interval(raw_a[:, i] - raw_a[:, j], level))
+    lo, hi = min(float(a) for a, _ in ends), max(float(b) for _, b in ends)
+    out.append(_hit(name, w, m, LEADER_GAP, lo, hi, truth.crs[first] - truth.crs[second]))
     return out
 
 

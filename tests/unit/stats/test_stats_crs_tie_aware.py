@@ -69,7 +69,7 @@ def test_crs_replicates_change_only_r():
     assert not np.allclose(raw, raw0)  # R's tie-aware roots moved the replicates
 
 
-def test_differences_take_the_percentile_union_and_tiers_follow():
+def test_crs_and_differences_take_the_percentile_union_and_tiers_follow():
     """A's replicates sit below its estimate (a biased statistic): the basic interval of
     A − B is above 0 but the percentile one is not, so the union holds 0 and A, B share a
     tier; P(rank 1) is still counted on the reflected replicates."""
@@ -89,4 +89,9 @@ def test_differences_take_the_percentile_union_and_tiers_follow():
     assert row["ci_high"] == pytest.approx(max(hi, old["ci_high"]))
     assert row["ci_low"] < 0 < old["ci_low"]
     assert set(new.ranks["tier"]) == {1}
+    got = new.ranks.set_index("encoder")
+    b_lo, b_hi = basic_interval(point, raw)
+    q_lo, q_hi = np.quantile(raw, [0.025, 0.975], axis=0)
+    np.testing.assert_allclose(got.loc[["A", "B"], "crs_ci_low"], np.minimum(b_lo, q_lo))
+    np.testing.assert_allclose(got.loc[["A", "B"], "crs_ci_high"], np.maximum(b_hi, q_hi))
     np.testing.assert_array_equal(new.ranks["p_rank1"], base.ranks["p_rank1"])
