@@ -13,7 +13,9 @@ calibrated; since which world is nearer the truth is unknown, the interval takes
 lower end is not below 0 (an ECE is never negative).
 
 The CRS, its differences, the tiers, P(rank 1) and P(top 3) of the test-patient bootstrap all
-come from the reflected replicates :func:`reflected_replicates`.
+come from the reflected replicates :func:`reflected_replicates` (the CRS intervals and the
+differences' widened to the union with the percentile interval,
+:func:`crsbench.stats.bootstrap.widen_differences`).
 """
 
 from __future__ import annotations

@@ -228,12 +228,15 @@ def patient_seed_bootstrap(
     PatientBootstrapResult
         As :func:`crsbench.stats.paired_seed_bootstrap`; ``ranks`` also has ``interval``
         (the method's name); the per-replicate axes and test patients per dataset are kept.
-        The CRS intervals, the intervals of the differences, the tiers, ``p_rank1``,
-        ``p_top3``, ``mean_rank`` and ``p_a_better`` all come from the bias-corrected
-        replicates ``2·CRS − CRS*`` (:func:`crsbench.stats.intervals.reflected_replicates`):
-        the intervals are basic intervals and no tier contradicts P(rank 1)
-        (:func:`crsbench.stats.intervals.rank1_bound`). ``replicates`` holds the raw
-        ``CRS*``; ``ranks["crs_corrected"]`` is ``2·CRS − mean(CRS*)``.
+        The CRS replicates are scored from R's tie-aware replicates
+        (:func:`crs_replicates`). The CRS intervals, the intervals of the differences, the
+        tiers, ``p_rank1``, ``p_top3``, ``mean_rank`` and ``p_a_better`` all come from the
+        bias-corrected replicates ``2·CRS − CRS*``
+        (:func:`crsbench.stats.intervals.reflected_replicates`): the intervals are basic
+        intervals widened to the union with the percentile interval
+        (:func:`crsbench.stats.bootstrap.widen_differences`) and no tier contradicts
+        P(rank 1) (:func:`crsbench.stats.intervals.rank1_bound`). ``replicates`` holds the
+        raw ``CRS*``; ``ranks["crs_corrected"]`` is ``2·CRS − mean(CRS*)``.
     """
     _check_cells(cells)
     anc = load_anchors(anchors)

@@ -11,8 +11,11 @@ Andrews & Soares 2010): their max is re-drawn from the paired resampled drops as
 were equal, which is how a near tie behaves. Treating drops as tied that are only close
 over-corrects (the interval then falls below a true R whose top drop stands out), and which
 case holds is unknown, so the interval is the union of the tie-aware interval and the basic
-one, as the ECE's is the union of two bootstrap worlds. ``κ = 0`` gives the basic interval
-back exactly; ``κ`` (:data:`TIE_KAPPA`) was chosen on planted worlds other than those its
+one, as the ECE's is the union of two bootstrap worlds, and also the percentile interval of
+R's replicates (:data:`WITH_PERCENTILE`: when the largest true drop is the noisiest, the
+bootstrap max can only rise and the basic interval stays under it). The CRS replicates are
+scored from :func:`tie_aware_replicates`. Without the percentile, ``κ = 0`` gives the basic
+interval back exactly; ``κ`` (:data:`TIE_KAPPA`) was chosen on planted worlds other than those its
 coverage is reported on (``benchmarks/coverage.py``).
 """
 
