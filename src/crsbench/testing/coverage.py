@@ -262,7 +262,10 @@ def _two_world_hits(name, w, cells, res, truth, level, first, second) -> list:
                 max(ha[enc.index(x)], hb[enc.index(x)]), v) for x, v in truth.crs.items()]  # fmt: skip
     i, j = enc.index(first), enc.index(second)
     gp = np.array(point[i] - point[j])
-    ends = [basic_interval(gp, rw[:, i] - rw[:, j], level) for rw in (raw_a, raw_b)]
+    ends: list[tuple[float, float]] = [
+        tuple(float(v) for v in basic_interval(gp, rw[:, i] - rw[:, j], level))  # type: ignore[misc]
+        for rw in (raw_a, raw_b)
+    ]
     ends.append(percentile_interval(raw_a[:, i] - raw_a[:, j], level))
     lo, hi = min(float(a) for a, _ in ends), max(float(b) for _, b in ends)
     out.append(_hit(name, w, m, LEADER_GAP, lo, hi, truth.crs[first] - truth.crs[second]))
@@ -304,6 +307,7 @@ def run_scenario(
                 scenario, np.random.default_rng([stream, w // worlds_per_draw])
             )
             truth = population_truth(scenario, params, n_pop)
+        assert truth is not None  # drawn with the first world's parameters
         cells = rankable_cells(
             draw_world(scenario, params, np.random.default_rng([stream, 7, w])), scenario
         )
