@@ -6,7 +6,8 @@ Scenarios (``crsbench.testing.scenarios``): binary at prevalence 0.3; 8-class to
 (CheXpert-like, with the MIMIC-CXR shift); near-tied perturbation drops at APTOS- and
 CheXpert-like sizes; a planned cell not run. Each scenario's worlds come from several
 independent parameter draws (a new one every ``--worlds-per-draw``). R's coverage is also
-printed at each tie threshold κ (rows ``R, kappa=…``); the worlds that choose κ (``--tune``)
+printed at each tie threshold κ without the percentile interval (rows ``R, kappa=…``; κ = 2
+is the interval before R's union took its percentile interval); the worlds that choose κ (``--tune``)
 use another seed stream than the reported ones. Each coverage is printed with its standard error (worlds as
 the independent units); beside R, the bias of the plug-in R (the printed value) and of the
 bias-corrected one.
@@ -14,7 +15,9 @@ bias-corrected one.
 Last line: ``coverage=<min over every scenario and interval printed> seed_only_coverage=<…>
 rank1_in_tier1=<…>``.
 Usage: ``python benchmarks/coverage.py [--worlds 1000] [--replicates 200] [--scenarios a,b]
-[--tune] [--first-world N] [--out DIR]`` (``--out``: each scenario's per-world records as
+[--tune] [--candidates] [--first-world N] [--out DIR]`` (``--candidates``: also the interval
+methods compared on the tuning worlds, as methods ``candidate: …``; ``--out``: each
+scenario's per-world records as
 CSV, written as it finishes); ``--from-csv DIR [DIR …]`` prints the tables of earlier runs'
 records together (disjoint ``--first-world`` ranges of a scenario add up to one figure).
 """
@@ -70,6 +73,8 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=200)
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--tune", action="store_true", help="the worlds that choose κ")
+    parser.add_argument("--candidates", action="store_true",
+                        help="also the interval methods compared on the tuning worlds")  # fmt: skip
     parser.add_argument("--first-world", type=int, default=0, help="run worlds from this one")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
@@ -92,7 +97,7 @@ def main() -> None:
         t0 = time.perf_counter()
         run = run_scenario(SCENARIOS[name], args.worlds, args.replicates, stream,
                            args.worlds_per_draw, kappas, progress=_progress(name, t0),
-                           first_world=args.first_world)  # fmt: skip
+                           first_world=args.first_world, candidates=args.candidates)  # fmt: skip
         runs.append(run)
         _print_scenario(run, name)
         print(f"elapsed_s={time.perf_counter() - t0:.1f}", flush=True)

@@ -28,6 +28,7 @@ from crsbench.stats.bootstrap import (
     _summarise,
     axes_cube,
     replicate_scores,
+    widen_differences,
 )
 from crsbench.stats.cell_axes import (
     DEFAULT_CHUNK,
@@ -42,6 +43,7 @@ from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.intervals import (
     SEED_ONLY,
     TEST_PATIENTS_X_SEEDS,
+    auroc_interval,
     basic_interval,
     corrected_estimate,
     ece_interval,
@@ -53,7 +55,15 @@ from crsbench.stats.resample import (
     replicate_ids,
     resample_counts_for,
 )
-from crsbench.stats.robustness_interval import TIE_KAPPA, RInterval, cell_r_drops, r_interval
+from crsbench.stats.robustness_interval import (
+    CRS_TIE_KAPPA,
+    TIE_KAPPA,
+    WITH_PERCENTILE,
+    RInterval,
+    cell_r_drops,
+    r_interval,
+    tie_aware_replicates,
+)
 
 INTERVAL_METHODS: dict[str, str] = {"test-patients": TEST_PATIENTS_X_SEEDS, "seed-only": SEED_ONLY}
 
@@ -89,18 +99,25 @@ class PatientBootstrapResult(BootstrapResult):
     extras: dict[tuple[str, str, str], np.ndarray] = field(default_factory=dict)
     point_extras: dict[tuple[str, str, str], float] = field(default_factory=dict)
 
-    def r_interval(self, level: float = 0.95, kappa: float = TIE_KAPPA) -> RInterval:
+    def r_interval(
+        self, level: float = 0.95, kappa: float = TIE_KAPPA, percentile: bool = WITH_PERCENTILE
+    ) -> RInterval:
         """Tie-aware interval of each cell's R and the plug-in's estimated bias
         (:func:`crsbench.stats.robustness_interval.r_interval`), from R's drops in ``extras``."""
         c = AXES.index("robustness_drop")
         point, reps = cell_r_drops(self.cell_keys, self.point_extras, self.extras)
-        return r_interval(self.point_axes[:, c], self.axes[:, :, c], point, reps, level, kappa)
+        return r_interval(self.point_axes[:, c], self.axes[:, :, c], point, reps, level, kappa,
+                          percentile)  # fmt: skip
 
     def axis_intervals(self, level: float = 0.95) -> pd.DataFrame:
-        """Basic (bias-corrected) bootstrap interval of each cell's four axes; the ECE's is
+        """Bootstrap interval of each cell's four axes: D's is the percentile interval
+        (:func:`crsbench.stats.intervals.auroc_interval`), C's, L's and R's basic
+        (bias-corrected) ones, of which the ECE's is
         widened for the plug-in's bias (:func:`crsbench.stats.intervals.ece_interval`), R's
         holds near-tied drops (:meth:`r_interval`)."""
         lo, hi = basic_interval(self.point_axes, self.axes, level)
+        d = AXES.index("auroc")  # D: the percentile interval
+        lo[:, d], hi[:, d] = auroc_interval(self.axes[:, :, d], level)
         if self.point_ece_shrunk.size:
             c = AXES.index("ece")
             lo[:, c], hi[:, c] = ece_interval(self.point_axes[:, c], self.axes[:, :, c],
@@ -211,12 +228,15 @@ def patient_seed_bootstrap(
     PatientBootstrapResult
         As :func:`crsbench.stats.paired_seed_bootstrap`; ``ranks`` also has ``interval``
         (the method's name); the per-replicate axes and test patients per dataset are kept.
-        The CRS intervals, the intervals of the differences, the tiers, ``p_rank1``,
-        ``p_top3``, ``mean_rank`` and ``p_a_better`` all come from the bias-corrected
-        replicates ``2·CRS − CRS*`` (:func:`crsbench.stats.intervals.reflected_replicates`):
-        the intervals are basic intervals and no tier contradicts P(rank 1)
-        (:func:`crsbench.stats.intervals.rank1_bound`). ``replicates`` holds the raw
-        ``CRS*``; ``ranks["crs_corrected"]`` is ``2·CRS − mean(CRS*)``.
+        The CRS replicates are scored from R's tie-aware replicates
+        (:func:`crs_replicates`). The CRS intervals, the intervals of the differences, the
+        tiers, ``p_rank1``, ``p_top3``, ``mean_rank`` and ``p_a_better`` all come from the
+        bias-corrected replicates ``2·CRS − CRS*``
+        (:func:`crsbench.stats.intervals.reflected_replicates`): the intervals are basic
+        intervals widened to the union with the percentile interval
+        (:func:`crsbench.stats.bootstrap.widen_differences`) and no tier contradicts
+        P(rank 1) (:func:`crsbench.stats.intervals.rank1_bound`). ``replicates`` holds the
+        raw ``CRS*``; ``ranks["crs_corrected"]`` is ``2·CRS − mean(CRS*)``.
     """
     _check_cells(cells)
     anc = load_anchors(anchors)
@@ -228,38 +248,98 @@ def patient_seed_bootstrap(
     jobs = pool_size(n_replicates * sum(map(_elements, cells)), n_jobs)
     per_cell = map_cells(work, [bootstrap_view(c) for c in cells], jobs)
     axes = np.stack([a for a, _, _ in per_cell], axis=1)
-    reps = [_scores(cells, list(axes[start : start + chunk].swapaxes(0, 1)), anc, rule)[0]
-            for start in range(0, n_replicates, chunk)]  # fmt: skip
     points = [_point_values(c) for c in cells]
-    point_raw = [axes for axes, _ in points]
+    extras = {(c.encoder, c.dataset, k): v
+              for c, (_, _, x) in zip(cells, per_cell, strict=True) for k, v in x.items()}  # fmt: skip
+    pextras = {(c.encoder, c.dataset, k): v
+               for c, (_, x) in zip(cells, points, strict=True) for k, v in x.items()}  # fmt: skip
+    keys = [(c.encoder, c.dataset) for c in cells]
+    point_axes = np.concatenate([a for a, _ in points])
+    r_drops = cell_r_drops(keys, pextras, extras)
+    point, raw, encoders = crs_replicates(cells, axes, point_axes, r_drops, anc, rule, chunk)
+    base = _crs_summary(encoders, point, raw, top_k, level)
     ones = np.ones((1, n_s), dtype=int)
-    point, encoders = _scores(cells, point_raw, anc, rule)
-    raw = np.concatenate(reps)
-    base = _summarise(encoders, point[0], reflected_replicates(point[0], raw), top_k, level)
-    base.ranks["interval"] = TEST_PATIENTS_X_SEEDS
-    fixed = dict(zip(encoders, corrected_estimate(point[0], raw), strict=True))
-    base.ranks["crs_corrected"] = base.ranks["encoder"].map(fixed)
     return PatientBootstrapResult(
         base.ranks,
         base.pairwise,
         raw,
-        cell_keys=[(c.encoder, c.dataset) for c in cells],
+        cell_keys=keys,
         axes=axes,
-        point_axes=np.concatenate(point_raw),
+        point_axes=point_axes,
         n_patients=count_test_patients(cells),
         ece_shrunk=np.stack([e for _, e, _ in per_cell], axis=1),
-        extras={
-            (c.encoder, c.dataset, k): v
-            for c, (_, _, x) in zip(cells, per_cell, strict=True)
-            for k, v in x.items()
-        },
-        point_extras={
-            (c.encoder, c.dataset, k): v
-            for c, (_, x) in zip(cells, points, strict=True)
-            for k, v in x.items()
-        },
+        extras=extras,
+        point_extras=pextras,
         point_ece_shrunk=np.array([seed_mean(cell_shrunk_ece(c, None), ones)[0] for c in cells]),
     )
+
+
+def crs_replicates(
+    cells: Sequence[CellPredictions],
+    axes: np.ndarray,
+    point_axes: np.ndarray,
+    r_drops: tuple[list[np.ndarray], list[np.ndarray]],
+    anchors: Anchors,
+    rule: str = "fixed",
+    chunk: int = DEFAULT_CHUNK,
+    kappa: float = CRS_TIE_KAPPA,
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The aggregate CRS per encoder as drawn ``(E,)`` and of every replicate ``(B, E)``
+    (raw, not reflected), and the encoders; R's replicates are first re-drawn from its
+    tie-aware roots (:func:`crsbench.stats.robustness_interval.tie_aware_replicates`,
+    threshold ``kappa``; 0 scores the replicates as drawn).
+
+    Parameters
+    ----------
+    cells : sequence of CellPredictions
+        The cells, in the order of ``axes``' second dimension.
+    axes, point_axes : numpy.ndarray
+        ``(B, n_cells, 4)`` seed-mean axes of every replicate and ``(n_cells, 4)`` as drawn.
+    r_drops : (list, list)
+        Per cell, R's drops as drawn and their replicates
+        (:func:`crsbench.stats.robustness_interval.cell_r_drops`).
+    anchors, rule, chunk :
+        As :func:`patient_seed_bootstrap`.
+    kappa : float
+        Tie threshold of R's replicates (:data:`CRS_TIE_KAPPA`).
+    """
+    c = AXES.index("robustness_drop")
+    scored = np.array(axes, dtype=float, copy=True)
+    if kappa:
+        scored[:, :, c] = tie_aware_replicates(point_axes[:, c], axes[:, :, c], *r_drops, kappa)
+    reps = [_scores(cells, list(scored[start : start + chunk].swapaxes(0, 1)), anchors, rule)[0]
+            for start in range(0, len(scored), chunk)]  # fmt: skip
+    point, encoders = _scores(cells, [point_axes[[i]] for i in range(len(cells))], anchors, rule)
+    return point[0], np.concatenate(reps), encoders
+
+
+def _crs_summary(encoders, point, raw, top_k: int, level: float) -> BootstrapResult:
+    """Intervals, differences, tiers and rank probabilities on the reflected replicates; the
+    differences' intervals (and the tiers read from them) are widened to the union with the
+    percentile interval of the raw differences (:func:`crsbench.stats.bootstrap.widen_differences`)."""
+    base = _summarise(encoders, point, reflected_replicates(point, raw), top_k, level)
+    base = widen_differences(base, encoders, point, raw, level)
+    base.ranks["interval"] = TEST_PATIENTS_X_SEEDS
+    fixed = dict(zip(encoders, corrected_estimate(point, raw), strict=True))
+    base.ranks["crs_corrected"] = base.ranks["encoder"].map(fixed)
+    return BootstrapResult(base.ranks, base.pairwise, raw)
+
+
+def crs_summary_at(
+    cells: Sequence[CellPredictions],
+    res: PatientBootstrapResult,
+    kappa: float,
+    anchors: str | Anchors | None = None,
+    rule: str = "fixed",
+    top_k: int = 3,
+    level: float = 0.95,
+) -> BootstrapResult:
+    """The CRS ranking of a finished bootstrap ``res`` re-scored with R's tie threshold
+    ``kappa`` (for comparing thresholds on planted worlds: ``benchmarks/coverage.py``)."""
+    drops = cell_r_drops(res.cell_keys, res.point_extras, res.extras)
+    point, raw, encoders = crs_replicates(cells, res.axes, res.point_axes, drops,
+                                          load_anchors(anchors), rule, kappa=kappa)  # fmt: skip
+    return _crs_summary(encoders, point, raw, top_k, level)
 
 
 def count_test_patients(cells: Sequence[CellPredictions]) -> dict[str, int]:

@@ -11,8 +11,11 @@ Andrews & Soares 2010): their max is re-drawn from the paired resampled drops as
 were equal, which is how a near tie behaves. Treating drops as tied that are only close
 over-corrects (the interval then falls below a true R whose top drop stands out), and which
 case holds is unknown, so the interval is the union of the tie-aware interval and the basic
-one, as the ECE's is the union of two bootstrap worlds. ``κ = 0`` gives the basic interval
-back exactly; ``κ`` (:data:`TIE_KAPPA`) was chosen on planted worlds other than those its
+one, as the ECE's is the union of two bootstrap worlds, and also the percentile interval of
+R's replicates (:data:`WITH_PERCENTILE`: when the largest true drop is the noisiest, the
+bootstrap max can only rise and the basic interval stays under it). The CRS replicates are
+scored from :func:`tie_aware_replicates`. Without the percentile, ``κ = 0`` gives the basic
+interval back exactly; ``κ`` (:data:`TIE_KAPPA`) was chosen on planted worlds other than those its
 coverage is reported on (``benchmarks/coverage.py``).
 """
 
@@ -28,6 +31,11 @@ from crsbench.stats.replicate_values import R_DROP
 #: as tied with it in the bootstrap world. Chosen on the tuning worlds of
 #: ``benchmarks/coverage.py --tune``; reported coverage is on fresh worlds.
 TIE_KAPPA = 2.0
+#: Tie threshold of the R replicates the CRS replicates are scored from
+#: (:func:`tie_aware_replicates`; 0: R's replicates as drawn).
+CRS_TIE_KAPPA = TIE_KAPPA
+#: Whether R's interval also takes the percentile interval of its replicates.
+WITH_PERCENTILE = True
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,7 @@ def r_interval(
     rep_drops: list[np.ndarray],
     level: float = 0.95,
     kappa: float = TIE_KAPPA,
+    percentile: bool = WITH_PERCENTILE,
 ) -> RInterval:
     """Interval of each cell's R: the union of the basic interval and the tie-aware one,
     ``[R̂ − q_hi, R̂ − q_lo]`` of :func:`tie_aware_roots`.
@@ -99,6 +108,9 @@ def r_interval(
         different K; an empty array or a NaN R gives a NaN interval).
     level, kappa : float
         Coverage level; tie threshold (:data:`TIE_KAPPA`).
+    percentile : bool
+        Also take the union with the percentile interval of ``rep_r``
+        (:data:`WITH_PERCENTILE`).
     """
     alpha = (1 - level) / 2
     n = len(point_r)
@@ -112,8 +124,35 @@ def r_interval(
         basic = rep_r[ok, i] - point_r[i]
         low[i] = point_r[i] - max(np.quantile(roots, 1 - alpha), np.quantile(basic, 1 - alpha))
         high[i] = point_r[i] - min(np.quantile(roots, alpha), np.quantile(basic, alpha))
+        if percentile:  # the replicates' own spread: a max that can only rise under resampling
+            low[i] = min(low[i], np.quantile(rep_r[ok, i], alpha))
+            high[i] = max(high[i], np.quantile(rep_r[ok, i], 1 - alpha))
         bias[i] = roots.mean()
     return RInterval(low, high, bias)
+
+
+def tie_aware_replicates(
+    point_r: np.ndarray,
+    rep_r: np.ndarray,
+    point_drops: list[np.ndarray],
+    rep_drops: list[np.ndarray],
+    kappa: float = TIE_KAPPA,
+) -> np.ndarray:
+    """``(B, n_cells)`` replicates of R re-drawn from the tie-aware roots, ``R̂ + root*``
+    (:func:`tie_aware_roots`): what the CRS replicates are scored from, so that R's bias
+    under near-tied drops passes into the CRS interval, its differences, the tiers and
+    P(rank 1) alike. A cell without drops (or with a non-finite value) keeps its replicates;
+    ``kappa = 0`` returns ``rep_r`` unchanged.
+    """
+    out = np.array(rep_r, dtype=float, copy=True)
+    for i in range(out.shape[1]):
+        d, reps = np.asarray(point_drops[i], float), np.asarray(rep_drops[i], float)
+        if not reps.size or not np.isfinite(point_r[i]) or not np.isfinite(d).all():
+            continue
+        ok = np.isfinite(out[:, i]) & np.isfinite(reps).all(axis=1)
+        if ok.any():
+            out[ok, i] = point_r[i] + tie_aware_roots(point_r[i], rep_r[ok, i], d, reps[ok], kappa)
+    return out
 
 
 def cell_r_drops(

@@ -299,6 +299,20 @@ def _ece_lead_interval(reps: AxisReplicates, level: float):
     return interval
 
 
+def _auroc_lead_interval(reps: AxisReplicates, level: float):
+    """D's interval of a cell on the test-patient bootstrap: the percentile interval
+    (:func:`crsbench.stats.intervals.auroc_interval`); None otherwise (the method's own)."""
+    if not reps.basic:
+        return None
+    c = AXES.index("auroc")
+
+    def interval(i: int) -> tuple[float, float, float]:
+        lo, hi = percentile_interval(reps.replicates[:, i, c], level)
+        return lo, hi, _centre(reps.point[i, c], reps.replicates[:, i, c])
+
+    return interval
+
+
 def _r_lead_interval(reps: AxisReplicates, level: float):
     """R's interval of a cell (:func:`crsbench.stats.robustness_interval.r_interval`, which
     holds near-tied drops), or None when the replicates carry no drops (seed-only)."""
@@ -363,7 +377,8 @@ def verdict_table(
     rows = _verdicts(QUESTIONS[0], items, crs_point, crs_rep, replicates.method,
                      replicates.basic, level)  # fmt: skip
     for j, question in enumerate(QUESTIONS[1:5]):
-        lead = {"ece": _ece_lead_interval, "robustness_drop": _r_lead_interval}.get(AXES[j])
+        lead = {"auroc": _auroc_lead_interval, "ece": _ece_lead_interval,
+                "robustness_drop": _r_lead_interval}.get(AXES[j])  # fmt: skip
         lead = lead(replicates, level) if lead is not None else None
         rows += _verdicts(question, items, replicates.point[:, j], replicates.replicates[:, :, j],
                           replicates.method, replicates.basic, level, lead)  # fmt: skip

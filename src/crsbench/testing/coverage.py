@@ -31,6 +31,7 @@ from crsbench.stats.patient_bootstrap import (
     SEED_ONLY,
     TEST_PATIENTS_X_SEEDS,
     PatientBootstrapResult,
+    crs_summary_at,
     patient_seed_bootstrap,
     per_seed_axes,
 )
@@ -182,10 +183,101 @@ def _r_rows(name, w, res: PatientBootstrapResult, truth: Truth, kappas, level):
               for i, key in enumerate(res.cell_keys)]  # fmt: skip
     hits = []
     for kappa in kappas:
-        rk = res.r_interval(level, kappa)
+        rk = res.r_interval(level, kappa, percentile=False)
         hits += [_hit(name, w, f"R, kappa={kappa:g}", "robustness_drop", rk.low[i], rk.high[i],
                       pop[key]) for i, key in enumerate(res.cell_keys)]  # fmt: skip
     return points, hits
+
+
+#: Tie thresholds of the R replicates behind the CRS compared on the tuning worlds.
+CRS_KAPPAS = (0.0, 1.0, 2.0, 3.0)
+
+
+def _candidate_hits(name, w, cells, res: PatientBootstrapResult, truth: Truth, level) -> list:
+    """Hits of the interval methods compared on the tuning worlds (methods ``candidate: …``):
+    the CRS and the leader gap scored from R's tie-aware replicates at each κ; R's union with
+    its percentile interval; D's and the leader gap's percentile interval and its union with
+    the basic one."""
+    out = []
+    first, second = truth.crs.sort_values(ascending=False).index[:2]
+    gap = truth.crs[first] - truth.crs[second]
+    for kappa in CRS_KAPPAS:
+        s = crs_summary_at(cells, res, kappa, level=level)
+        m = f"candidate: CRS from R kappa={kappa:g}"
+        t = s.ranks.set_index("encoder")
+        out += [_hit(name, w, m, "CRS", t.loc[e, "crs_ci_low"], t.loc[e, "crs_ci_high"], v)
+                for e, v in truth.crs.items()]  # fmt: skip
+        pw = s.pairwise.set_index(["encoder_a", "encoder_b"]).loc[(first, second)]
+        out.append(_hit(name, w, m, LEADER_GAP, pw["ci_low"], pw["ci_high"], gap))
+        if kappa == 2:  # the CRS interval's union with the percentile one
+            cols = sorted(t.index)
+            for e, v in truth.crs.items():
+                lo, hi = percentile_interval(s.replicates[:, cols.index(e)], level)
+                u = (min(lo, t.loc[e, "crs_ci_low"]), max(hi, t.loc[e, "crs_ci_high"]))
+                out.append(_hit(name, w, "candidate: basic + percentile", "CRS", *u, v))
+        if kappa == 0:
+            enc = sorted(t.index)  # the replicates' columns
+            d = s.replicates[:, enc.index(first)] - s.replicates[:, enc.index(second)]
+            lo, hi = percentile_interval(d, level)
+            out.append(_hit(name, w, "candidate: percentile", LEADER_GAP, lo, hi, gap))
+            u = (min(lo, pw["ci_low"]), max(hi, pw["ci_high"]))
+            out.append(_hit(name, w, "candidate: basic + percentile", LEADER_GAP, *u, gap))
+    out += _two_world_hits(name, w, cells, res, truth, level, first, second)
+    pop = truth.axes.set_index(["encoder", "dataset"])
+    lo_b, hi_b = basic_interval(res.point_axes, res.axes, level)
+    r = res.r_interval(level, percentile=True)
+    for i, key in enumerate(res.cell_keys):
+        lo, hi = percentile_interval(res.axes[:, i, 0], level)
+        truth_d = pop.loc[key, "auroc"]
+        out.append(_hit(name, w, "candidate: percentile", "auroc", lo, hi, truth_d))
+        out.append(_hit(name, w, "candidate: basic + percentile", "auroc", min(lo, lo_b[i, 0]),
+                        max(hi, hi_b[i, 0]), truth_d))  # fmt: skip
+        lo, hi = _logit_basic(res.point_axes[i, 0], res.axes[:, i, 0], level)
+        out.append(_hit(name, w, "candidate: logit basic", "auroc", lo, hi, truth_d))
+        out.append(_hit(name, w, "candidate: basic + percentile", "robustness_drop", r.low[i],
+                        r.high[i], pop.loc[key, "robustness_drop"]))  # fmt: skip
+    return out
+
+
+def _two_world_hits(name, w, cells, res, truth, level, first, second) -> list:
+    """The CRS and leader gap as the union of the basic intervals of two bootstrap worlds:
+    the replicates as drawn, and replicates whose ECE is the shrunk world's and whose R is
+    tie-aware (κ = 2); the gap also with the percentile interval of the first world."""
+    from crsbench.scoring.anchors import load_anchors
+    from crsbench.stats.patient_bootstrap import crs_replicates
+    from crsbench.stats.robustness_interval import cell_r_drops, tie_aware_replicates
+
+    e, r = AXES.index("ece"), AXES.index("robustness_drop")
+    drops = cell_r_drops(res.cell_keys, res.point_extras, res.extras)
+    anc = load_anchors(None)
+    scored = np.array(res.axes, dtype=float, copy=True)
+    scored[:, :, r] = tie_aware_replicates(res.point_axes[:, r], res.axes[:, :, r], *drops, 2.0)
+    scored[:, :, e] = res.point_axes[:, e] + (res.ece_shrunk - res.point_ece_shrunk)
+    point, raw_a, enc = crs_replicates(cells, res.axes, res.point_axes, drops, anc, kappa=0.0)
+    _, raw_b, _ = crs_replicates(cells, scored, res.point_axes, drops, anc, kappa=0.0)
+    la, ha = basic_interval(point, raw_a, level)
+    lb, hb = basic_interval(point, raw_b, level)
+    m = "candidate: two worlds"
+    out = [_hit(name, w, m, "CRS", min(la[enc.index(x)], lb[enc.index(x)]),
+                max(ha[enc.index(x)], hb[enc.index(x)]), v) for x, v in truth.crs.items()]  # fmt: skip
+    i, j = enc.index(first), enc.index(second)
+    gp = np.array(point[i] - point[j])
+    ends: list[tuple[float, float]] = [
+        tuple(float(v) for v in basic_interval(gp, rw[:, i] - rw[:, j], level))  # type: ignore[misc]
+        for rw in (raw_a, raw_b)
+    ]
+    ends.append(percentile_interval(raw_a[:, i] - raw_a[:, j], level))
+    lo, hi = min(float(a) for a, _ in ends), max(float(b) for _, b in ends)
+    out.append(_hit(name, w, m, LEADER_GAP, lo, hi, truth.crs[first] - truth.crs[second]))
+    return out
+
+
+def _logit_basic(point: float, reps: np.ndarray, level: float) -> tuple[float, float]:
+    """The basic interval of logit(D), mapped back (an AUROC is bounded by 1)."""
+    eps = 1e-9
+    z = lambda v: np.log(np.clip(v, eps, 1 - eps) / (1 - np.clip(v, eps, 1 - eps)))  # noqa: E731
+    lo, hi = basic_interval(np.array(z(point)), z(reps), level)
+    return float(1 / (1 + np.exp(-lo))), float(1 / (1 + np.exp(-hi)))
 
 
 def run_scenario(
@@ -199,12 +291,14 @@ def run_scenario(
     n_pop: int = 60_000,
     progress: Callable[[int], None] | None = None,
     first_world: int = 0,
+    candidates: bool = False,
 ) -> CoverageRun:
     """Draw ``n_worlds`` worlds of ``scenario`` (a new parameter draw every
     ``worlds_per_draw``; seed stream :data:`TUNING` or :data:`REPORTING`) and score every
     interval; ``kappas`` adds R's coverage at each tie threshold (method ``R, kappa=…``);
     ``progress(w)`` is called after each world. Worlds ``first_world …`` are drawn (world
-    ``w`` is the same in every run, so runs of disjoint ranges add up)."""
+    ``w`` is the same in every run, so runs of disjoint ranges add up); ``candidates`` adds
+    the methods compared on the tuning worlds (:func:`_candidate_hits`)."""
     hits, r_points, rank1 = [], [], []
     truth = params = None
     for w in range(first_world, first_world + n_worlds):
@@ -213,6 +307,7 @@ def run_scenario(
                 scenario, np.random.default_rng([stream, w // worlds_per_draw])
             )
             truth = population_truth(scenario, params, n_pop)
+        assert truth is not None  # drawn with the first world's parameters
         cells = rankable_cells(
             draw_world(scenario, params, np.random.default_rng([stream, 7, w])), scenario
         )
@@ -225,6 +320,8 @@ def run_scenario(
         pts, more = _r_rows(scenario.name, w, res, truth, kappas, level)
         r_points += pts
         hits += more
+        if candidates:
+            hits += _candidate_hits(scenario.name, w, cells, res, truth, level)
         leader = truth.crs.idxmax()
         for enc, p in res.ranks.set_index("encoder")["p_rank1"].items():
             rank1.append({"scenario": scenario.name, "world": w, "encoder": enc,

@@ -1,0 +1,97 @@
+"""The CRS replicates are scored from R's tie-aware replicates (docs/scoring.md, "R
+interval"): κ = 0 leaves R's replicates as drawn, every drop tied re-draws R from the
+centred noise of its drops, a cell without drops keeps its replicates, only R's column of
+the axes changes, and R's union with its percentile interval contains both."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crsbench.scoring.anchors import AXES, load_anchors
+from crsbench.stats.intervals import basic_interval, percentile_interval
+from crsbench.stats.patient_bootstrap import crs_replicates, patient_seed_bootstrap
+from crsbench.stats.robustness_interval import cell_r_drops, r_interval, tie_aware_replicates
+from crsbench.testing.planted import draw_world, planted_parameters, population_table
+
+
+def _g(d: np.ndarray) -> np.ndarray:
+    return 0.5 * d.mean(axis=-1) + 0.5 * d.max(axis=-1)
+
+
+def _drops(seed: int = 0, k: int = 16, b: int = 300):
+    rng = np.random.default_rng(seed)
+    drops = 0.03 + 0.002 * rng.standard_normal(k)
+    reps = drops + 0.01 * rng.standard_normal((b, k))
+    return drops, reps
+
+
+def test_tie_aware_replicates_by_hand():
+    drops, reps = _drops()
+    point, rep_r = np.array([_g(drops), 0.5]), np.column_stack([_g(reps), np.linspace(0, 1, 300)])
+    pd_, rd = [drops, np.empty(0)], [reps, np.empty((0, 0))]
+    np.testing.assert_array_equal(tie_aware_replicates(point, rep_r, pd_, rd, 0.0), rep_r)
+    tied = tie_aware_replicates(point, rep_r, pd_, rd, 1e9)
+    # every drop tied: R̂ + (R* − R̂) + 0.5·(max(d* − d̂) − (max d* − max d̂))
+    want = _g(reps) + 0.5 * ((reps - drops).max(axis=1) - reps.max(axis=1) + drops.max())
+    np.testing.assert_allclose(tied[:, 0], want, atol=1e-15)
+    np.testing.assert_array_equal(tied[:, 1], rep_r[:, 1])  # no drops: as drawn
+
+
+def test_r_union_with_percentile_contains_both():
+    drops, reps = _drops(1)
+    p, r = np.array([_g(drops)]), _g(reps)[:, None]
+    plain = r_interval(p, r, [drops], [reps], percentile=False)
+    wide = r_interval(p, r, [drops], [reps], percentile=True)
+    lo, hi = percentile_interval(r[:, 0])
+    assert wide.low[0] == pytest.approx(min(plain.low[0], lo))
+    assert wide.high[0] == pytest.approx(max(plain.high[0], hi))
+    b_lo, b_hi = basic_interval(p, r)
+    assert wide.low[0] <= b_lo[0] and wide.high[0] >= b_hi[0]
+
+
+def test_crs_replicates_change_only_r():
+    rng = np.random.default_rng(5)
+    params = planted_parameters(3, ("isic2019",), rng)
+    world = draw_world(params, 120, 2, rng, population_table(params))
+    res = patient_seed_bootstrap(world.cells, n_replicates=60, seed=3)
+    anc, c = load_anchors(None), AXES.index("robustness_drop")
+    drops = cell_r_drops(res.cell_keys, res.point_extras, res.extras)
+    none = ([np.empty(0)] * len(world.cells), [np.empty((0, 0))] * len(world.cells))
+    p0, raw0, _ = crs_replicates(world.cells, res.axes, res.point_axes, none, anc, kappa=0.0)
+    np.testing.assert_allclose(res.ranks.set_index("encoder").sort_index()["CRS"], p0)
+    p, raw, enc = crs_replicates(world.cells, res.axes, res.point_axes, drops, anc, kappa=1e9)
+    swapped = res.axes.copy()
+    swapped[:, :, c] = tie_aware_replicates(res.point_axes[:, c], res.axes[:, :, c], *drops, 1e9)
+    _, want, _ = crs_replicates(world.cells, swapped, res.point_axes, none, anc, kappa=0.0)
+    np.testing.assert_allclose(raw, want)
+    np.testing.assert_allclose(p, p0)  # the point CRS is the plug-in's
+    assert not np.allclose(raw, raw0)  # R's tie-aware roots moved the replicates
+
+
+def test_crs_and_differences_take_the_percentile_union_and_tiers_follow():
+    """A's replicates sit below its estimate (a biased statistic): the basic interval of
+    A − B is above 0 but the percentile one is not, so the union holds 0 and A, B share a
+    tier; P(rank 1) is still counted on the reflected replicates."""
+    from crsbench.stats.bootstrap import _summarise, widen_differences
+    from crsbench.stats.intervals import reflected_replicates
+
+    rng = np.random.default_rng(0)
+    point = np.array([0.60, 0.59])
+    raw = np.column_stack([rng.normal(0.57, 0.005, 1000), rng.normal(0.59, 0.005, 1000)])
+    base = _summarise(["A", "B"], point, reflected_replicates(point, raw), 3, 0.95)
+    assert dict(zip(base.ranks["encoder"], base.ranks["tier"], strict=True)) == {"A": 1, "B": 2}
+    new = widen_differences(base, ["A", "B"], point, raw, 0.95)
+    row = new.pairwise.set_index(["encoder_a", "encoder_b"]).loc[("A", "B")]
+    old = base.pairwise.set_index(["encoder_a", "encoder_b"]).loc[("A", "B")]
+    lo, hi = percentile_interval(raw[:, 0] - raw[:, 1])
+    assert row["ci_low"] == pytest.approx(min(lo, old["ci_low"]))
+    assert row["ci_high"] == pytest.approx(max(hi, old["ci_high"]))
+    assert row["ci_low"] < 0 < old["ci_low"]
+    assert set(new.ranks["tier"]) == {1}
+    got = new.ranks.set_index("encoder")
+    b_lo, b_hi = basic_interval(point, raw)
+    q_lo, q_hi = np.quantile(raw, [0.025, 0.975], axis=0)
+    np.testing.assert_allclose(got.loc[["A", "B"], "crs_ci_low"], np.minimum(b_lo, q_lo))
+    np.testing.assert_allclose(got.loc[["A", "B"], "crs_ci_high"], np.maximum(b_hi, q_hi))
+    np.testing.assert_array_equal(new.ranks["p_rank1"], base.ranks["p_rank1"])
