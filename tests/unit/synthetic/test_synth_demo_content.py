@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from crsbench.calibration.protocol import check_calibration_size, load_recal_protocol
 
+from crsbench.calibration.recal_settings import check_calibration_size, load_recal_protocol
 from crsbench.config import load_packaged_config
 from crsbench.datasets.subgroups import subgroup_columns
 from crsbench.datasets.synthetic import write_all
