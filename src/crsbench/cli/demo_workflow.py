@@ -24,8 +24,8 @@ from crsbench.core.verbosity import NORMAL, QUIET
 from crsbench.store.files import LAST_RUN_FILE, STORE_FILE
 
 #: Wall-time target of ``crsbench demo`` (seconds, from the process start to the printed
-#: leaderboard, the interpreter and imports included) on a 2-core CPU machine; a slow test
-#: checks it (docs/quickstart.md).
+#: leaderboard, the interpreter and imports included) on a 2-core CPU machine;
+#: ``benchmarks/demo.py`` measures it (docs/quickstart.md).
 DEMO_BUDGET_S = 120.0
 
 #: Bootstrap replicates of the demo's leaderboard, analyses and report.
