@@ -253,8 +253,10 @@ def widen_differences(
     alpha = (1 - level) / 2
     idx = {e: i for i, e in enumerate(encoders)}
     pw, ranks = base.pairwise.copy(), base.ranks.copy()
-    ia, ib = pw["encoder_a"].map(idx).to_numpy(), pw["encoder_b"].map(idx).to_numpy()
-    ri = ranks["encoder"].map(idx).to_numpy()
+    # integer positions also when there is no pair (one encoder: an empty float column)
+    ia = pw["encoder_a"].map(idx).to_numpy(dtype=np.intp)
+    ib = pw["encoder_b"].map(idx).to_numpy(dtype=np.intp)
+    ri = ranks["encoder"].map(idx).to_numpy(dtype=np.intp)
     with warnings.catch_warnings():  # an unscored encoder's column is all NaN
         warnings.simplefilter("ignore", RuntimeWarning)
         diffs = raw[:, ia] - raw[:, ib]

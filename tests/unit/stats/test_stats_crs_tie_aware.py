@@ -95,3 +95,19 @@ def test_crs_and_differences_take_the_percentile_union_and_tiers_follow():
     np.testing.assert_allclose(got.loc[["A", "B"], "crs_ci_low"], np.minimum(b_lo, q_lo))
     np.testing.assert_allclose(got.loc[["A", "B"], "crs_ci_high"], np.maximum(b_hi, q_hi))
     np.testing.assert_array_equal(new.ranks["p_rank1"], base.ranks["p_rank1"])
+
+
+def test_one_encoder_has_no_difference_to_widen():
+    """A cohort profile of one encoder: no pair, the CRS interval still takes the union
+    (an empty pairwise table once raised IndexError: float positions)."""
+    from crsbench.stats.bootstrap import _summarise, widen_differences
+    from crsbench.stats.intervals import reflected_replicates
+
+    rng = np.random.default_rng(1)
+    point = np.array([0.5])
+    raw = rng.normal(0.48, 0.01, (500, 1))
+    base = _summarise(["A"], point, reflected_replicates(point, raw), 3, 0.95)
+    new = widen_differences(base, ["A"], point, raw, 0.95)
+    assert new.pairwise.empty and list(new.ranks["tier"]) == [1]
+    b_lo, _ = basic_interval(point, raw)
+    assert new.ranks["crs_ci_low"].iloc[0] == pytest.approx(min(b_lo[0], np.quantile(raw, 0.025)))
