@@ -100,7 +100,8 @@ def subgroup_forest_figure(sub: pd.DataFrame, worst: pd.DataFrame | None,
     part = "" if shown == total else (f"; the {shown} of {total} attributes with the smallest "
                                       "p (all in the table and CSV)")  # fmt: skip
     return save(fig, fig_dir, "subgroup_forest",
-                "Subgroups per axis with 95% intervals; p: permutation test of the gap "
+                "Subgroups per axis with their bootstrap ranges (2.5–97.5 %, not a 95 % CI); p: "
+                "permutation test of the gap "
                 f"(* and red: p < 0.05){part}")  # fmt: skip
 
 
