@@ -26,6 +26,7 @@ import numpy as np
 from crsbench.config import BenchmarkConfig
 from crsbench.core.errors import EncoderError
 from crsbench.evaluation.identity import CellIdentity, RunIdentity
+from crsbench.protocol import LORA
 from crsbench.runs.lora_seed import LoraCell, SeedWork, seed_rows
 from crsbench.runs.plan import cell_conditions, shift_targets_of
 from crsbench.runs.prepare import PreparedDataset
@@ -50,7 +51,7 @@ def lora_identities(
     shift_targets: Sequence[str],
 ) -> Iterator[RunIdentity]:
     """Every run identity one LoRA seed of a cell writes, in the order they are produced."""
-    cell = CellIdentity(encoder, dataset, regime="lora")
+    cell = CellIdentity(encoder, dataset, regime=LORA)
     for f in cfg.lora_fractions:
         yield cell.run(seed, probe=LORA_PROBE, fraction=f)
         if f != 1.0:
@@ -105,7 +106,7 @@ def lora_planned_cells(cfg: BenchmarkConfig, modalities: dict[str, str]) -> list
     return [
         PlannedCell(enc, ds, tuple(int(s) for s in seeds), tuple(float(f) for f in
                     cfg.lora_fractions), cell_conditions(cfg, modalities[ds]),
-                    shift_targets_of(cfg, ds), regime="lora")
+                    shift_targets_of(cfg, ds), regime=LORA)
         for (enc, ds), seeds in sorted(lora_plan(cfg, modalities).items())
     ]  # fmt: skip
 

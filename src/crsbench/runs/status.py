@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.config import BenchmarkConfig, config_hash
-from crsbench.protocol import FROZEN
+from crsbench.protocol import FROZEN, LORA
 from crsbench.runs.lora_stage import lora_plan
 from crsbench.runs.plan import plan_cells
 from crsbench.store.reader import skipped_cells
@@ -50,7 +50,7 @@ def grid_status(cfg: BenchmarkConfig) -> tuple[str, list[dict[str, Any]]]:
     skipped = skipped_cells(out)
     plan = [(FROZEN, c.encoder, c.dataset, c.identities) for c in cells]
     for (enc, ds), by_seed in lora_plan(cfg, modalities).items():
-        plan.append(("lora", enc, ds, [i for ids in by_seed.values() for i in ids]))
+        plan.append((LORA, enc, ds, [i for ids in by_seed.values() for i in ids]))
     rows = []
     for regime, enc, ds, identities in plan:
         keys = {i.key(h) for i in identities}

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from crsbench.protocol import FROZEN
+from crsbench.protocol import FROZEN, LORA
 from crsbench.scoring.aggregate import encoder_means, score_cells
 from crsbench.scoring.anchors import Anchors
 from crsbench.scoring.planned import planned_axes
@@ -19,7 +19,7 @@ def regime_comparison(
     runs: pd.DataFrame,
     anchors: str | Anchors | None = None,
     base: str = FROZEN,
-    adapted: str = "lora",
+    adapted: str = LORA,
     plan: StoredPlan | None = None,
 ) -> pd.DataFrame:
     """Per domain: Kendall tau of the AUROC rankings of ``base`` vs ``adapted``, leader change

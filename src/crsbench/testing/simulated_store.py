@@ -26,6 +26,7 @@ from crsbench.protocol import (
     FROZEN,
     LABEL_FRACTIONS,
     LAYER_DEPTHS,
+    LORA,
     PAPER_PERTURBATIONS,
     PAPER_SHIFTS,
     RECALIBRATORS,
@@ -134,7 +135,7 @@ def simulate_runs(
                 if (e.encoder, ds) in MISSING_CELLS:
                     continue
                 home = 0.06 if e.home == ds else (-0.03 if e.home else 0.0)
-                lora = 0.04 + rng.normal(0, 0.015) if regime == "lora" else 0.0
+                lora = 0.04 + rng.normal(0, 0.015) if regime == LORA else 0.0
                 cell_auc = _BASE_AUROC.get(ds, 0.78) + 0.07 * e.quality + home + lora
                 cell_auc += rng.normal(0, 0.01)
                 cell_ece = 0.03 + 0.06 / (1 + np.exp(2 * e.calib)) + abs(rng.normal(0, 0.01))
