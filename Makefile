@@ -43,7 +43,7 @@ test: lint typecheck browser
 
 # mypy on src/ against ci/mypy_baseline.json: a file's error count may only shrink
 # (python ci/typecheck.py --update lowers the baseline after a fix). No cache is needed:
-# a cold run (fresh clone) takes about a minute; later runs reuse .mypy_cache.
+# a cold run (fresh clone) takes about a minute of CPU; later runs reuse .mypy_cache (seconds).
 typecheck: $(BIN)/.installed-dev
 	$(BIN)/python ci/typecheck.py
 
