@@ -12,7 +12,7 @@ Only :mod:`crsbench.core` sits below this module; it imports nothing else of the
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Final, Literal, get_args
 
 import numpy as np
 
@@ -56,7 +56,7 @@ MLP_WEIGHT_DECAY = 1e-4
 PROBE_BLAS_THREADS = 1
 #: Control probe kNN: neighbours and distance.
 KNN_K = 5
-KNN_METRIC = "cosine"
+KNN_METRIC: Final = "cosine"
 
 # ----------------------------------------------------------------------------- layers
 
@@ -67,7 +67,7 @@ LAYER_DEPTHS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
 
 #: The post-hoc recalibrators, fitted on the calibration split (the type a config key takes).
 Recalibrator = Literal["temperature", "vector", "isotonic", "dirichlet"]
-RECALIBRATORS: tuple[str, ...] = get_args(Recalibrator)
+RECALIBRATORS: tuple[Recalibrator, ...] = get_args(Recalibrator)
 #: Version of the packaged recalibration protocol file (``resources/calibration/recal_v1.yaml``).
 RECAL_VERSION = "v1"
 
@@ -149,8 +149,8 @@ PAPER_SHIFTS: tuple[tuple[str, str], ...] = (("chexpert", "mimic_cxr"),)
 #: ``all_shifts`` (every shift target evaluated for the dataset; the column
 #: ``robustness_drop_all_shifts`` of the axes table, see ``docs/scoring.md``).
 ROBUSTNESS_VARIANTS: tuple[str, ...] = ("paper", "all_shifts")
-CLEAN = "clean"
-SHIFT = "shift"
+CLEAN: Final = "clean"
+SHIFT: Final = "shift"
 #: Conditions evaluated on unperturbed images; they carry severity 0.
 UNPERTURBED_CONDITIONS: tuple[str, ...] = (CLEAN, SHIFT)
 

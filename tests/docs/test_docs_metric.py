@@ -40,7 +40,7 @@ def patched(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(REPO / "src" / "crsbench", root / "src" / "crsbench",
                     ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
     patches = re.findall(r"```diff\n(.*?)```", _text(), re.S)
-    assert len(patches) == 6
+    assert len(patches) == 5
     (root / "page.patch").write_text("".join(patches), encoding="utf-8")
     done = subprocess.run(["git", "apply", "--verbose", "page.patch"], cwd=root,
                           capture_output=True, text=True, timeout=60)  # fmt: skip
@@ -51,7 +51,7 @@ def patched(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_patched_copy_scores_stores_and_reads_the_new_column(patched, tmp_path):
     assert write_examples(PAGE, tmp_path) == ["check_my_metric.py", "read_my_metric.py"]
     out = _run(["check_my_metric.py"], tmp_path, patched / "src").splitlines()
-    assert out == ["0.3889 True", "0.3889", "True"]  # (2/3 + 1/2 + 0) / 3
+    assert out == ["0.3889", "0.3889", "True"]  # (2/3 + 1/2 + 0) / 3
 
 
 def test_the_new_function_agrees_with_an_independent_balanced_accuracy(patched):

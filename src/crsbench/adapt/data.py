@@ -102,5 +102,5 @@ class ImageRows:
                 f"rows {bad[:5]} could not be decoded ({self.failed[bad[0]]}); filter them "
                 "with ImageRows.ok() first."
             )
-        arr = np.stack(stacks)
+        arr = np.stack([s for s in stacks if s is not None])  # none is None: refused above
         return torch.from_numpy(arr[:, 0] if self.n_conditions == 1 else arr)

@@ -249,7 +249,10 @@ def wrap_with_lora(
     # A regex (peft full-matches it) so that a name like "conv1" is not also a suffix match.
     exact = "|".join(re.escape(n) for n in names)
     config = LoraConfig(
-        r=int(rank), lora_alpha=float(alpha), lora_dropout=float(dropout), target_modules=exact
+        r=int(rank),
+        lora_alpha=float(alpha),  # type: ignore[arg-type]  # peft annotates int; scales by alpha / r
+        lora_dropout=float(dropout),
+        target_modules=exact,
     )
     from crsbench.core.seeding import stable_seed
     from crsbench.encoders.backends.common import seeded

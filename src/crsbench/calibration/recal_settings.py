@@ -91,7 +91,9 @@ def _load(path: Path) -> RecalProtocol:
             f"recalibration protocol {path}: min_per_class must be an integer >= n_folds "
             f"({n_folds}). Got {min_n!r} instead."
         )
-    grids = {m: _candidates(path, m, doc["grids"].get(m)) for m in RECALIBRATORS}
+    grids: dict[str, tuple[Mapping[str, float], ...]] = {
+        m: _candidates(path, m, doc["grids"].get(m)) for m in RECALIBRATORS
+    }
     return RecalProtocol(str(doc["version"]), "nll", n_folds, min_n, grids)
 
 

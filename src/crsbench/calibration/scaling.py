@@ -121,7 +121,7 @@ class VectorScaling(CalibratorBase):
             if not _binary_ok(t):
                 continue
 
-            def fun(v, z=z, t=t):
+            def fun_j(v, z=z, t=t):
                 L = v[0] * z + v[1]
                 loss = -(t * log_expit(L) + (1 - t) * log_expit(-L)).mean()
                 g = (expit(L) - t) / len(z)
@@ -131,7 +131,7 @@ class VectorScaling(CalibratorBase):
                 )
 
             res = minimize(
-                fun,
+                fun_j,
                 np.array([1.0, 0.0]),
                 jac=True,
                 method="BFGS",

@@ -17,8 +17,11 @@ class _Commands(TyperGroup):
     """The root command group: a disk that refuses a write (full, read-only, no permission)
     anywhere in a command ends it with the path named (exit 3), never a traceback."""
 
-    def invoke(self, ctx: typer.Context) -> Any:
-        """Run the command; an OSError of a refused write becomes crsbench's DiskError."""
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; an OSError of a refused write becomes crsbench's DiskError.
+
+        ``ctx`` is the Context of the click that Typer vendors (``typer._click``, private, so
+        not named here); ``typer.Context`` is a subclass and would narrow the override."""
         from crsbench.core.diskio import uncaught_os_error
 
         try:

@@ -11,7 +11,7 @@ import json
 import logging
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import typer
 from rich.console import Console
@@ -140,7 +140,7 @@ def print_table(
     table = Table(title=escape(title) if title else None)
     keep = set(whole) or {next(iter(columns))}
     for key, header in columns.items():
-        justify = "right" if key in right else "left"
+        justify: Literal["right", "left"] = "right" if key in right else "left"
         table.add_column(escape(header), justify=justify, no_wrap=key in keep, overflow="fold")
     for r in rows:
         table.add_row(*(escape(_cell(r.get(k), "—")) for k in columns))

@@ -25,10 +25,10 @@ from crsbench.consortium.summary import (
     TestSizes,
 )
 from crsbench.core.errors import DataError
-from crsbench.scoring.anchors import AXES
+from crsbench.scoring.anchors import AXES, Anchors
 
 
-def _board(runs: pd.DataFrame, store_dir: Path, anchors: object):
+def _board(runs: pd.DataFrame, store_dir: Path, anchors: Anchors):
     """The encoders' axes and CRS (fixed anchors) and the per-seed axes that can be ranked."""
     from crsbench.scoring import aggregate_by_encoder, score_cells
     from crsbench.scoring.planned import planned_axes, ranked_per_seed
@@ -41,7 +41,7 @@ def _board(runs: pd.DataFrame, store_dir: Path, anchors: object):
     return board, ranked_per_seed(per_seed, cells)
 
 
-def _bootstrap(per_seed: pd.DataFrame, store_dir: Path, anchors: object, n_replicates: int):
+def _bootstrap(per_seed: pd.DataFrame, store_dir: Path, anchors: Anchors, n_replicates: int):
     from crsbench.stats.patient_bootstrap import TEST_PATIENTS_X_SEEDS
     from crsbench.stats.uncertainty import crs_uncertainty
 

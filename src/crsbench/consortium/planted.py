@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +80,7 @@ def through_files(sites: tuple[SiteSummary, ...], folder: Path) -> tuple[SiteSum
     return tuple(read_summary(write_summary(s, folder / f"{s.site}.json")) for s in sites)
 
 
-def with_site(s: SiteSummary, **changes: object) -> SiteSummary:
+def with_site(s: SiteSummary, **changes: Any) -> SiteSummary:
     """``s`` with fields replaced (the refusal tests' mismatches)."""
     return replace(s, **changes)
 

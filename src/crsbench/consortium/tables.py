@@ -7,6 +7,7 @@ in ``consortium.json`` with the settings, the method and the sites' versions and
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +72,19 @@ def consortium_document(c: Consortium) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _csv_writer(df: pd.DataFrame) -> Callable[[Path], None]:
+    def write(tmp: Path) -> None:
+        df.to_csv(tmp, index=False)
+
+    return write
+
+
 def write_tables(c: Consortium, folder: Path) -> list[Path]:
     """Write the three CSV tables and ``consortium.json`` into ``folder``; return the paths."""
     out = []
     for name, df in ((POOLED_CSV, pooled_table(c)), (SITES_CSV, sites_table(c)),
                      (STABILITY_CSV, stability_table(c))):  # fmt: skip
-        out.append(write_output_file(folder / name, lambda tmp, d=df: d.to_csv(tmp, index=False)))
+        out.append(write_output_file(folder / name, _csv_writer(df)))
     text = json.dumps(consortium_document(c), indent=2) + "\n"
     out.append(write_output_file(folder / CONSORTIUM_JSON,
                                  lambda tmp: tmp.write_text(text, encoding="utf-8")))  # fmt: skip

@@ -41,7 +41,7 @@ class Aptos2019(DatasetAdapter):
         modality="fundus",
         ordinal=True,
     )
-    defaults: dict[str, Any] = {"csv": "train.csv", "image_dir": "train_images"}
+    defaults = {"csv": "train.csv", "image_dir": "train_images"}
 
     def _load(self, root: Path, options: dict[str, Any]) -> Dataset:
         csv_path = root / str(options["csv"])

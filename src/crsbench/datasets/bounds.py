@@ -76,7 +76,10 @@ class ImageBounds:
         if unknown:
             raise ConfigError(f"{source}: unknown key(s) {unknown}. Known: {', '.join(RANGES)}.")
         name = (lambda k: "--" + k.replace("_", "-")) if as_options else (lambda k: f"{source}.{k}")
-        values = {key: _checked(name(key), key, value) for key, value in data.items()}
+        # whole numbers for the sides, a float for the aspect: _checked gives each its kind
+        values: dict[str, Any] = {
+            key: _checked(name(key), key, value) for key, value in data.items()
+        }
         bounds = cls(**values)
         if bounds.min_side > bounds.max_side:
             raise ConfigError(

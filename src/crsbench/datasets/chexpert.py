@@ -143,7 +143,7 @@ class CheXpert(DatasetAdapter):
         task="multilabel",
         modality="chest_xray",
     )
-    defaults: dict[str, Any] = {"uncertainty": "ignore", "frontal_only": True, "folder": None}
+    defaults = {"uncertainty": "ignore", "frontal_only": True, "folder": None}
 
     def _load(self, root: Path, options: dict[str, Any]) -> Dataset:
         check_choice("uncertainty", options["uncertainty"], UNCERTAINTY_POLICIES)

@@ -65,8 +65,8 @@ def outside_rows(
     lexical = pd.Series(np.asarray(paths, dtype=object)).map(os.path.normpath)
     real = resolved_paths(paths) if resolved is None else resolved
     bad: dict[int, tuple[str, str]] = {}
-    for row in np.flatnonzero(~lexical.map(lambda p: _inside(p, root_text)).to_numpy()):
-        bad[int(row)] = (str(paths[row]), lexical[row])
+    for i in np.flatnonzero(~lexical.map(lambda p: _inside(p, root_text)).to_numpy()):
+        bad[int(i)] = (str(paths[i]), lexical[i])
     for row, lead in enumerate(real):
         if row not in bad and not _inside(lead, real_root):
             bad[row] = (str(paths[row]), str(lead))

@@ -79,7 +79,7 @@ def _require_pydicom() -> Any:
     return pydicom
 
 
-def _read(path: Path, **kwargs: Any) -> Any:
+def _read(path: Path | str, **kwargs: Any) -> Any:
     pydicom = _require_pydicom()
     try:
         return pydicom.dcmread(str(path), **kwargs)

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import ConfigError, DataError
+from crsbench.core.types import Task
 
 from .base import (
     DATASETS,
@@ -119,7 +120,7 @@ class Folder(DatasetAdapter):
         task="multiclass",
         modality="other",
     )
-    defaults: dict[str, Any] = {
+    defaults = {
         "csv": "labels.csv",
         "path_column": "path",
         "label_columns": None,
@@ -172,6 +173,7 @@ class Folder(DatasetAdapter):
         paths = cells.where(absolute, base + cells).to_numpy(dtype=str)
         ids = frame[options["id_column"]].str.strip() if options["id_column"] else cells
         raise_duplicates(csv_path, f"column {options['id_column'] or path_col!r}", ids)
+        task: Task
         if len(label_cols) == 1:
             task = "multiclass"
             column = label_cols[0]

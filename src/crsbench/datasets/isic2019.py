@@ -85,7 +85,7 @@ class Isic2019(DatasetAdapter):
         task="multiclass",
         modality="dermoscopy",
     )
-    defaults: dict[str, Any] = {"use_metadata": True}
+    defaults = {"use_metadata": True}
 
     def _load(self, root: Path, options: dict[str, Any]) -> Dataset:
         gt_path = root / GROUND_TRUTH

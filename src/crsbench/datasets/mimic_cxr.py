@@ -96,7 +96,7 @@ class MimicCxr(DatasetAdapter):
         task="multilabel",
         modality="chest_xray",
     )
-    defaults: dict[str, Any] = {
+    defaults = {
         "uncertainty": "ignore",
         "label_source": "chexpert",
         "frontal_only": True,

@@ -116,7 +116,7 @@ class NihCxr14(DatasetAdapter):
         access="https://nihcc.app.box.com/v/ChestXray-NIHCC (public download, no registration)",
         provided_labels=load_label_map(MAP).provided(),
     )
-    defaults: dict[str, Any] = {"frontal_only": True, "label_map": MAP, "label_file": None}
+    defaults = {"frontal_only": True, "label_map": MAP, "label_file": None}
 
     def _load(self, root: Path, options: dict[str, Any]) -> Dataset:
         frontal_only = require_bool("frontal_only", options["frontal_only"])

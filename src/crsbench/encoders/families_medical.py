@@ -25,6 +25,14 @@ from crsbench.encoders.registry import lazy, register
 from crsbench.encoders.sources import AllWeights, HubWeights, LocalWeights, ProjectorWeights
 
 L24 = "[5, 11, 17, 23] (24 blocks)"
+
+
+def _uint8_levels(rgb: tuple[float, float, float]) -> tuple[float, float, float]:
+    """``rgb`` rounded down to 8-bit levels, in [0, 1] (LLaVA pads with its mean as uint8)."""
+    r, g, b = (int(c * 255) / 255 for c in rgb)
+    return r, g, b
+
+
 CHEXZERO_FILE = "best_64_5e-05_original_22000_0.864.pt"
 PANDERM_FILE = "panderm_ll_data6_checkpoint-499.pth"
 #: Text tower and projections of a transformers ``CLIPModel`` checkpoint (the LLaVA-Med tower).
@@ -113,7 +121,7 @@ register(
         interpolation="bicubic",
         resize_mode="pad",
         crop_pct=1.0,
-        pad_fill=tuple(int(m * 255) / 255 for m in CLIP_MEAN),
+        pad_fill=_uint8_levels(CLIP_MEAN),
         grey_pad_fill=(114 / 255,) * 3,
         mean=CLIP_MEAN,
         std=CLIP_STD,

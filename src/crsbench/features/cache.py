@@ -126,7 +126,7 @@ class FeatureCache:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
-        self.events = []
+        self.events: list[dict[str, str]] = []
         for sub in ("objects", "corrupt", "locks"):
             with disk_errors(self.root / sub):
                 (self.root / sub).mkdir(parents=True, exist_ok=True)

@@ -185,8 +185,7 @@ def _decode_once(path: Path, size: int, bounds: ImageBounds) -> np.ndarray:
                 im.load()
                 if im.format == "PNG":
                     _check_png_trailer(path)
-                im = ImageOps.exif_transpose(im)
-                arr = _to_array(im, path)
+                arr = _to_array(ImageOps.exif_transpose(im), path)
     except ImageDecodeError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:

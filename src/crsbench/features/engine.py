@@ -99,7 +99,7 @@ class _Plan:
     bf16: bool
     channels_last: bool
     fold: bool
-    perturb: PerturbFn
+    perturb: PerturbFn | None  # None: crsbench.perturb unavailable (clean conditions only)
     dataset_revision: str
     final_parts: dict[_Entry, dict[str, Any]]
 

@@ -126,8 +126,9 @@ def run_pending(job: PendingWork) -> int:
     per_task = loader_batch(job.batch_size, chunk, len(needed), job.on_cuda, job.size)
     batches = shard_batches([job.shards[s] for s in order], per_task)
     workers = _default_workers() if job.num_workers is None else int(job.num_workers)
-    loader = DataLoader(
-        dataset,
+    loader: DataLoader[Any] = DataLoader(
+        # DataLoader takes any map-style object (len, getitem); DecodeSet stays torch-free
+        dataset,  # type: ignore[arg-type]
         batch_sampler=batches,
         num_workers=workers,
         collate_fn=collate,

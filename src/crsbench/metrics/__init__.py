@@ -1,7 +1,4 @@
-"""Metrics as pure functions on arrays (docs/protocol.md section 7). Never imports torch or PIL.
-
-Every metric is registered in :data:`METRICS` with its ``higher_is_better`` direction.
-"""
+"""Metrics as pure functions on arrays (docs/protocol.md section 7). Never imports torch or PIL."""
 
 from __future__ import annotations
 
@@ -15,12 +12,9 @@ from crsbench.metrics.calibration_metrics import (
 )
 from crsbench.metrics.label_efficiency import aulc, retention
 from crsbench.metrics.operating_point import sensitivity_at_specificity
-from crsbench.metrics.registry import METRICS, Metric
 from crsbench.metrics.robustness import drops, robustness_drop, robustness_from_drops
 
 __all__ = [
-    "METRICS",
-    "Metric",
     "MetricDetails",
     "UndefinedMetricWarning",
     "aulc",

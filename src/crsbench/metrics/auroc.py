@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import Literal, overload
 
 import numpy as np
 from scipy.stats import rankdata
@@ -147,6 +148,20 @@ def _columns(task: str, y: np.ndarray, scores: np.ndarray):
                 n_neg[j : j + 1],
             )[0]
     return auc, n_pos, n_neg
+
+
+@overload
+def macro_auroc(
+    y_true: object, y_score: object, task: str, *, return_details: Literal[False] = ...
+) -> float: ...
+@overload
+def macro_auroc(
+    y_true: object, y_score: object, task: str, *, return_details: Literal[True]
+) -> MetricDetails: ...
+@overload
+def macro_auroc(
+    y_true: object, y_score: object, task: str, *, return_details: bool
+) -> float | MetricDetails: ...
 
 
 def macro_auroc(

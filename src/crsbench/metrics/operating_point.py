@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Literal, overload
 
 import numpy as np
 
@@ -28,6 +29,35 @@ def binary_sensitivity_at_specificity(y: np.ndarray, s: np.ndarray, specificity:
     fps = np.r_[0.0, np.cumsum(1.0 - y_sorted)[last]]
     allowed = fps <= np.floor((1.0 - specificity) * n_neg + 1e-9)
     return float(tps[allowed].max() / n_pos)
+
+
+@overload
+def sensitivity_at_specificity(
+    y_true: object,
+    y_score: object,
+    task: str,
+    specificity: float = ...,
+    *,
+    return_details: Literal[False] = ...,
+) -> float: ...
+@overload
+def sensitivity_at_specificity(
+    y_true: object,
+    y_score: object,
+    task: str,
+    specificity: float = ...,
+    *,
+    return_details: Literal[True],
+) -> MetricDetails: ...
+@overload
+def sensitivity_at_specificity(
+    y_true: object,
+    y_score: object,
+    task: str,
+    specificity: float = ...,
+    *,
+    return_details: bool,
+) -> float | MetricDetails: ...
 
 
 def sensitivity_at_specificity(

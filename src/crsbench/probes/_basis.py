@@ -47,6 +47,7 @@ def build_basis(X: np.ndarray, dtype: type = np.float32) -> tuple[Basis, np.ndar
     Xc = ((X - mean) / scale).astype(dtype)
     Xc[:, constant] = 0.0
     rtol = 1e-5 if np.dtype(dtype) == np.float32 else 1e-11
+    rot: np.ndarray
     if n > d:
         gram = (Xc.T @ Xc).astype(np.float64) / n
         w, q = np.linalg.eigh(gram)

@@ -69,9 +69,14 @@ class LogisticObjective:
         self._slot[idx] = np.arange(idx.size)
         self._line = (v, d, self._product(d, idx))
 
+    def _current_line(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._line is None:
+            raise RuntimeError("LogisticObjective: set_line must come before value_at/move_to")
+        return self._line
+
     def value_at(self, step: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """Losses of problems ``idx`` (a subset of the line's) at ``v + step · d``."""
-        v, d, D = self._line
+        v, d, D = self._current_line()
         s = self._slot[idx]
         logits = self.logits[:, idx] + step[None, :, None] * D[:, s]
         # kept: the accepted step of a problem is the last one tried, so move_to reuses it
@@ -81,7 +86,7 @@ class LogisticObjective:
     def move_to(self, step: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """Move problems ``idx`` to ``v + step · d`` (their last value_at) and return their
         gradients there."""
-        v, d, D = self._line
+        v, d, D = self._current_line()
         s = self._slot[idx]
         self.logits[:, idx] += step[None, :, None] * D[:, s]
         return self._grad(v[s] + step[:, None] * d[s], idx)
@@ -138,6 +143,7 @@ class LogisticObjective:
             E *= self.inv_n[0]
             return loss, E
         # softplus(z) - y z = -log σ(z) + (1 - y) z, stable for both signs
+        assert self.mask is not None  # set for multilabel problems in __init__
         log_p = log_expit(logits)
         bce = (1.0 - self.Y)[:, None, :] * logits - log_p
         bce *= self.mask[:, None, :]

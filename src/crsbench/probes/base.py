@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 from sklearn.base import BaseEstimator
 
 from crsbench.core.errors import NotFittedError
@@ -24,7 +25,9 @@ class ProbeBase(BaseEstimator):
                 f"This {type(self).__name__} instance is not fitted yet. Call 'fit' first."
             )
 
-    def _prepare(self, X: object, y: object, n_outputs: int | None = None):
+    def _prepare(
+        self, X: npt.ArrayLike, y: npt.ArrayLike, n_outputs: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray, int]:
         check_task(self.task)
         X = check_features(X, "X")
         y = check_targets(y, self.task, X.shape[0], "y")
@@ -42,12 +45,12 @@ class ProbeBase(BaseEstimator):
             self.classes_ = np.arange(n_outputs)
         self.n_features_in_ = n_features
 
-    def predict_proba(self, X: object) -> np.ndarray:
+    def predict_proba(self, X: npt.ArrayLike) -> np.ndarray:
         """N×K probabilities: multiclass rows sum to one; multilabel independent per label."""
         self._check_fitted()
         return self._predict_proba(check_features(X, "X", self.n_features_in_))
 
-    def predict(self, X: object) -> np.ndarray:
+    def predict(self, X: npt.ArrayLike) -> np.ndarray:
         """Class index (multiclass argmax) or a 0/1 matrix (multilabel, probability ≥ 0.5)."""
         p = self.predict_proba(X)
         if self.task == "multiclass":

@@ -16,6 +16,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import expit, softmax
 
 from crsbench.core.errors import DataError
@@ -107,13 +108,13 @@ class FittedLinear:
         """(K,) biases of the chosen C."""
         return self.intercept_path[self.C_index]
 
-    def decision_function(self, X: np.ndarray, C_index: int | None = None) -> np.ndarray:
+    def decision_function(self, X: npt.ArrayLike, C_index: int | None = None) -> np.ndarray:
         """Logits ``X @ coef + intercept`` for the chosen (or the given) C."""
         i = self.C_index if C_index is None else C_index
         X = check_features(X, "X", self.coef_path.shape[1])
         return X.astype(np.float64) @ self.coef_path[i] + self.intercept_path[i]
 
-    def predict_proba(self, X: np.ndarray, C_index: int | None = None) -> np.ndarray:
+    def predict_proba(self, X: npt.ArrayLike, C_index: int | None = None) -> np.ndarray:
         """N×K probabilities (multiclass rows sum to one; multilabel independent sigmoids)."""
         logits = self.decision_function(X, C_index)
         return softmax(logits, axis=1) if self.task == "multiclass" else expit(logits)

@@ -11,6 +11,7 @@ by training-row order (stable sort), so results are deterministic.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from crsbench.core.validation import check_features
 from crsbench.probes.base import ProbeBase
@@ -54,7 +55,7 @@ class KNNProbe(ProbeBase):
             Z = Z / np.where(norm > 0, norm, 1.0)
         return Z
 
-    def fit(self, X: object, y: object) -> KNNProbe:
+    def fit(self, X: npt.ArrayLike, y: npt.ArrayLike) -> KNNProbe:
         """Store the standardised training rows and their targets."""
         if not isinstance(self.k, (int, np.integer)) or self.k < 1:
             raise ValueError(f"k must be a positive integer. Got {self.k!r} instead.")

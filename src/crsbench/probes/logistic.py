@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from crsbench.core.errors import DataError
 from crsbench.core.validation import check_C
@@ -58,7 +59,7 @@ class LogisticProbe(ProbeBase):
         self.dtype = dtype
         self.n_outputs = n_outputs
 
-    def fit(self, X: object, y: object) -> LogisticProbe:
+    def fit(self, X: npt.ArrayLike, y: npt.ArrayLike) -> LogisticProbe:
         """Fit on features ``X`` (N×d) and targets ``y`` (class vector or 0/1/NaN matrix)."""
         C = check_C(self.C)
         if self.dtype not in ("float64", "float32"):
@@ -86,7 +87,7 @@ class LogisticProbe(ProbeBase):
         self._set_fitted(X.shape[1], k)
         return self
 
-    def decision_function(self, X: object) -> np.ndarray:
+    def decision_function(self, X: npt.ArrayLike) -> np.ndarray:
         """Logits, N×K."""
         self._check_fitted()
         return self.fit_info_.decision_function(X)

@@ -10,6 +10,7 @@ restored. Every random choice (init, split, batch order) comes from ``random_sta
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import expit, log_expit, log_softmax, softmax
 
 from crsbench.core.validation import check_features, check_targets
@@ -100,7 +101,13 @@ class MLPProbe(ProbeBase):
         bce = -(Y * log_expit(logits) + (1 - Y) * log_expit(-logits)) * M
         return float((bce.sum(axis=0) / np.maximum(M.sum(axis=0), 1)).mean())
 
-    def fit(self, X: object, y: object, X_val: object = None, y_val: object = None) -> MLPProbe:
+    def fit(
+        self,
+        X: npt.ArrayLike,
+        y: npt.ArrayLike,
+        X_val: npt.ArrayLike | None = None,
+        y_val: npt.ArrayLike | None = None,
+    ) -> MLPProbe:
         """Train with early stopping on ``(X_val, y_val)`` or a held-out share of ``X``."""
         self._check_params()
         X, y, k = self._prepare(X, y, self.n_outputs)
@@ -122,7 +129,7 @@ class MLPProbe(ProbeBase):
         Yt, Mt = self._targets(yt, k)
         Yv, Mv = self._targets(yv, k)
         d, h = X.shape[1], int(self.hidden_size)
-        params = [
+        params: list[np.ndarray] = [
             rng.normal(0.0, np.sqrt(2.0 / d), (d, h)).astype(np.float32),
             np.zeros(h, dtype=np.float32),
             rng.normal(0.0, np.sqrt(1.0 / h), (h, k)).astype(np.float32),

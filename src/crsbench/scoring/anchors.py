@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import yaml
@@ -21,6 +22,9 @@ from crsbench.core.errors import ConfigError
 from crsbench.protocol import ANCHORS_VERSION
 from crsbench.resources import resource_file, resource_label
 from crsbench.scoring.dominance import UNIFORM_EXACT, UniformReference
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: A reference panel: an ``(n, 4)`` array of profiles, or the exact uniform reference (v2).
 Reference = np.ndarray | UniformReference
@@ -320,7 +324,7 @@ def freeze_anchors(
     return frozen
 
 
-def anchors_for_runs(source: str | Path | Anchors | None, runs: object) -> Anchors:
+def anchors_for_runs(source: str | Path | Anchors | None, runs: pd.DataFrame) -> Anchors:
     """The anchors a store's runs are scored with.
 
     ``source`` when given (``--anchors``); otherwise the one version the runs recorded (column

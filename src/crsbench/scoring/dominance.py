@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 _CHUNK = 131_072
+_ALL_BITS = np.uint64(np.iinfo(np.uint64).max)
 #: The YAML spelling of :class:`UniformReference` in an anchors file's ``reference_panel``.
 UNIFORM_EXACT = "uniform-exact"
 
@@ -73,7 +74,7 @@ class DominanceCounter:
 
     def __init__(self, panel: np.ndarray) -> None:
         panel = np.asarray(panel, dtype=float)
-        if panel.ndim != 2 or panel.shape[0] == 0:
+        if panel.ndim != 2 or 0 in panel.shape:
             raise ValueError(f"panel must be a non-empty 2-D array. Got shape {panel.shape}.")
         self.m, self.d = panel.shape
         self.words = (self.m + 63) // 64
@@ -114,7 +115,7 @@ class DominanceCounter:
     def _count_chunk(self, q: np.ndarray) -> np.ndarray:
         finite = np.isfinite(q).all(axis=1)
         qq = np.where(finite[:, None], q, 0.0)
-        le = None
+        le = np.full((q.shape[0], self.words), _ALL_BITS)  # AND over the axes
         hi = np.empty((q.shape[0], self.d), dtype=np.intp)
         tied = np.ones(q.shape[0], dtype=bool)
         for a in range(self.d):
@@ -122,15 +123,15 @@ class DominanceCounter:
             # a panel value equals the query on this axis iff the last one <= it is equal
             tied &= (hi[:, a] > 0) & (self._sorted[a][np.maximum(hi[:, a] - 1, 0)] == qq[:, a])
             rows = self._cum[a][hi[:, a]]
-            le = rows if le is None else le & rows
+            le &= rows
         counts = np.bitwise_count(le).sum(axis=1, dtype=np.int64).astype(float)
         ties = np.flatnonzero(tied)
         if ties.size:
-            eq = None
+            eq = np.full((ties.size, self.words), _ALL_BITS)
             for a in range(self.d):
                 lo = np.searchsorted(self._sorted[a], qq[ties, a], side="left")
                 rows = self._cum[a][hi[ties, a]] & ~self._cum[a][lo]
-                eq = rows if eq is None else eq & rows
+                eq &= rows
             counts[ties] -= np.bitwise_count(eq).sum(axis=1)
         counts[~finite] = np.nan
         return counts

@@ -22,8 +22,9 @@ AUROC on the labels the target provides when its record says so
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -67,9 +68,12 @@ class Expected:
     extra_shift_targets: tuple[str, ...] = ()
 
 
+_Key = TypeVar("_Key", bound=Hashable)
+
+
 def _gather(
-    axis: str, noun: str, wanted: Sequence[tuple[str, object]], found: Mapping, out: list[str]
-) -> dict[str, float] | None:
+    axis: str, noun: str, wanted: Sequence[tuple[str, _Key]], found: Mapping, out: list[str]
+) -> dict[_Key, float] | None:
     """Values of ``wanted`` (label, key) from ``found``, by key; ``None`` and notes if any is
     absent or NaN."""
     absent = [label for label, key in wanted if key not in found]

@@ -149,7 +149,7 @@ def priority_order(y: np.ndarray, task: str, rng: np.random.Generator) -> tuple[
     n_forced : int
         Length of the forced prefix every subsample keeps.
     """
-    n = y.shape[0]
+    n = int(y.shape[0])
     forced = forced_rows(y, task, rng)
     strata = _strata(y, task)
     is_forced = np.zeros(n, dtype=bool)
@@ -212,7 +212,7 @@ def label_subsamples(
     y = _check_labels(train_labels, task)
     fracs = _check_fractions(fractions)
     seed_list = _check_seeds(seeds)
-    n = y.shape[0]
+    n = int(y.shape[0])
     out: dict[tuple[float, int], np.ndarray] = {}
     for seed in seed_list:
         order, n_forced = priority_order(y, task, stable_rng("label_subsample", key, seed))

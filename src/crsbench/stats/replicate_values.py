@@ -3,7 +3,7 @@
 :func:`per_seed_values` evaluates a metric on each seed's predictions (once when they do not
 vary over seeds) and :func:`replicate_weights` gives a split's rows their weight in each
 replicate (:mod:`crsbench.stats.resample`); the test-patient bootstrap
-(:mod:`crsbench.stats.patient_bootstrap`) and the debiased-ECE diagnostic build on them.
+(:mod:`crsbench.stats.patient_bootstrap`) builds on them.
 :func:`add_shift_calibration` adds the verdict's ECE increase on every shift target.
 """
 

@@ -164,7 +164,8 @@ class _CellPlanter:
     """The planted predictions of one cell: one matrix per fitted model and evaluation rows."""
 
     def __init__(self, splits: Mapping[str, SplitRows], seed: int) -> None:
-        self.splits, self.cache = splits, {}
+        self.splits = splits
+        self.cache: dict[tuple, np.ndarray] = {}
         self.rng = np.random.default_rng(seed)
 
     def matrix(self, row, split: str) -> tuple[SplitRows, np.ndarray]:

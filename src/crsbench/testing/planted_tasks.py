@@ -112,9 +112,10 @@ class Population:
         """Population ECE (the protocol's) at separation δ."""
         return float(expected_calibration_error(self.y, self.probs(delta, p), self.model.task))
 
-    def axes(self, p: PlantedEncoder) -> dict[str, float]:
-        """The four population axes of one planted cell and its drops (seeds integrated out
-        over the jitter by Gauss–Hermite quadrature)."""
+    def axes(self, p: PlantedEncoder) -> tuple[dict[str, float], list[float]]:
+        """The four population axes of one planted cell, and its drops (the paper conditions'
+        in order, then the shift's); seeds integrated out over the jitter by Gauss–Hermite
+        quadrature."""
         d = self.auroc(p.delta, p)
         ret = np.mean([sum(w * self.auroc(f + p.seed_jitter * x, p)
                            for x, w in zip(_GH_X, _GH_W, strict=True)) / d
@@ -123,5 +124,6 @@ class Population:
         if p.shift_delta is not None:
             drops.append(d - self.auroc(p.shift_delta, p))
         r = 0.5 * np.mean(drops) + 0.5 * np.max(drops)
-        return {"auroc": d, "ece": self.ece(p.delta, p), "retention": float(ret),
-                "robustness_drop": float(r), "drops": drops}  # fmt: skip
+        axes = {"auroc": d, "ece": self.ece(p.delta, p), "retention": float(ret),
+                "robustness_drop": float(r)}  # fmt: skip
+        return axes, drops

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -152,11 +152,10 @@ def toy_cells() -> dict[str, PlantedCell]:
     flipped = clean.copy()
     flipped[np.flatnonzero(y == 1)[:8]] = 0.15
     cond = PAPER_CONDITIONS[FLIP_CONDITION_INDEX]
-    base = {"test": test, "val": val, "shift": target("s", 20), "extra_shift": target("x", 20)}
+    base = PlantedCell(test, val, shift=target("s", 20), extra_shift=target("x", 20))
     return {
-        "resnet50": PlantedCell(**{**base, "test": PlantedSplit(test.groups, y, backwards,
-                                                                 test.metadata)}),
-        "vit_b16": PlantedCell(**{**base, "shift": target("s", 12)}),
-        "clip": PlantedCell(**{**base, "extra_shift": target("x", 15)}),
-        "dinov2": PlantedCell(**base, perturbed={(cond[0], int(cond[1])): flipped}),
-    }  # fmt: skip
+        "resnet50": replace(base, test=PlantedSplit(test.groups, y, backwards, test.metadata)),
+        "vit_b16": replace(base, shift=target("s", 12)),
+        "clip": replace(base, extra_shift=target("x", 15)),
+        "dinov2": replace(base, perturbed={(cond[0], int(cond[1])): flipped}),
+    }

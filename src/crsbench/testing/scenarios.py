@@ -119,8 +119,7 @@ def population_truth(scenario: Scenario, params, n_pop: int = 60_000) -> Truth:
         if (enc, ds) in scenario.missing:
             continue
         pop = pops[ds]
-        ax = pop.axes(p)
-        drops = ax.pop("drops")
+        ax, drops = pop.axes(p)
         extras[(enc, ds)] = {JPEG_DROP: float(np.mean([drops[i] for i in jpeg]))}
         target = dict(PAPER_SHIFTS).get(ds)
         if target and p.shift_delta is not None:

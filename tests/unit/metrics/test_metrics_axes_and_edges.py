@@ -1,4 +1,4 @@
-"""Metrics: excluded labels, undefined cases, label efficiency, robustness, registry, bad input."""
+"""Metrics: excluded labels, undefined cases, label efficiency, robustness, bad input."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 
 from crsbench.core.errors import DataError
 from crsbench.metrics import (
-    METRICS,
     UndefinedMetricWarning,
     aulc,
     drops,
@@ -98,11 +97,8 @@ def test_robustness_drop_with_shift_condition():
     assert math.isnan(robustness_drop(0.9, [float("nan"), 0.8]))
 
 
-def test_metrics_registry_directions():
-    assert METRICS.get("macro_auroc").higher_is_better
-    assert not METRICS.get("ece").higher_is_better
-    assert not METRICS.get("robustness_drop").higher_is_better
+def test_a_perfect_separation_scores_one():
     y = np.array([0, 1, 1, 0])
     P = np.array([[0.9, 0.1], [0.2, 0.8], [0.4, 0.6], [0.6, 0.4]])
-    assert METRICS.get("macro_auroc")(y, P, "multiclass") == 1.0
-    assert METRICS.get("sens_at_spec95")(y, P, "multiclass") == 1.0
+    assert macro_auroc(y, P, "multiclass") == 1.0
+    assert sensitivity_at_specificity(y, P, "multiclass", specificity=0.95) == 1.0

@@ -13,7 +13,6 @@ from sklearn.metrics import roc_auc_score
 from crsbench.core.errors import DataError
 from crsbench.metrics import auroc_batch, expected_calibration_error
 from crsbench.stats import replicate_weights
-from crsbench.stats.debiased_ece import debiased_ece_intervals
 from crsbench.stats.resample import patient_index, resample_counts_for
 from crsbench.stats.weighted_metrics import (
     ReplicateWeights,
@@ -26,10 +25,7 @@ from crsbench.testing.planted import (
     PREVALENCE,
     PlantedEncoder,
     _probabilities,
-    draw_world,
-    planted_parameters,
     population_ece,
-    population_table,
 )
 
 
@@ -147,19 +143,6 @@ def test_debiased_ece_is_closer_to_the_population_than_the_plug_in():
         deb.append(weighted_debiased_ece(y[:, None], p, "multilabel", ones)[0])
     assert np.mean(plug) - truth > 0.005  # the plug-in's upward bias is real here
     assert abs(np.mean(deb) - truth) < 0.5 * (np.mean(plug) - truth)
-
-
-def test_debiased_ece_intervals_report_the_plug_in_and_bracket_the_debiased_value():
-    rng = np.random.default_rng(5)
-    params = planted_parameters(2, ("isic2019",), rng)
-    world = draw_world(params, 200, 2, rng, population_table(params))
-    ci = debiased_ece_intervals(world.cells, n_replicates=200, seed=1)
-    assert list(ci["encoder"]) == ["e00", "e01"]
-    for cell, row in zip(world.cells, ci.itertuples(), strict=True):
-        plug = expected_calibration_error(cell.test.y, cell.clean, "multilabel")
-        assert row.value == pytest.approx(plug, abs=1e-12)
-        assert row.debiased < row.value  # the correction lowers the estimate
-        assert 0.0 <= row.ci_low <= row.debiased <= row.ci_high
 
 
 def test_replicates_in_cache_sized_blocks_give_the_same_values(monkeypatch):

@@ -94,7 +94,8 @@ def render_aptos(grade: int, rng: np.random.Generator, h: int, w: int) -> np.nda
     n_dust = int(rng.poisson(0.8))
     if n_dust:
         dust = np.zeros((h, w), np.float32)
-        px, py = draw.to_pixels(*_points(rng, n_dust, cx, cy, radius), h, w)
+        qx, qy = _points(rng, n_dust, cx, cy, radius)
+        px, py = draw.to_pixels(qx, qy, h, w)
         draw.add_blobs(dust, px, py, rng.uniform(1.5, 3.5, n_dust) * unit, [0.35] * n_dust)
         img = img * (1 - np.clip(dust, 0, 0.5))[..., None]
 

@@ -30,7 +30,7 @@ def save_dicom(
     (add Window Center/Width spanning the data) and ``gain`` (fraction of the range used).
     """
     from pydicom.dataset import Dataset, FileMetaDataset
-    from pydicom.uid import ExplicitVRLittleEndian, generate_uid
+    from pydicom.uid import UID, ExplicitVRLittleEndian, generate_uid
 
     top = 2 ** look["bits"] - 1
     values = np.clip(image, 0.0, 1.0) * look["gain"]
@@ -38,7 +38,7 @@ def save_dicom(
         values = look["gain"] - values
     stored = np.rint(values * top).astype(np.uint16)
     meta = FileMetaDataset()
-    meta.MediaStorageSOPClassUID = DX_SOP_CLASS
+    meta.MediaStorageSOPClassUID = UID(DX_SOP_CLASS)
     meta.MediaStorageSOPInstanceUID = generate_uid(entropy_srcs=[uid_seed])
     meta.TransferSyntaxUID = ExplicitVRLittleEndian
     ds = Dataset()

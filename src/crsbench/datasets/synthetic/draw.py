@@ -78,10 +78,10 @@ def smooth_noise(rng: np.random.Generator, h: int, w: int, cells: float) -> np.n
 
 def add_blobs(
     canvas: np.ndarray,
-    px: Sequence[float],
-    py: Sequence[float],
-    sigmas: Sequence[float],
-    amps: Sequence[float],
+    px: Sequence[float] | np.ndarray,
+    py: Sequence[float] | np.ndarray,
+    sigmas: Sequence[float] | np.ndarray,
+    amps: Sequence[float] | np.ndarray,
 ) -> np.ndarray:
     """Add separable Gaussian blobs (pixel units) into ``canvas`` in place and return it."""
     h, w = canvas.shape[:2]
@@ -111,8 +111,8 @@ def polylines(
     h: int,
     w: int,
     lines: Sequence[np.ndarray],
-    widths: Sequence[float],
-    levels: Sequence[float] | None = None,
+    widths: Sequence[float] | np.ndarray,
+    levels: Sequence[float] | np.ndarray | None = None,
     blur: float = 0.5,
 ) -> np.ndarray:
     """Rasterise polylines given in pixel coordinates into a float mask in [0, 1].

@@ -6,6 +6,7 @@ import dataclasses
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from crsbench.core.errors import ConfigError
 
@@ -121,7 +122,7 @@ def resolve_size(size: str | Mapping[str, int] | SynthSize) -> SynthSize:
             raise ConfigError(f"size must be one of {sorted(SIZES)}. Got {size!r} instead.{extra}")
         resolved = SIZES[size]
     elif isinstance(size, Mapping):
-        overrides = dict(size)
+        overrides: dict[str, Any] = dict(size)  # each value checked against its key below
         base = overrides.pop("base", "small")
         start = resolve_size(base) if isinstance(base, str) else None
         if start is None:

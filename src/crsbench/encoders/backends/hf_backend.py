@@ -30,7 +30,7 @@ from crsbench.encoders.weights import (
     weights_dir,
 )
 
-TINY = {
+TINY: dict[str, Any] = {
     "hidden_size": 64,
     "intermediate_size": 128,
     "num_hidden_layers": 4,
@@ -50,6 +50,8 @@ class Embed(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.kind == "llava":
+            if self.projector is None:
+                raise EncoderError("Embed(kind='llava') needs the LLaVA projector.")
             out = self.model(pixel_values=x, output_hidden_states=True)
             return self.projector(out.hidden_states[-2][:, 1:]).mean(dim=1)
         out = self.model(pixel_values=x)
@@ -67,8 +69,9 @@ def resolve_dir(
     local = []
     if ctx.weights_path is not None:
         local.append(Path(ctx.weights_path).expanduser() / sub)
-    if weights_dir() is not None:
-        local.append(weights_dir() / name / sub)
+    root = weights_dir()
+    if root is not None:
+        local.append(root / name / sub)
     for cand in local:
         tried.append(str(cand))
         if (cand / "config.json").is_file():
@@ -157,7 +160,7 @@ def _siglip_backbone(model: Any, kind: str, files: tuple[Path, ...]) -> Backbone
     return Backbone(Embed(model, kind), list(model.encoder.layers), pool, size, files)
 
 
-SO400M = {
+SO400M: dict[str, Any] = {
     "hidden_size": 1152,
     "intermediate_size": 4304,
     "num_hidden_layers": 27,
@@ -263,7 +266,7 @@ def build_medgemma(ctx: BuildContext) -> Backbone:
     return _siglip_backbone(model, "mean", files)
 
 
-CLIP_L336 = {
+CLIP_L336: dict[str, Any] = {
     "hidden_size": 1024,
     "intermediate_size": 4096,
     "num_hidden_layers": 24,

@@ -15,7 +15,7 @@ from crsbench.encoders.backends.common import gap, load_checked, seeded, tiny_se
 from crsbench.encoders.base import Backbone, BuildContext
 from crsbench.encoders.weights import find_file, load_state_dict, verify_sha256
 
-TINY_VIT = {"depth": 4, "embed_dim": 64, "num_heads": 2}
+TINY_VIT: dict[str, Any] = {"depth": 4, "embed_dim": 64, "num_heads": 2}
 KeyMap = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 
@@ -76,7 +76,7 @@ def load_into(
         return ()
     if not ctx.tiny:
         verify_sha256(path, ctx.card.weights_sha256)
-    sd = load_state_dict(path)
+    sd: Mapping[str, Any] = load_state_dict(path)
     if key_map is not None:
         sd = key_map(sd)
     load_checked(
@@ -167,7 +167,7 @@ def build_panderm(ctx: BuildContext) -> Backbone:
     from timm.models.beit import Beit
 
     size = 32 if ctx.tiny else ctx.card.input_size
-    dims = (
+    dims: dict[str, Any] = (
         {"embed_dim": 64, "depth": 4, "num_heads": 2}
         if ctx.tiny
         else {"embed_dim": 1024, "depth": 24, "num_heads": 16}
@@ -178,7 +178,8 @@ def build_panderm(ctx: BuildContext) -> Backbone:
             patch_size=16,
             mlp_ratio=4,
             qkv_bias=True,
-            norm_layer=partial(nn.LayerNorm, eps=1e-6),
+            # timm annotates norm_layer as a class but calls it (its own models pass partials)
+            norm_layer=partial(nn.LayerNorm, eps=1e-6),  # type: ignore[arg-type]
             num_classes=0,
             global_pool="token",
             use_abs_pos_emb=True,
