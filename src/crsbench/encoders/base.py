@@ -89,22 +89,6 @@ def _block_output(out: Any) -> Any:
     raise EncoderError(f"cannot read a layer tap from a block output of type {type(out).__name__}")
 
 
-def prefers_channels_last(module: Any, device: Any) -> bool:
-    """Whether ``module`` runs faster on channels-last input: a convolutional network on the CPU.
-
-    Only the input batch is made channels-last; the convolutions propagate the layout and the
-    module's weights stay as they are (a saved state dict is unchanged).
-
-    oneDNN's CPU convolutions are faster on NHWC (at 64 px, batch 64: EfficientNet-Lite0 1.3
-    times on two threads and 1.4 on one, ResNet-18 1.1; ``benchmarks/channels_last.py``); the
-    features are the same to float rounding (bit-identical for ResNet-18 and ViTs on the CPUs
-    tested).
-    """
-    from torch import nn
-
-    return device.type == "cpu" and any(isinstance(m, nn.Conv2d) for m in module.modules())
-
-
 class Encoder:
     """A frozen image encoder with its preprocessing and layer taps.
 
@@ -127,7 +111,6 @@ class Encoder:
         self.module = backbone.module.to(self.device).eval()
         for p in self.module.parameters():
             p.requires_grad_(False)
-        self._channels_last = prefers_channels_last(self.module, self.device)
         self._blocks = list(backbone.blocks)
         self._pool = backbone.pool
         self._weight_files = backbone.weight_files
@@ -228,8 +211,6 @@ class Encoder:
                 caught[d] = _block_output(out)
 
             handles.append(block.register_forward_hook(hook))
-        if self._channels_last:
-            x = x.contiguous(memory_format=torch.channels_last)
         try:
             with torch.inference_mode():
                 final = self.module(x)
