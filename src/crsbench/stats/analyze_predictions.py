@@ -39,7 +39,8 @@ def subgroups(x: AnalysisInputs) -> tuple[pd.DataFrame, dict]:
     preds = predictions_of(x)
     if not preds:
         return pd.DataFrame(), {}
-    res = subgroup_analysis(preds, n_replicates=max(x.n_replicates, 1), seed=x.seed)
+    res = subgroup_analysis(preds, n_replicates=max(x.n_replicates, 1), seed=x.seed,
+                            n_jobs=x.n_jobs)  # fmt: skip
     x.side["subgroup_cells"] = res.subgroups
     if res.worst.empty:
         return res.worst, {}
@@ -78,7 +79,7 @@ def operating_points(x: AnalysisInputs) -> tuple[pd.DataFrame, dict]:
 PREDICTION_ANALYSES: tuple[Analysis, ...] = (
     Analysis(
         "subgroups",
-        ("predictions", "cells", "anchors", "n_replicates", "seed"),
+        ("predictions", "cells", "anchors", "n_replicates", "seed", "n_jobs"),
         subgroups,
         NO_PREDICTIONS + " (or no subgroup metadata)",
     ),

@@ -20,10 +20,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
+from crsbench.core.workers import check_jobs
+from crsbench.stats.cell_pool import map_cells
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.intervals import percentile_interval
 from crsbench.stats.resample import patient_index, replicate_ids, resample_counts_for
@@ -323,6 +326,7 @@ def subgroup_analysis(
     level: float = 0.95,
     min_ece_patients: int = MIN_ECE_SUBGROUP_PATIENTS,
     n_permutations: int = DEFAULT_SUBGROUP_PERMUTATIONS,
+    n_jobs: int | None = 1,
 ) -> SubgroupResult:
     """Per-subgroup AUROC, ECE and robustness drop R, and the worst subgroup and gap.
 
@@ -340,6 +344,9 @@ def subgroup_analysis(
         Fewest distinct patients a subgroup needs for an ECE (NaN below).
     n_permutations : int
         Reassignments of the subgroup labels in the permutation test of each gap.
+    n_jobs : int or None
+        Worker processes the cells are shared out to (``None``: every available core); each
+        cell's numbers depend on that cell only, so they are the same for every ``n_jobs``.
 
     Returns
     -------
@@ -354,29 +361,44 @@ def subgroup_analysis(
         the permutation ``p_value`` and ``real_difference`` (p < 0.05). ``axes``: the worst
         over all attributes.
     """
-    params = (min_patients, n_replicates, seed, level, min_ece_patients, n_permutations)
-    return _analysis(cells, *params)
-
-
-def _analysis(
-    cells: Mapping[tuple[str, str], CellPredictions],
-    min_patients: int,
-    n_replicates: int,
-    seed: int,
-    level: float,
-    min_ece_patients: int,
-    n_permutations: int,
-) -> SubgroupResult:
-    """:func:`subgroup_analysis` itself."""
+    settings = _Settings(min_patients, n_replicates, seed, level, min_ece_patients, n_permutations)
+    jobs = check_jobs(n_jobs)
+    done = map_cells(partial(_one_cell, settings), list(cells.values()), jobs)
     sub, worst, axes = [], [], {}
-    for key, cell in cells.items():
-        sizes = (min_patients, min_ece_patients, n_permutations)
-        ctx = _context(cell, n_replicates, seed, sizes)
-        rows, reps = _cell_subgroups(ctx, level)
+    for key, (rows, worst_rows, cell_axes) in zip(cells, done, strict=True):
         sub += rows
-        worst += _worst(ctx, reps, level)
-        if reps:
-            axes[key] = _worst_axes(ctx, reps)
+        worst += worst_rows
+        if cell_axes is not None:
+            axes[key] = cell_axes
+    return _result(sub, worst, axes)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The analysis's settings, sent with each cell to the process that computes it."""
+
+    min_patients: int
+    n_replicates: int
+    seed: int
+    level: float
+    min_ece_patients: int
+    n_permutations: int
+
+
+def _one_cell(
+    settings: _Settings, cell: CellPredictions
+) -> tuple[list[dict], list[dict], dict[str, tuple[np.ndarray, str]] | None]:
+    """One cell's subgroup rows, worst rows and worst-over-attributes axes (None: none)."""
+    sizes = (settings.min_patients, settings.min_ece_patients, settings.n_permutations)
+    ctx = _context(cell, settings.n_replicates, settings.seed, sizes)
+    rows, reps = _cell_subgroups(ctx, settings.level)
+    return rows, _worst(ctx, reps, settings.level), _worst_axes(ctx, reps) if reps else None
+
+
+def _result(
+    sub: list[dict], worst: list[dict], axes: dict[tuple[str, str], dict]
+) -> SubgroupResult:
+    """The tables of every cell's rows (columns present even when every subgroup is small)."""
     table = pd.DataFrame(sub)
     names = (*WORST_IS_MAX, "ece_debiased")
     for name in (*names, *(f"{m}_{e}" for m in names for e in ("lo", "hi"))):

@@ -174,3 +174,17 @@ def test_identical_subgroups_give_no_real_difference_in_summary_or_report(tmp_pa
     html = build_report(store, tmp_path / "r", n_replicates=10).read_text(encoding="utf-8")
     sub = html[html.index('id="subgroups"') : html.index("<section", html.index('id="subgroups"'))]
     assert "not shown (p = " in sub and "real difference" not in sub
+
+
+def test_subgroups_in_worker_processes_equal_one_process(toy):
+    from crsbench.stats.subgroups import subgroup_analysis
+
+    one = subgroup_analysis(toy[1], n_replicates=20, n_jobs=1)
+    two = subgroup_analysis(toy[1], n_replicates=20, n_jobs=2)  # the cells shared out
+    pd.testing.assert_frame_equal(one.subgroups, two.subgroups)
+    pd.testing.assert_frame_equal(one.worst, two.worst)
+    assert one.axes.keys() == two.axes.keys()
+    for key, axes in one.axes.items():
+        for axis, (values, where) in axes.items():
+            np.testing.assert_array_equal(values, two.axes[key][axis][0])
+            assert where == two.axes[key][axis][1]
