@@ -28,6 +28,7 @@ from crsbench.store.columns import (
     SCHEMA_VERSION,
     TEXT_IDENTITY_COLUMNS,
 )
+from crsbench.store.details import RunDetails
 
 #: Keys of ``details["n_quarantined"]``: the splits and the shift target's rows.
 QUARANTINE_KEYS: tuple[str, ...] = (*SPLIT_NAMES, "shift")
@@ -160,8 +161,10 @@ class RunRecord(RunIdentity):
     Metrics are finite floats or ``None``. ``auroc``, ``ece``, ``brier`` and ``nll`` may be
     ``None`` only when ``details["undefined"][metric]`` gives the reason;
     ``sens_at_spec90`` / ``sens_at_spec95`` may be ``None`` freely (operating points are
-    optional). Every provenance field must be filled. ``details`` must be JSON-serialisable and
-    deterministic (it is compared on re-append): excluded labels, chosen C, convergence warnings.
+    optional). Every provenance field must be filled. ``details`` is the typed
+    :class:`~crsbench.store.details.RunDetails` (a mapping is taken as its JSON object); it
+    must be JSON-serialisable and deterministic (it is compared on re-append): excluded labels,
+    chosen C, convergence warnings.
 
     Raises
     ------
@@ -183,10 +186,11 @@ class RunRecord(RunIdentity):
     wall_time_s: float
     created_at: datetime = field(default_factory=_utcnow)
     schema_version: int = SCHEMA_VERSION
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: RunDetails | Mapping[str, Any] = field(default_factory=RunDetails)
 
     def __post_init__(self) -> None:
         row = {f.name: getattr(self, f.name) for f in fields(self)}
+        row["details"] = self.details_object()
         problems = identity_problems(row) + record_problems(row)
         if problems:
             raise StoreError("invalid run record: " + "; ".join(problems))
@@ -195,6 +199,11 @@ class RunRecord(RunIdentity):
     def run_key(self) -> str:
         """sha256 of the identity and ``config_hash`` (the table's primary key)."""
         return make_run_key(self.as_dict(), self.config_hash)
+
+    def details_object(self) -> Mapping[str, Any]:
+        """``details`` as the JSON object the store holds."""
+        d = self.details
+        return d.as_json() if isinstance(d, RunDetails) else d
 
     def identity(self) -> RunIdentity:
         """The identity part alone."""
@@ -213,7 +222,7 @@ class RunRecord(RunIdentity):
             wall_time_s=float(self.wall_time_s),
             created_at=self.created_at,
             schema_version=self.schema_version,
-            details=details_json(self.details),
+            details=details_json(self.details_object()),
         )
         row["layer"], row["fraction"] = _num(self.layer), _num(self.fraction)
         return row
