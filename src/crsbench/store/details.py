@@ -41,7 +41,8 @@ JsonObject = Mapping[str, Any]
 
 class _Section:
     """A flat group of ``details`` keys: one field per key (``_ALIASES`` renames a field's key;
-    a field in ``_OPTIONAL`` is left out when empty). Lists are held as tuples."""
+    a field in ``_OPTIONAL`` is left out when None or an empty tuple). Lists are held as
+    tuples."""
 
     _ALIASES: ClassVar[Mapping[str, str]] = {}
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset()
@@ -51,7 +52,7 @@ class _Section:
         out: dict[str, Any] = {}
         for f in fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
-            if f.name in self._OPTIONAL and not value:
+            if f.name in self._OPTIONAL and (value is None or value == ()):
                 continue
             out[self._ALIASES.get(f.name, f.name)] = (
                 list(value) if isinstance(value, tuple) else value
