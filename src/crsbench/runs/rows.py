@@ -56,7 +56,7 @@ def to_record(result: RunResult, provenance: Provenance) -> RunRecord:
         details = replace(details, precision=dict(provenance.precision))
     return RunRecord(
         **result.identity.as_dict(),
-        **metrics,
+        metrics=metrics,
         config_hash=provenance.config_hash,
         package_version=provenance.package_version,
         encoder_revision=provenance.encoder_revision,

@@ -82,7 +82,7 @@ def test_too_small_calibration_split_gives_nan_with_reason():
         package_version="0",
     )
     recs = to_records(rows, prov)
-    assert recs[0].ece is None
+    assert recs[0].metrics["ece"] is None
     assert recs[0].details.undefined["ece"].startswith("calibration split too small")
     assert recs[0].to_row()["details"] == details_json(rows[0].details.as_json())
 
