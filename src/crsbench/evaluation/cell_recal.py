@@ -1,10 +1,10 @@
-"""Rows of the full-label logistic probe after each post-hoc recalibrator.
+"""Run results of the full-label logistic probe after each post-hoc recalibrator.
 
 Each recalibrator is fitted on the calibration split by
 :func:`crsbench.calibration.fit_recalibrator` (regularisation chosen by cross-validation with
 the row's seed, identity map kept unless it wins); its choice is recorded in the row's
 details (``recal_choice`` and ``recal``). A calibration split below the protocol's minimum
-gives rows whose metrics are NaN with the reason in ``details["undefined"]``.
+gives results whose metrics are NaN with the reason in ``details["undefined"]``.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def _undefined_frozen(
                              "undefined")  # fmt: skip
     rows = [_undefined_row(ident(name, None), details, str(exc), t0)]
     for sh in run.cell.shifts:
-        shift_details_ = details.merged(shift_details(sh, run.y, None))
-        rows.append(_undefined_row(ident(name, sh.target), shift_details_, str(exc), t0))
+        target_details = details.merged(shift_details(sh, run.y, None))
+        rows.append(_undefined_row(ident(name, sh.target), target_details, str(exc), t0))
     return rows
 
 
