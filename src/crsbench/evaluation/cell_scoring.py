@@ -174,8 +174,11 @@ class ComparedShift(Protocol):
     """What :func:`shift_reference` reads of a shift target: the compared-label mask (None:
     every source label) and the source's label names."""
 
-    compared: np.ndarray | None
-    label_names: tuple[str, ...]
+    @property
+    def compared(self) -> np.ndarray | None: ...
+
+    @property
+    def label_names(self) -> tuple[str, ...]: ...
 
 
 def shift_reference(
@@ -207,7 +210,8 @@ def shift_reference(
 class TargetShift(ComparedShift, Protocol):
     """A shift target as :func:`shift_details` reads it: also the details its rows carry."""
 
-    details: ShiftDetails
+    @property
+    def details(self) -> ShiftDetails: ...
 
 
 def shift_details(

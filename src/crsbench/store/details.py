@@ -200,7 +200,8 @@ class ReliabilityBins(_Section):
         return {"reliability": super().as_json()}
 
 
-_NESTED = {"lora": LoraAdapters, "reliability": ReliabilityBins}
+_NESTED: dict[str, type[_Section]] = {"lora": LoraAdapters, "reliability": ReliabilityBins}
+_FLAT: tuple[type[_Section], ...] = (ScoreDetails, ShiftDetails, RecalDetails, *_FITS)
 _MAPPINGS = ("undefined", "n_quarantined", "precision")
 
 
@@ -266,7 +267,7 @@ class RunDetails:
             A key no section declares, or fit keys that match no kind of fit.
         """
         known = set(_MAPPINGS) | set(_NESTED)
-        for section in (ScoreDetails, ShiftDetails, RecalDetails, *_FITS):
+        for section in _FLAT:
             known |= section.keys()
         unknown = sorted(set(obj) - known)
         if unknown:
@@ -275,7 +276,11 @@ class RunDetails:
         for name, section in _NESTED.items():
             if name in obj:
                 parts[name] = section.from_json(obj[name])
-        for name, section in (("score", ScoreDetails), ("recal", RecalDetails)):
+        named: tuple[tuple[str, type[_Section]], ...] = (
+            ("score", ScoreDetails),
+            ("recal", RecalDetails),
+        )
+        for name, section in named:
             if section.required_keys() & set(obj):
                 parts[name] = section.from_json(obj)
         if ShiftDetails.keys() & set(obj):
