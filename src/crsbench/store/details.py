@@ -72,7 +72,16 @@ class _Section:
 
     @classmethod
     def from_json(cls, obj: JsonObject) -> Any:
-        """The section from the stored keys it declares (others ignored)."""
+        """The section from the stored keys it declares (others ignored).
+
+        Raises
+        ------
+        StoreError
+            A key the section always writes is missing.
+        """
+        missing = sorted(cls.required_keys() - set(obj))
+        if missing:
+            raise StoreError(f"details section {cls.__name__} lacks the keys {missing}")
         values = {}
         for f in fields(cls):  # type: ignore[arg-type]
             key = cls._ALIASES.get(f.name, f.name)

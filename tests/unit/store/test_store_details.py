@@ -96,6 +96,8 @@ def test_a_key_no_section_declares_or_an_unknown_fit_is_refused():
         RunDetails.from_json({"n_eval": 1, "colour": "red"})
     with pytest.raises(StoreError, match="match no kind of probe fit"):
         RunDetails.from_json({"C": 1.0, "n_train": 3})  # half a logistic fit
+    with pytest.raises(StoreError, match=r"ScoreDetails lacks the keys \['excluded'\]"):
+        RunDetails.from_json({"n_eval": 3, "n_pos": [1]})
 
 
 def test_merging_sets_sections_and_joins_the_shift_keys():
