@@ -68,8 +68,8 @@ def test_edited_labels_give_new_runs_and_keep_the_old(tmp_path: Path) -> None:
 
 def _record(seed: int, revision: str) -> RunRecord:
     return RunRecord(
-        encoder="pixel", dataset="aptos2019", eval_dataset="aptos2019", seed=seed, auroc=0.8,
-        ece=0.05, brier=0.1, nll=0.4, config_hash=HASH, package_version="0.1.0",
+        encoder="pixel", dataset="aptos2019", eval_dataset="aptos2019", seed=seed,
+        metrics={"auroc": 0.8, "ece": 0.05, "brier": 0.1, "nll": 0.4}, config_hash=HASH, package_version="0.1.0",
         encoder_revision="sha256:enc", dataset_revision=revision, anchors_version="v1",
         wall_time_s=0.25, details={},
     )  # fmt: skip

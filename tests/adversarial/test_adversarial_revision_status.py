@@ -69,10 +69,7 @@ def _store_two_runs(cfg: BenchmarkConfig) -> list[tuple]:
     records = [
         RunRecord(
             **dataclasses.asdict(ident),
-            auroc=0.8,
-            ece=0.05,
-            brier=0.1,
-            nll=0.4,
+            metrics={"auroc": 0.8, "ece": 0.05, "brier": 0.1, "nll": 0.4},
             config_hash=h,
             package_version="0.1.0",
             encoder_revision="sha256:enc",
@@ -151,8 +148,8 @@ def test_shift_records_without_a_target_revision_are_kept(tmp_path: Path) -> Non
     (cell,) = plan_cells(cfg, {"folder": "other"})
     shift = next(i for i in cell.identities if i.condition == "shift")
     h = config_hash(cfg)
-    record = RunRecord(**dataclasses.asdict(shift), auroc=0.8, ece=0.05, brier=0.1, nll=0.4,
-                       config_hash=h, package_version="0.1.0", encoder_revision="sha256:enc",
+    record = RunRecord(**dataclasses.asdict(shift),
+                       metrics={"auroc": 0.8, "ece": 0.05, "brier": 0.1, "nll": 0.4}, config_hash=h, package_version="0.1.0", encoder_revision="sha256:enc",
                        dataset_revision=revisions["folder"], anchors_version="v1",
                        wall_time_s=0.1, details={"shift_rows": {"rows": "all_frontal"}})  # fmt: skip
     with ResultsStore(cfg.output_dir, h) as store:
@@ -175,5 +172,5 @@ def test_a_prepared_shift_target_records_its_revision() -> None:
     object.__setattr__(ds, "metadata", pd.DataFrame(index=range(3)))
     target = PreparedDataset(ds, None, {}, np.arange(3), eval_rows_choice="all_frontal")  # type: ignore[arg-type]
     details = target.shift_details(np.array([True, True, False]))
-    assert details == {"eval_dataset_revision": "r" * 64,
+    assert details.as_json() == {"eval_dataset_revision": "r" * 64,
                        "shift_rows": {"rows": "all_frontal", "n_images": 2, "n_patients": 2}}  # fmt: skip

@@ -40,7 +40,7 @@ def patched(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(REPO / "src" / "crsbench", root / "src" / "crsbench",
                     ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
     patches = re.findall(r"```diff\n(.*?)```", _text(), re.S)
-    assert len(patches) == 5
+    assert len(patches) == 3
     (root / "page.patch").write_text("".join(patches), encoding="utf-8")
     done = subprocess.run(["git", "apply", "--verbose", "page.patch"], cwd=root,
                           capture_output=True, text=True, timeout=60)  # fmt: skip

@@ -153,6 +153,23 @@ def test_lora_details_record_the_fit(both_regimes):
     assert json.loads(next(iter(scored))[1])["rows"] == "official_test"
 
 
+def test_every_lora_details_object_is_typed(both_regimes):
+    """Each stored ``details`` of both regimes reads back as typed sections and writes the same
+    text; the LoRA rows carry the adapters and a LoRA fit."""
+    import json
+
+    from crsbench.store import RunDetails
+    from crsbench.store.details import LoraFit
+    from crsbench.store.records import details_json
+
+    *_, runs = both_regimes
+    for regime, text in zip(runs["regime"], runs["details"], strict=True):
+        typed = RunDetails.from_json(json.loads(text))
+        assert details_json(typed.as_json()) == text
+        assert (typed.lora is not None) == (regime == "lora")
+        assert isinstance(typed.fit, LoraFit) == (regime == "lora")
+
+
 def test_regime_comparison_on_both_regimes(both_regimes):
     from crsbench.stats import regime_comparison
 

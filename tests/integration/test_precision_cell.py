@@ -78,6 +78,8 @@ def test_checked_bf16_changes_the_keys_and_reaches_the_run_details(data, tmp_pat
     prov = Provenance(config_hash="0" * 64, encoder_revision=out.encoder_revision,
                       dataset_revision="r", anchors_version="v1", package_version="t",
                       precision=out.precision)  # fmt: skip
-    records = to_records(out.rows, prov)
-    assert records and all(r.details["precision"] == dec for r in records)
+    assert all(r.details.precision == {} for r in out.results)  # added with the provenance
+    records = to_records(out.results, prov)
+    assert records and all(r.details.precision == dec for r in records)
+    assert all(r.details_object()["precision"] == dec for r in records)
     assert all(r.encoder_revision.endswith("|precision:bf16") for r in records)

@@ -16,6 +16,7 @@ commit::
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import warnings
@@ -127,3 +128,20 @@ def test_stored_analyses_equal_the_recomputed_ones(pinned_store: Path, tmp_path:
     for name in fresh:
         stored = (tmp_path / "stored" / name).read_bytes()
         assert stored == (tmp_path / "fresh" / name).read_bytes(), name
+
+
+def test_every_stored_details_object_is_typed(pinned_store: Path) -> None:
+    """Each ``details`` the run wrote reads back as typed sections (no key outside them) and
+    writes the same text again."""
+    from crsbench.store import RunDetails, load_runs
+    from crsbench.store.records import details_json
+
+    seen: set[str] = set()
+    for text in load_runs(pinned_store)["details"].unique():
+        typed = RunDetails.from_json(json.loads(text))
+        assert details_json(typed.as_json()) == text
+        seen |= {f.name for f in dataclasses.fields(typed) if getattr(typed, f.name)}
+        seen |= {type(typed.fit).__name__} if typed.fit is not None else set()
+    # every section of a frozen run (the LoRA sections: tests/integration/test_lora_stage.py)
+    assert seen == {"score", "fit", "shift", "recal", "reliability", "undefined",
+                    "n_quarantined", "precision", "LogisticFit", "LayerFit", "ControlFit"}  # fmt: skip

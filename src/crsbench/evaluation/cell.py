@@ -1,9 +1,9 @@
-"""Evaluate one cell (encoder × dataset) from cached features: arrays in, run rows out.
+"""Evaluate one cell (encoder × dataset) from cached features: arrays in, run results out.
 
 This is the probe task of the runner: it never touches pixels, torch or the store, so the
-local and the Ray executors run exactly the same function. Every row it returns is one run
-record's identity and metric values (docs/protocol.md section 12); provenance is added by the
-caller.
+local and the Ray executors run exactly the same function. Every
+:class:`~crsbench.store.run_result.RunResult` it returns is one run record's identity, metric
+values and typed details (docs/protocol.md section 12); provenance is added by the caller.
 """
 
 from __future__ import annotations
@@ -21,17 +21,18 @@ from crsbench.evaluation.cell_scoring import (
     Evaluation,
     Lazy,
     RowScorer,
-    RunRow,
     model_key,
     score,
-    shift_reference,
+    shift_details,
     targets,
 )
 from crsbench.evaluation.identity import CellIdentity, RunIdentity
 from crsbench.evaluation.prediction_keeper import cell_keeper, shift_split
 from crsbench.probes import FittedLinear, KNNProbe, MLPProbe, fit_probe_grid
 from crsbench.protocol import CLEAN, PROBE_BLAS_THREADS
+from crsbench.store.details import ControlFit, LayerFit, LogisticFit, RunDetails
 from crsbench.store.prediction_layout import EVAL_SPLIT, VAL_SPLIT
+from crsbench.store.run_result import RunResult
 
 __all__ = ["CellData", "CellSettings", "ShiftData", "evaluate_cell", "probe_numerics", "score",
            "targets"]  # fmt: skip
@@ -57,8 +58,8 @@ def probe_numerics() -> AbstractContextManager:
     return threadpool_limits(limits=PROBE_BLAS_THREADS)
 
 
-def _conditions(run: CellRun, model: FittedProbe, keep: bool) -> list[RunRow]:
-    """Rows of a full-label model on every perturbed condition and every shift target
+def _conditions(run: CellRun, model: FittedProbe, keep: bool) -> list[RunResult]:
+    """Results of a full-label model on every perturbed condition and every shift target
     (``keep``: keep their predictions)."""
     cell, predict, rows = run.cell, model.predict, []
     for (name, sev), X in cell.perturbed.items():
@@ -66,24 +67,22 @@ def _conditions(run: CellRun, model: FittedProbe, keep: bool) -> list[RunRow]:
         key = (model.mkey, name, sev)
         on_x = lambda X=X: predict(X)  # noqa: E731
         got = run.scorer(Evaluation(ident, run.y_test, on_x, model.extra, time.perf_counter(), key))
-        if keep:
-            run.keeper.keep(got.row, EVAL_SPLIT, key, got.prob, on_x)
-        rows.append(got.row)
+        res = run.keeper.keep(got.result, EVAL_SPLIT, key, got.prob, on_x) if keep else got.result
+        rows.append(res)
     clean = Lazy(lambda: predict(cell.features[1.0][cell.test]))
     for sh in cell.shifts:
         t0 = time.perf_counter()
         key = (model.mkey, "shift", sh.target)
         on_sh = lambda sh=sh: predict(sh.X)  # noqa: E731
-        extra = lambda sh=sh: {  # noqa: E731
-            **model.extra,
-            **sh.details,
-            **shift_reference(sh, run.y_test, clean),
-        }
+        extra = lambda sh=sh: model.extra.merged(shift_details(sh, run.y_test, clean))  # noqa: E731
         ident = run.ids.shift(model.seed, model.probe, sh.target)
         got = run.scorer(Evaluation(ident, targets(sh.y, cell.task), on_sh, extra, t0, key))
-        if keep:
-            run.keeper.keep(got.row, shift_split(sh.target), key, got.prob, on_sh)
-        rows.append(got.row)
+        res = (
+            run.keeper.keep(got.result, shift_split(sh.target), key, got.prob, on_sh)
+            if keep
+            else got.result
+        )
+        rows.append(res)
     return rows
 
 
@@ -106,18 +105,18 @@ def _fit_grid(
     )
 
 
-def _fit_details(fit: FittedLinear) -> dict[str, Any]:
+def _fit_details(fit: FittedLinear) -> RunDetails:
     """What a logistic row records of its fit (chosen C and its validation AUROC, training
     rows, convergence)."""
-    return {
-        "C": fit.C,
-        "val_auroc": _finite_or_none(fit.chosen_val_auroc),
-        "n_train": fit.n_rows,
-        "n_iter": fit.n_iter,
-        "converged": bool(np.all(fit.converged)),
-        "flags": list(fit.flags),
-        "skipped": {str(k): v for k, v in fit.skipped.items()},
-    }
+    return RunDetails(fit=LogisticFit(
+        C=fit.C,
+        val_auroc=_finite_or_none(fit.chosen_val_auroc),
+        n_train=fit.n_rows,
+        n_iter=fit.n_iter,
+        converged=bool(np.all(fit.converged)),
+        flags=tuple(fit.flags),
+        skipped={str(k): v for k, v in fit.skipped.items()},
+    ))  # fmt: skip
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -125,7 +124,7 @@ def _finite_or_none(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
 
-def _logistic(run: CellRun) -> list[RunRow]:
+def _logistic(run: CellRun) -> list[RunResult]:
     """The main probe at every (fraction, seed); at the full fraction also every condition,
     shift target and recalibrator."""
     cell, s = run.cell, run.settings
@@ -134,7 +133,7 @@ def _logistic(run: CellRun) -> list[RunRow]:
     t0 = time.perf_counter()
     fits = _fit_grid(run, X, subsets)
     fit_time = (time.perf_counter() - t0) / max(1, len(fits))  # goes to wall_time_s only
-    rows: list[RunRow] = []
+    rows: list[RunResult] = []
     for (f, seed), fit in fits.items():
         model = FittedProbe(seed, "logistic", fit.predict_proba, _fit_details(fit),
                             model_key("logistic", fit.coef, fit.intercept))  # fmt: skip
@@ -143,18 +142,18 @@ def _logistic(run: CellRun) -> list[RunRow]:
         ev = Evaluation(run.ids.run(seed, fraction=f), run.y_test, on_test, model.extra,
                         time.perf_counter() - fit_time, key, bins=f == 1.0)  # fmt: skip
         got = run.scorer(ev)
-        run.keeper.keep(got.row, EVAL_SPLIT, key, got.prob, on_test)
-        rows.append(got.row)
+        res = run.keeper.keep(got.result, EVAL_SPLIT, key, got.prob, on_test)
         if f != 1.0:
+            rows.append(res)
             continue
         on_val = lambda fit=fit: fit.predict_proba(X[cell.val])  # noqa: E731
-        run.keeper.keep(got.row, VAL_SPLIT, (model.mkey, "val"), None, on_val)
+        rows.append(run.keeper.keep(res, VAL_SPLIT, (model.mkey, "val"), None, on_val))
         rows += _conditions(run, model, keep=True)
         rows += _recalibrated(run, model)
     return rows
 
 
-def _recalibrated(run: CellRun, model: FittedProbe) -> list[RunRow]:
+def _recalibrated(run: CellRun, model: FittedProbe) -> list[RunResult]:
     """Rows of the full-label logistic probe after each post-hoc recalibrator."""
     if not run.settings.recalibrators:
         return []
@@ -167,10 +166,10 @@ def _recalibrated(run: CellRun, model: FittedProbe) -> list[RunRow]:
     return recalibrated_rows(run, model, ident)
 
 
-def _layers(run: CellRun) -> list[RunRow]:
+def _layers(run: CellRun) -> list[RunResult]:
     """Full-label logistic probes on the intermediate taps (clean test only)."""
     cell, s = run.cell, run.settings
-    rows: list[RunRow] = []
+    rows: list[RunResult] = []
     for depth in s.layers:
         if depth == 1.0:
             continue
@@ -181,11 +180,11 @@ def _layers(run: CellRun) -> list[RunRow]:
         for seed, fit in fits.items():
             mkey = model_key("layer", depth, fit.coef, fit.intercept)
             on_test = lambda fit=fit, X=X: fit.predict_proba(X[cell.test])  # noqa: E731
-            extra = {"C": fit.C, "n_iter": fit.n_iter,
-                     "val_auroc": _finite_or_none(fit.chosen_val_auroc)}  # fmt: skip
+            extra = RunDetails(fit=LayerFit(C=fit.C, n_iter=fit.n_iter,
+                                            val_auroc=_finite_or_none(fit.chosen_val_auroc)))  # fmt: skip
             ident = run.ids.run(seed, layer=depth)
             rows.append(run.scorer(Evaluation(ident, run.y_test, on_test, extra, t0,
-                                              (mkey, CLEAN))).row)  # fmt: skip
+                                              (mkey, CLEAN))).result)  # fmt: skip
             t0 = time.perf_counter()
     return rows
 
@@ -217,11 +216,11 @@ class _ControlModel:
         return self._fitted().predict_proba(X)
 
 
-def _controls(run: CellRun) -> list[RunRow]:
+def _controls(run: CellRun) -> list[RunResult]:
     """MLP and kNN control probes: the same splits, seeds and label subsamples."""
     cell, s = run.cell, run.settings
     X = cell.features[1.0]
-    rows: list[RunRow] = []
+    rows: list[RunResult] = []
     for name, params in (("knn", s.knn), ("mlp", s.mlp)):
         if params is None:
             continue
@@ -231,19 +230,19 @@ def _controls(run: CellRun) -> list[RunRow]:
                 rows_idx = cell.train[cell.subsets[(f, seed)]]
                 mkey = model_key(name, rows_idx, seed if name == "mlp" else None)
                 m = _ControlModel(run, name, params, seed, rows_idx)
-                extra = {"n_train": int(len(rows_idx))}
+                extra = RunDetails(fit=ControlFit(n_train=int(len(rows_idx))))
                 on_test = lambda m=m: m.predict_proba(X[cell.test])  # noqa: E731
                 ident = run.ids.run(seed, probe=name, fraction=f)
                 rows.append(run.scorer(Evaluation(ident, run.y_test, on_test, extra, t0,
-                                                  (mkey, CLEAN))).row)  # fmt: skip
+                                                  (mkey, CLEAN))).result)  # fmt: skip
                 if f == 1.0:
                     model = FittedProbe(seed, name, m.predict_proba, extra, mkey)
                     rows += _conditions(run, model, keep=False)
     return rows
 
 
-def evaluate_cell(cell: CellData, settings: CellSettings) -> list[RunRow]:
-    """Fit every probe of one cell and evaluate every condition; return the run rows.
+def evaluate_cell(cell: CellData, settings: CellSettings) -> list[RunResult]:
+    """Fit every probe of one cell and evaluate every condition; return the run results.
 
     BLAS runs on :data:`crsbench.protocol.PROBE_BLAS_THREADS` threads meanwhile, so the rows
     are the same on any machine and in any executor.
@@ -257,9 +256,11 @@ def evaluate_cell(cell: CellData, settings: CellSettings) -> list[RunRow]:
 
     Returns
     -------
-    list of dict
-        One dict per run: identity columns, ``auroc``, ``ece``, ``brier``, ``nll``,
-        ``sens_at_spec90``, ``sens_at_spec95``, ``details`` and ``wall_time_s``.
+    list of RunResult
+        One per run, in the order :func:`crsbench.runs.plan.cell_identities` plans them:
+        identity, metric values, typed details (every one carrying the cell's
+        ``n_quarantined`` when it left images out), wall time and, for the main-protocol
+        runs, the per-sample predictions.
     """
     y = targets(cell.labels, cell.task)
     ids = CellIdentity(cell.encoder, cell.dataset)
@@ -268,6 +269,5 @@ def evaluate_cell(cell: CellData, settings: CellSettings) -> list[RunRow]:
         rows = _logistic(run) + _layers(run) + _controls(run)
     if cell.n_quarantined:
         counts = dict(cell.n_quarantined)
-        for row in rows:
-            row["details"] = {**row.get("details", {}), "n_quarantined": counts}
+        rows = [r.with_details(n_quarantined=counts) for r in rows]
     return rows

@@ -12,6 +12,7 @@ import numpy as np
 from crsbench.evaluation.cell_scoring import RowScorer
 from crsbench.evaluation.identity import CellIdentity
 from crsbench.evaluation.prediction_keeper import PredictionKeeper
+from crsbench.store.details import RunDetails, ShiftDetails
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class ShiftData:
     """Clean features and labels of a shift target's evaluation rows.
 
     ``details`` go into every shift record's ``details`` (``shift_rows``: which rows, how many
-    images and patients). ``compared`` is the mask of the label columns both sides provide when
+    images and patients; the target's revision). ``compared`` is the mask of the label columns both sides provide when
     it leaves out a label the source provides (``y`` is then NaN outside it, and each record
     also carries the source's clean AUROC on those labels, see
     :mod:`crsbench.core.shift_labels`); ``None`` when every source label is compared.
@@ -28,7 +29,7 @@ class ShiftData:
     target: str
     X: np.ndarray
     y: np.ndarray
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: ShiftDetails = field(default_factory=ShiftDetails)
     image_ids: np.ndarray | None = None
     groups: np.ndarray | None = None
     compared: np.ndarray | None = None
@@ -130,5 +131,5 @@ class FittedProbe:
     seed: int
     probe: str
     predict: Predict
-    extra: Mapping[str, Any]
+    extra: RunDetails
     mkey: str

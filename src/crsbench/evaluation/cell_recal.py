@@ -1,18 +1,17 @@
-"""Rows of the full-label logistic probe after each post-hoc recalibrator.
+"""Run results of the full-label logistic probe after each post-hoc recalibrator.
 
 Each recalibrator is fitted on the calibration split by
 :func:`crsbench.calibration.fit_recalibrator` (regularisation chosen by cross-validation with
 the row's seed, identity map kept unless it wins); its choice is recorded in the row's
 details (``recal_choice`` and ``recal``). A calibration split below the protocol's minimum
-gives rows whose metrics are NaN with the reason in ``details["undefined"]``.
+gives results whose metrics are NaN with the reason in ``details["undefined"]``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -22,42 +21,52 @@ from crsbench.evaluation.cell_scoring import (
     Evaluation,
     Lazy,
     RowScorer,
-    RunRow,
-    shift_reference,
+    shift_details,
     targets,
 )
 from crsbench.evaluation.identity import RunIdentity
 from crsbench.protocol import CLEAN
 from crsbench.store.columns import METRIC_COLUMNS
+from crsbench.store.details import JsonObject, RecalDetails, RunDetails
+from crsbench.store.run_result import RunResult
 
 #: A recalibrated row's identity from (recalibrator, shift target or None for the test rows).
 FrozenIdent = Callable[[str, str | None], RunIdentity]
 
 
+def _recal_details(base: RunDetails, n_calib: int, record: JsonObject, choice: str) -> RunDetails:
+    """``base`` with the recalibration section (calibration rows, the fit's record, its choice)."""
+    return replace(base, recal=RecalDetails(n_calib=n_calib, recal=record, recal_choice=choice))
+
+
+def _undefined_record(seed: int) -> JsonObject:
+    """The recalibration record of a calibration split below the protocol's minimum."""
+    return {**load_recal_protocol().summary(), "seed": int(seed), "choice": "undefined"}
+
+
 def _undefined_frozen(
     run: CellRun, model: FittedProbe, name: str, ident: FrozenIdent, exc: Exception, t0: float
-) -> list[RunRow]:
-    """NaN rows (test and every shift target) of a recalibrator whose calibration split is
+) -> list[RunResult]:
+    """NaN results (test and every shift target) of a recalibrator whose calibration split is
     below the protocol's minimum."""
-    info = {**load_recal_protocol().summary(), "seed": int(model.seed), "choice": "undefined"}
-    base = {**model.extra, "n_calib": len(run.cell.calib)}
-    details = {**base, "recal": info, "recal_choice": "undefined"}
+    details = _recal_details(model.extra, len(run.cell.calib), _undefined_record(model.seed),
+                             "undefined")  # fmt: skip
     rows = [_undefined_row(ident(name, None), details, str(exc), t0)]
     for sh in run.cell.shifts:
-        shift_details = {**details, **sh.details, **shift_reference(sh, run.y, None)}
-        rows.append(_undefined_row(ident(name, sh.target), shift_details, str(exc), t0))
+        target_details = details.merged(shift_details(sh, run.y, None))
+        rows.append(_undefined_row(ident(name, sh.target), target_details, str(exc), t0))
     return rows
 
 
-def recalibrated_rows(run: CellRun, model: FittedProbe, ident: FrozenIdent) -> list[RunRow]:
-    """The clean-test (and every shift target's) rows of each recalibrator of the settings.
+def recalibrated_rows(run: CellRun, model: FittedProbe, ident: FrozenIdent) -> list[RunResult]:
+    """The clean-test (and every shift target's) results of each recalibrator of the settings.
 
-    ``ident(recalibrator, target)`` builds a row's identity (``target`` None: the clean test
+    ``ident(recalibrator, target)`` builds a result's identity (``target`` None: the clean test
     rows); the memo key includes the seed because the CV folds do.
     """
     cell, seed, predict, mkey = run.cell, model.seed, model.predict, model.mkey
     X, y = cell.features[1.0], run.y
-    rows: list[RunRow] = []
+    rows: list[RunResult] = []
     for name in run.settings.recalibrators:
         t0 = time.perf_counter()
         try:
@@ -65,31 +74,30 @@ def recalibrated_rows(run: CellRun, model: FittedProbe, ident: FrozenIdent) -> l
         except CalibrationSplitTooSmall as exc:
             rows += _undefined_frozen(run, model, name, ident, exc, t0)
             continue
-        details = {**model.extra, "n_calib": len(cell.calib), "recal": fit.record(),
-                   "recal_choice": fit.choice}  # fmt: skip
+        details = _recal_details(model.extra, len(cell.calib), fit.record(), fit.choice)
         clean = Lazy(lambda fit=fit: fit.predict_proba(predict(X[cell.test])))
         ev = Evaluation(ident(name, None), run.y_test, clean, details, t0,
                         (mkey, "recal", name, seed, CLEAN), bins=True)  # fmt: skip
-        rows.append(run.scorer(ev).row)
+        rows.append(run.scorer(ev).result)
         for sh in cell.shifts:
             ev = Evaluation(
                 ident(name, sh.target),
                 targets(sh.y, cell.task),
                 lambda fit=fit, sh=sh: fit.predict_proba(predict(sh.X)),
-                lambda sh=sh, clean=clean, details=details: {
-                    **details, **sh.details, **shift_reference(sh, run.y_test, clean)
-                },
+                lambda sh=sh, clean=clean, details=details: details.merged(
+                    shift_details(sh, run.y_test, clean)
+                ),
                 time.perf_counter(),
                 (mkey, "recal", name, seed, "shift", sh.target),
             )  # fmt: skip
-            rows.append(run.scorer(ev).row)
+            rows.append(run.scorer(ev).result)
     return rows
 
 
 #: A LoRA recalibrated row's identity from (recalibrator, "clean" | "shift", target).
 LoraIdent = Callable[..., RunIdentity]
 #: Extra details of a LoRA shift row from the recalibrated clean probabilities (None: undefined).
-ShiftDetails = Callable[[np.ndarray | None], dict[str, Any]]
+AdaptedShiftDetails = Callable[[np.ndarray | None], RunDetails]
 
 
 @dataclass(frozen=True)
@@ -99,7 +107,7 @@ class AdaptedShift:
     target: str
     y: np.ndarray
     prob: np.ndarray
-    details: ShiftDetails
+    details: AdaptedShiftDetails
 
 
 @dataclass(frozen=True)
@@ -120,46 +128,42 @@ def lora_recalibrated_rows(
     recalibrators: Sequence[str],
     preds: AdaptedPredictions,
     ident: LoraIdent,
-    details: Mapping[str, Any],
-) -> list[RunRow]:
+    details: RunDetails,
+) -> list[RunResult]:
     """The LoRA regime's recalibrated rows, under the same CV protocol as the frozen ones.
 
     ``ident(recalibrator, "clean" | "shift", target)`` gives a row's identity. A calibration
     split below the protocol's minimum gives NaN rows with the reason, as in the frozen cells.
     """
     scorer = RowScorer(preds.task)
-    rows: list[RunRow] = []
+    rows: list[RunResult] = []
+    n_calib = len(preds.calib_y)
     for name in recalibrators:
         t0 = time.perf_counter()
-        base = {**details, "n_calib": len(preds.calib_y)}
         try:
             fit = fit_recalibrator(name, preds.calib_prob, preds.calib_y, preds.task, preds.seed)
         except CalibrationSplitTooSmall as exc:
-            info = {**load_recal_protocol().summary(), "seed": int(preds.seed),
-                    "choice": "undefined"}  # fmt: skip
-            base.update(recal=info, recal_choice="undefined")
+            base = _recal_details(details, n_calib, _undefined_record(preds.seed), "undefined")
             rows.append(_undefined_row(ident(name, CLEAN), base, str(exc), t0))
             for sh in preds.shifts:
-                extra = {**base, **sh.details(None)}
+                extra = base.merged(sh.details(None))
                 rows.append(_undefined_row(ident(name, "shift", sh.target), extra, str(exc), t0))
             continue
-        base.update(recal=fit.record(), recal_choice=fit.choice)
+        base = _recal_details(details, n_calib, fit.record(), fit.choice)
         clean = fit.predict_proba(preds.test_prob)
         ev = Evaluation(ident(name, CLEAN), preds.test_y, lambda clean=clean: clean, base, t0)
-        rows.append(scorer(ev).row)
+        rows.append(scorer(ev).result)
         for sh in preds.shifts:
             prob = fit.predict_proba(sh.prob)
-            extra = {**base, **sh.details(clean)}
+            extra = base.merged(sh.details(clean))
             ev = Evaluation(ident(name, "shift", sh.target), sh.y, lambda p=prob: p, extra, t0)
-            rows.append(scorer(ev).row)
+            rows.append(scorer(ev).result)
     return rows
 
 
-def _undefined_row(ident: RunIdentity, details: dict[str, Any], reason: str, t0: float) -> RunRow:
-    """A row whose every metric is NaN, each with ``reason`` in ``details["undefined"]``."""
-    return {
-        **ident.as_dict(),
-        **{m: float("nan") for m in METRIC_COLUMNS},
-        "details": {**details, "undefined": dict.fromkeys(METRIC_COLUMNS, reason)},
-        "wall_time_s": time.perf_counter() - t0,
-    }
+def _undefined_row(ident: RunIdentity, details: RunDetails, reason: str, t0: float) -> RunResult:
+    """A result whose every metric is NaN, each with ``reason`` in ``details["undefined"]``."""
+    metrics = {m: float("nan") for m in METRIC_COLUMNS}
+    undefined = dict.fromkeys(METRIC_COLUMNS, reason)
+    wall = time.perf_counter() - t0
+    return RunResult(ident, metrics, replace(details, undefined=undefined), wall)

@@ -1,41 +1,32 @@
-"""Collecting a cell's per-sample predictions beside its run rows (orchestration side).
+"""Collecting a cell's per-sample predictions beside its run results.
 
-A cell's main-protocol rows (frozen, logistic, last layer, no recalibration: the clean test
+A cell's main-protocol results (frozen, logistic, last layer, no recalibration: the clean test
 set at every label fraction and seed, every perturbed condition and shift target at full
-labels) carry their probabilities under :data:`PREDICTIONS_KEY`; the driver pops them before
-the rows become records and writes them with the records
-(:func:`crsbench.store.predictions.prediction_batch`).
+labels) carry their probabilities in :attr:`~crsbench.store.run_result.RunResult.predictions`;
+the driver writes them with the records (:func:`kept_predictions`,
+:func:`crsbench.store.predictions.prediction_batch`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from crsbench.store.prediction_layout import EVAL_SPLIT, SHIFT_SPLIT, VAL_SPLIT
 from crsbench.store.predictions import SplitRows
-
-#: Key of a run row's predictions: ``{split: (SplitRows, probabilities)}``.
-PREDICTIONS_KEY = "_predictions"
-
-
-def attach(row: dict[str, Any], split: str, rows: SplitRows | None, prob: np.ndarray) -> None:
-    """Keep ``prob`` (scored on ``rows``) with a run row; nothing when ``rows`` is unknown."""
-    if rows is None:
-        return
-    row.setdefault(PREDICTIONS_KEY, {})[split] = (rows, prob)
+from crsbench.store.run_result import KeptPredictions, RunResult
 
 
 def as_float64(prob: Any) -> np.ndarray:
-    """Probabilities as scored, computed once and shared by the rows that reuse them."""
+    """Probabilities as scored, computed once and shared by the results that reuse them."""
     return np.ascontiguousarray(np.asarray(prob), dtype=np.float64)
 
 
-def pop_predictions(rows: Sequence[dict[str, Any]]) -> list[Mapping[str, tuple] | None]:
-    """Remove and return each row's predictions (aligned with ``rows``; None when it has none)."""
-    return [row.pop(PREDICTIONS_KEY, None) for row in rows]
+def kept_predictions(results: Sequence[RunResult]) -> list[KeptPredictions | None]:
+    """Each result's predictions (aligned with ``results``; None when it keeps none)."""
+    return [r.predictions or None for r in results]
 
 
 class PredictionKeeper:
@@ -49,21 +40,22 @@ class PredictionKeeper:
         self.splits = dict(splits)
         self.probs: dict[Any, np.ndarray] = {}
 
-    def keep(self, row: dict[str, Any], split: str, key: Any, prob: Any, compute: Any) -> None:
-        """Attach the prediction of ``row`` on ``split``; ``prob`` is the probabilities when
-        the scorer just computed them (None when it reused a memoised score), ``compute``
-        computes them otherwise."""
+    def keep(
+        self, result: RunResult, split: str, key: Any, prob: Any, compute: Callable[[], Any]
+    ) -> RunResult:
+        """``result`` keeping its prediction on ``split`` (unchanged when the split's rows
+        are unknown); ``prob`` is the probabilities when the scorer just computed them (None
+        when it reused a memoised score), ``compute`` computes them otherwise."""
         rows = self.splits.get(split)
         if rows is None:
-            return
+            return result
         name = EVAL_SPLIT if split.startswith(SHIFT_SPLIT) else split  # a target's test rows
         if key is None or key not in self.probs:
             value = as_float64(prob if prob is not None else compute())
             if key is None:
-                attach(row, name, rows, value)
-                return
+                return result.with_prediction(name, rows, value)
             self.probs[key] = value
-        attach(row, name, rows, self.probs[key])
+        return result.with_prediction(name, rows, self.probs[key])
 
 
 def cell_keeper(cell: Any, y: np.ndarray) -> PredictionKeeper:

@@ -54,8 +54,8 @@ def extract_one_cell(
 def evaluate_extracted(cell: ExtractedCell, settings: CellSettings) -> CellOutcome:
     """Fit and evaluate every probe of an extracted cell (in any process: numpy only)."""
     t0 = time.perf_counter()
-    rows = evaluate_cell(cell.data, settings)
-    return CellOutcome(cell.plan, rows, cell.encoder_revision, cell.extract_s,
+    results = tuple(evaluate_cell(cell.data, settings))
+    return CellOutcome(cell.plan, results, cell.encoder_revision, cell.extract_s,
                        time.perf_counter() - t0, cell.precision, cell.data.quarantined)  # fmt: skip
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,15 +20,13 @@ from crsbench.config import BenchmarkConfig
 from crsbench.evaluation.cell_recal import (
     AdaptedPredictions,
     AdaptedShift,
-    ShiftDetails,
+    AdaptedShiftDetails,
     lora_recalibrated_rows,
 )
 from crsbench.evaluation.cell_scoring import (
-    Details,
     Evaluation,
     RowScorer,
-    RunRow,
-    shift_reference,
+    shift_details,
     targets,
 )
 from crsbench.evaluation.identity import RunIdentity
@@ -36,6 +34,8 @@ from crsbench.features.runner import forward_chunk
 from crsbench.protocol import CLEAN
 from crsbench.runs.plan import cell_conditions
 from crsbench.runs.prepare import PreparedDataset
+from crsbench.store.details import LoraFit, RunDetails, ShiftDetails
+from crsbench.store.run_result import RunResult
 
 if TYPE_CHECKING:  # crsbench.adapt imports torch: loaded only when a seed is fine-tuned
     from crsbench.adapt import LoraTrainSettings
@@ -67,7 +67,7 @@ class _Shift:
     rows: Any
     ok: np.ndarray
     y: np.ndarray
-    details: dict[str, Any]
+    details: ShiftDetails
     compared: np.ndarray | None
     label_names: tuple[str, ...]
 
@@ -140,14 +140,14 @@ class SeedWork:
 
 
 class _SeedRows:
-    """The rows of one LoRA seed, each scored under its planned identity."""
+    """The results of one LoRA seed, each scored under its planned identity."""
 
     def __init__(self, cell: LoraCell, work: SeedWork, batch: int) -> None:
         self.cell, self.seed, self.batch = cell, work.seed, batch
         self.by_id = {(i.fraction, i.condition, i.severity, i.recalibrator, i.eval_dataset): i
                       for i in work.ids}  # fmt: skip
         self.scorer = RowScorer(cell.task)
-        self.rows: list[RunRow] = []
+        self.rows: list[RunResult] = []
 
     def ident(self, key: tuple[float, str, int, str, str | None]) -> RunIdentity:
         """The planned identity of (fraction, condition, severity, recalibrator, eval
@@ -159,24 +159,24 @@ class _SeedRows:
         """The identity of a recalibrated row (``where``: ``"clean"`` or ``"shift"``)."""
         return self.ident((1.0, where, 0, rec, target))
 
-    def add(self, key: tuple, y: np.ndarray, prob: np.ndarray, t0: float, det: Details) -> None:
-        """Score ``prob`` into the row of ``key`` (see :meth:`ident`; eval dataset optional)."""
+    def add(self, key: tuple, y: np.ndarray, prob: np.ndarray, t0: float, det: RunDetails) -> None:
+        """Score ``prob`` into the result of ``key`` (see :meth:`ident`; eval dataset
+        optional)."""
         ident = self.ident(key if len(key) == 5 else (*key, None))
-        self.rows.append(self.scorer(Evaluation(ident, y, lambda: prob, det, t0)).row)
+        self.rows.append(self.scorer(Evaluation(ident, y, lambda: prob, det, t0)).result)
 
 
-def _shift_details(sh: _Shift, y_test: np.ndarray) -> ShiftDetails:
+def _shift_details(sh: _Shift, y_test: np.ndarray) -> AdaptedShiftDetails:
     """A recalibrated shift row's extra details from the recalibrated clean probabilities."""
 
-    def details(cp: np.ndarray | None) -> dict[str, Any]:
-        ref = shift_reference(sh, y_test, None if cp is None else (lambda: cp))
-        return {**sh.details, **ref}
+    def details(cp: np.ndarray | None) -> RunDetails:
+        return shift_details(sh, y_test, None if cp is None else (lambda: cp))
 
     return details
 
 
 def _full_label_rows(
-    out: _SeedRows, adapted: Any, recalibrators: Sequence[str], det: Details, t0: float
+    out: _SeedRows, adapted: Any, recalibrators: Sequence[str], det: RunDetails, t0: float
 ) -> None:
     """The full-fraction rows of an adapted model: clean test, every condition, every shift
     target and every recalibrator (clean and shift)."""
@@ -192,9 +192,8 @@ def _full_label_rows(
     for sh in cell.shifts:
         t1 = time.perf_counter()
         prob = predict_proba(adapted, sh.rows, sh.ok, bs)
-        ref = shift_reference(sh, y_test, lambda p=probs[0]: p)
-        out.add((1.0, "shift", 0, "none", sh.target), sh.y, prob, t1,
-                {**det, **sh.details, **ref})  # fmt: skip
+        ref = shift_details(sh, y_test, lambda p=probs[0]: p)
+        out.add((1.0, "shift", 0, "none", sh.target), sh.y, prob, t1, det.merged(ref))
         shifts.append(AdaptedShift(sh.target, sh.y, prob, _shift_details(sh, y_test)))
     calib_prob = predict_proba(adapted, cell.clean, cell.calib, bs)
     preds = AdaptedPredictions(cell.task, out.seed, calib_prob, cell.y[cell.calib], y_test,
@@ -203,8 +202,13 @@ def _full_label_rows(
 
 
 def seed_rows(
-    cfg: BenchmarkConfig, cell: LoraCell, model: Any, work: SeedWork, extra: Details, progress: bool
-) -> list[RunRow]:
+    cfg: BenchmarkConfig,
+    cell: LoraCell,
+    model: Any,
+    work: SeedWork,
+    extra: RunDetails,
+    progress: bool,
+) -> list[RunResult]:
     """Fine-tune every fraction of one seed and score every planned identity."""
     from crsbench.adapt import merged_copy, predict_proba, save_checkpoint, train_lora
 
@@ -219,7 +223,7 @@ def seed_rows(
         fit = train_lora(model, cell.clean, tr, cell.y[tr], cell.clean, cell.val, cell.y[cell.val],
                          settings=s, seed=work.seed, ckpt_dir=ckpt, progress=progress)  # fmt: skip
         save_checkpoint(ckpt / "adapter.pt", model.trainable_state())
-        det = {**extra, **fit.as_details()}
+        det = replace(extra, fit=LoraFit.from_json(fit.as_details()))
         adapted = merged_copy(model)  # evaluates at the frozen encoder's cost
         if f != 1.0:
             prob = predict_proba(adapted, cell.clean, cell.test, bs)

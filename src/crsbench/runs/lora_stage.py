@@ -32,6 +32,7 @@ from crsbench.runs.plan import cell_conditions, shift_targets_of
 from crsbench.runs.prepare import PreparedDataset
 from crsbench.runs.rows import Provenance, to_records
 from crsbench.store import ResultsStore
+from crsbench.store.details import LoraAdapters, RunDetails
 from crsbench.store.plan import PlannedCell
 
 #: ``probe`` of the LoRA rows. The stored analyses (``axes_from_runs``, hence
@@ -159,12 +160,13 @@ class _LoraRun:
     done: set[str]
 
 
-def _lora_details(lora: Any, encoder: Any) -> dict[str, Any]:
+def _lora_details(lora: Any, encoder: Any) -> RunDetails:
     """What every LoRA row records of its adapters (``details["lora"]``)."""
     mod = encoder.module
-    return {"lora": {"rank": lora.rank, "alpha": lora.alpha, "dropout": lora.dropout,
-                     "epochs": lora.epochs, "targets": list(mod.crsbench_lora_targets),
-                     "targets_source": mod.crsbench_lora_source}}  # fmt: skip
+    return RunDetails(lora=LoraAdapters(
+        rank=lora.rank, alpha=lora.alpha, dropout=lora.dropout, epochs=lora.epochs,
+        targets=tuple(mod.crsbench_lora_targets), targets_source=mod.crsbench_lora_source,
+    ))  # fmt: skip
 
 
 def _encoder_rows(run: _LoraRun, spec: Any) -> int:

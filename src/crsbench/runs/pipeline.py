@@ -18,7 +18,7 @@ from crsbench.config import BenchmarkConfig, config_hash
 from crsbench.core.diskio import write_text_atomic
 from crsbench.encoders.devices import require_device
 from crsbench.evaluation.cell import CellSettings
-from crsbench.evaluation.prediction_keeper import pop_predictions
+from crsbench.evaluation.prediction_keeper import kept_predictions
 from crsbench.features.pixel_memo import PIXEL_MEMO
 from crsbench.runs import executors
 from crsbench.runs.extraction import RunExtraction
@@ -229,12 +229,12 @@ def _commit_cell(run: _Run, store: ResultsStore, out_cell: CellOutcome, announce
     from crsbench import __version__
 
     c = out_cell.plan
-    preds = pop_predictions(out_cell.rows)
+    preds = kept_predictions(out_cell.results)
     prov = Provenance(config_hash=run.cfg_hash, package_version=__version__,
                       encoder_revision=out_cell.encoder_revision,
                       dataset_revision=run.prepared[c.dataset].dataset.revision,
                       anchors_version=run.cfg.anchors, precision=out_cell.precision)  # fmt: skip
-    records = to_records(out_cell.rows, prov)
+    records = to_records(out_cell.results, prov)
     _report_quarantine(store, out_cell.quarantined, announced, run.opts.emit)
     batch = prediction_batch([r.run_key for r in records], preds)
     written = store.append(records, predictions=batch)

@@ -14,6 +14,7 @@ from typing import Any
 from crsbench.config import BenchmarkConfig
 from crsbench.evaluation.identity import CellIdentity, RunIdentity
 from crsbench.store.plan import PlannedCell, StoredPlan
+from crsbench.store.run_result import RunResult
 
 
 @dataclass(frozen=True)
@@ -35,12 +36,12 @@ class CellPlan:
 
 @dataclass(frozen=True)
 class CellOutcome:
-    """The run rows of one cell, how long its two stages took, the precision decision of
+    """The run results of one cell, how long its two stages took, the precision decision of
     its features (:class:`~crsbench.features.precision.PrecisionDecision` as a dict) and its
     quarantined images (see :attr:`crsbench.evaluation.cell.CellData.quarantined`)."""
 
     plan: CellPlan
-    rows: list[dict[str, Any]]  # run rows: see crsbench.evaluation.cell_scoring.RunRow
+    results: tuple[RunResult, ...]
     encoder_revision: str
     extract_s: float
     evaluate_s: float

@@ -9,6 +9,7 @@ import numpy as np
 
 from crsbench.config import BenchmarkConfig
 from crsbench.core.seeding import stable_seed
+from crsbench.store.details import ShiftDetails
 
 if TYPE_CHECKING:
     from crsbench.datasets.base import Dataset
@@ -42,13 +43,13 @@ class PreparedDataset:
         rows = np.asarray(self.eval_rows)[np.asarray(scored, dtype=bool)]
         return rows_provenance(self.dataset, str(self.eval_rows_choice), rows)
 
-    def shift_details(self, scored: np.ndarray) -> dict[str, Any]:
+    def shift_details(self, scored: np.ndarray) -> ShiftDetails:
         """What every shift record on this target carries in ``details``: ``shift_rows``
         (:meth:`shift_provenance`) and ``eval_dataset_revision``, the target's revision (its
         label file and image list), which decides "already done" like the probe dataset's
         ``dataset_revision`` (:mod:`crsbench.store.revisions`)."""
-        return {"shift_rows": self.shift_provenance(scored),
-                "eval_dataset_revision": self.dataset.revision}  # fmt: skip
+        return ShiftDetails(shift_rows=self.shift_provenance(scored),
+                            eval_dataset_revision=self.dataset.revision)  # fmt: skip
 
 
 def cap_rows(image_ids: np.ndarray, groups: np.ndarray, max_images: int | None) -> np.ndarray:

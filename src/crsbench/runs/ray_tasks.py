@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,11 +20,12 @@ from crsbench.evaluation.cell import CellData, CellSettings, evaluate_cell
 from crsbench.runs.extraction import RunExtraction
 from crsbench.runs.plan import CellOutcome, CellPlan
 from crsbench.runs.prepare import PreparedDataset, shift_targets_for
+from crsbench.store.run_result import RunResult
 
 #: ``extract_fn(ext, plan, prep, target, progress=...) -> (features, encoder_revision)``
 ExtractFn = Callable[..., tuple[dict[str, Any], str]]
-#: ``evaluate_fn(cell_data, settings) -> run rows``
-EvaluateFn = Callable[[CellData, CellSettings], list[dict[str, Any]]]
+#: ``evaluate_fn(cell_data, settings) -> run results``
+EvaluateFn = Callable[[CellData, CellSettings], Sequence[RunResult]]
 
 
 @dataclass(frozen=True)
@@ -152,8 +153,8 @@ def probe_task(
     targets = shift_targets_for(plan, prepared)
     data = cell_data(plan, prep, feats, targets)
     t1 = time.perf_counter()
-    rows = (evaluate_fn or evaluate_cell)(data, settings)
+    results = tuple((evaluate_fn or evaluate_cell)(data, settings))
     t_read, t_eval = t1 - t0, time.perf_counter() - t1
     precision = extracted.features.get("precision", {})
-    return CellOutcome(plan, rows, extracted.encoder_revision, extracted.seconds + t_read, t_eval,
+    return CellOutcome(plan, results, extracted.encoder_revision, extracted.seconds + t_read, t_eval,
                        precision, data.quarantined)  # fmt: skip

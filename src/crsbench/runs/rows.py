@@ -1,7 +1,7 @@
-"""Run rows → validated run records: the provenance every record of a cell shares.
+"""Run results → validated run records: the provenance every record of a cell shares.
 
-The cell evaluator and the LoRA stage return run rows (:data:`~crsbench.evaluation.cell_scoring.
-RunRow`: identity, metric values, ``details``, ``wall_time_s``); :func:`to_records` adds the
+The cell evaluator and the LoRA stage return :class:`~crsbench.store.run_result.RunResult`
+objects (identity, metric values, typed details, wall time); :func:`to_records` adds the
 provenance and validates them into :class:`~crsbench.store.RunRecord` objects for the store.
 """
 
@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from crsbench.evaluation.cell_scoring import RunRow
-from crsbench.evaluation.prediction_keeper import PREDICTIONS_KEY
 from crsbench.store import METRIC_COLUMNS, RunRecord
+from crsbench.store.run_result import RunResult
+
+#: The reason a non-finite metric is NULL when its evaluation gave none.
+NOT_DEFINED = "not defined on this evaluation set (see excluded / warnings)"
 
 
 @dataclass(frozen=True)
@@ -40,35 +42,31 @@ def _clean_metric(value: float | None) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def to_record(row: RunRow, provenance: Provenance) -> RunRecord:
-    """One run row → a validated :class:`RunRecord`; a non-finite metric becomes NULL with
-    its reason in ``details["undefined"]``."""
-    row = dict(row)
-    row.pop(PREDICTIONS_KEY, None)  # per-sample predictions go to their own tables
-    details = dict(row.pop("details", {}))
-    wall = float(row.pop("wall_time_s", 0.0))
-    undefined = dict(details.get("undefined") or {})
-    for m in METRIC_COLUMNS:
-        v = _clean_metric(row.get(m))
-        if v is None and row.get(m) is not None and m not in undefined:
-            undefined[m] = "not defined on this evaluation set (see excluded / warnings)"
-        row[m] = v
-    if undefined:
-        details["undefined"] = undefined
+def to_record(result: RunResult, provenance: Provenance) -> RunRecord:
+    """One run result → a validated :class:`RunRecord`; a non-finite metric becomes NULL with
+    its reason in ``details["undefined"]`` (the per-sample predictions go to their own
+    tables: see :func:`crsbench.evaluation.prediction_keeper.kept_predictions`)."""
+    metrics = {m: _clean_metric(result.metrics[m]) for m in METRIC_COLUMNS}
+    undefined = dict(result.details.undefined)
+    for m, v in metrics.items():
+        if v is None and m not in undefined:
+            undefined[m] = NOT_DEFINED
+    details = replace(result.details, undefined=undefined)
     if provenance.precision:
-        details["precision"] = dict(provenance.precision)
+        details = replace(details, precision=dict(provenance.precision))
     return RunRecord(
-        **row,
+        **result.identity.as_dict(),
+        metrics=metrics,
         config_hash=provenance.config_hash,
         package_version=provenance.package_version,
         encoder_revision=provenance.encoder_revision,
         dataset_revision=provenance.dataset_revision,
         anchors_version=provenance.anchors_version,
-        wall_time_s=wall,
+        wall_time_s=float(result.wall_time_s),
         details=details,
     )
 
 
-def to_records(rows: Sequence[RunRow], provenance: Provenance) -> list[RunRecord]:
-    """Run rows of :func:`~crsbench.evaluation.cell.evaluate_cell` → validated records."""
-    return [to_record(row, provenance) for row in rows]
+def to_records(results: Sequence[RunResult], provenance: Provenance) -> list[RunRecord]:
+    """Run results of :func:`~crsbench.evaluation.cell.evaluate_cell` → validated records."""
+    return [to_record(r, provenance) for r in results]

@@ -2,6 +2,8 @@
 
 - :mod:`~crsbench.store.columns`: the column names (identity, metrics, provenance), defined once;
 - :mod:`~crsbench.store.records`: :class:`RunIdentity`, :class:`RunRecord`, :func:`make_run_key`;
+- :mod:`~crsbench.store.run_result` and :mod:`~crsbench.store.details`: :class:`RunResult`,
+  what cell evaluation returns, and its typed :class:`RunDetails`;
 - :mod:`~crsbench.store.writer`: :class:`ResultsStore`, the single writer (with
   :mod:`~crsbench.store.lock`, :mod:`~crsbench.store.validate`, :mod:`~crsbench.store.schema`);
 - :mod:`~crsbench.store.reader`: the one read-only reader and :func:`select_runs`;
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
         RUN_COLUMNS,
         SCHEMA_VERSION,
     )
+    from crsbench.store.details import RunDetails
     from crsbench.store.files import LAST_RUN_FILE, STORE_FILE
     from crsbench.store.lock import StoreLock, StoreLockWarning, check_local_filesystem
     from crsbench.store.plan import PlannedCell, StoredPlan
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
         skipped_cells,
     )
     from crsbench.store.records import RunIdentity, RunRecord, make_run_key
+    from crsbench.store.run_result import RunResult
     from crsbench.store.writer import ResultsStore
 
 #: Public name → the submodule that defines it. Loaded on first use, so that importing
@@ -59,6 +63,8 @@ _EXPORTS: dict[str, str] = {
          "select_runs", "skipped_cells"), "reader"),
     **dict.fromkeys(("RunIdentity", "RunRecord", "make_run_key"), "records"),
     "ResultsStore": "writer",
+    "RunDetails": "details",
+    "RunResult": "run_result",
     "CardFacts": "cards",
     **dict.fromkeys(("PlannedCell", "StoredPlan"), "plan"),
 }  # fmt: skip
@@ -89,9 +95,11 @@ __all__ = [
     "STORE_FILE",
     "PlannedCell",
     "ResultsStore",
+    "RunDetails",
     "RunIdentity",
     "StoredPlan",
     "RunRecord",
+    "RunResult",
     "StoreLock",
     "StoreLockWarning",
     "check_local_filesystem",

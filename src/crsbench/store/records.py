@@ -9,29 +9,28 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
 
 from crsbench.core.errors import StoreError
-from crsbench.core.types import SPLIT_NAMES
-from crsbench.protocol import CLEAN, FROZEN, REGIMES, UNPERTURBED_CONDITIONS
+from crsbench.protocol import CLEAN, FROZEN, UNPERTURBED_CONDITIONS
 from crsbench.store.columns import (
     FLOAT_IDENTITY_COLUMNS,
     IDENTITY_COLUMNS,
     INT_IDENTITY_COLUMNS,
     METRIC_COLUMNS,
     REQUIRED_METRICS,
+    RUNS_TABLE,
     SCHEMA_VERSION,
-    TEXT_IDENTITY_COLUMNS,
+    Role,
 )
+from crsbench.store.details import RunDetails
+from crsbench.store.rules import VALUE_CHECKS
 
-#: Keys of ``details["n_quarantined"]``: the splits and the shift target's rows.
-QUARANTINE_KEYS: tuple[str, ...] = (*SPLIT_NAMES, "shift")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_IDENTITY = tuple(c for c in RUNS_TABLE if c.role is Role.IDENTITY)
+_RECORD = tuple(c for c in RUNS_TABLE if c.role is not Role.IDENTITY)
 
 
 def _num(x: float) -> float:
@@ -124,23 +123,11 @@ class RunIdentity:
 
 
 def identity_problems(row: Mapping[str, Any]) -> list[str]:
-    """Every way ``row``'s identity columns break the schema (empty when valid)."""
+    """Every way ``row``'s identity columns break the schema (empty when valid): each column's
+    declared rule (:mod:`crsbench.store.rules`), then severity against condition."""
     out: list[str] = []
-    for col in TEXT_IDENTITY_COLUMNS:
-        v = row.get(col)
-        if not isinstance(v, str) or not v:
-            out.append(f"{col} must be a non-empty string. Got {v!r} instead")
-    for col in INT_IDENTITY_COLUMNS:
-        v = row.get(col)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            out.append(f"{col} must be an integer >= 0. Got {v!r} instead")
-    for col in FLOAT_IDENTITY_COLUMNS:
-        v = row.get(col)
-        ok = isinstance(v, int | float) and not isinstance(v, bool) and 0.0 < v <= 1.0
-        if not ok:
-            out.append(f"{col} must be a number in (0, 1]. Got {v!r} instead")
-    if row.get("regime") not in REGIMES:
-        out.append(f"regime must be one of {REGIMES}. Got {row.get('regime')!r} instead")
+    for col in _IDENTITY:
+        out += VALUE_CHECKS[col.rule](col.name, row.get(col.name))
     cond, sev = row.get("condition"), row.get("severity")
     if cond in UNPERTURBED_CONDITIONS and sev != 0:
         out.append(f"severity must be 0 for condition {cond!r}. Got {sev!r} instead")
@@ -157,11 +144,15 @@ def _utcnow() -> datetime:
 class RunRecord(RunIdentity):
     """One row of table ``runs``: identity, metrics and provenance, validated on creation.
 
-    Metrics are finite floats or ``None``. ``auroc``, ``ece``, ``brier`` and ``nll`` may be
-    ``None`` only when ``details["undefined"][metric]`` gives the reason;
-    ``sens_at_spec90`` / ``sens_at_spec95`` may be ``None`` freely (operating points are
-    optional). Every provenance field must be filled. ``details`` must be JSON-serialisable and
-    deterministic (it is compared on re-append): excluded labels, chosen C, convergence warnings.
+    ``metrics`` maps each of :data:`~crsbench.store.columns.METRIC_COLUMNS` to a finite float
+    or ``None`` (a metric left out is ``None``): a required metric (``auroc``, ``ece``,
+    ``brier``, ``nll``) may be ``None`` only when ``details["undefined"][metric]`` gives the
+    reason; the operating points ``sens_at_spec90`` / ``sens_at_spec95`` may be ``None``
+    freely. Every provenance field must be filled. Each column is checked by the rule
+    :data:`~crsbench.store.columns.RUNS_TABLE` declares for it. ``details`` is the typed
+    :class:`~crsbench.store.details.RunDetails` (a mapping is taken as its JSON object); it
+    must be JSON-serialisable and deterministic (it is compared on re-append): excluded labels,
+    chosen C, convergence warnings.
 
     Raises
     ------
@@ -169,12 +160,7 @@ class RunRecord(RunIdentity):
         If any field breaks the schema; the message lists every problem.
     """
 
-    auroc: float | None = None
-    ece: float | None = None
-    brier: float | None = None
-    nll: float | None = None
-    sens_at_spec90: float | None = None
-    sens_at_spec95: float | None = None
+    metrics: Mapping[str, float | None] = field(default_factory=dict)
     config_hash: str
     package_version: str
     encoder_revision: str
@@ -183,11 +169,17 @@ class RunRecord(RunIdentity):
     wall_time_s: float
     created_at: datetime = field(default_factory=_utcnow)
     schema_version: int = SCHEMA_VERSION
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: RunDetails | Mapping[str, Any] = field(default_factory=RunDetails)
 
     def __post_init__(self) -> None:
-        row = {f.name: getattr(self, f.name) for f in fields(self)}
+        given = dict(self.metrics)
+        unknown = sorted(set(given) - set(METRIC_COLUMNS))
+        object.__setattr__(self, "metrics", {m: given.get(m) for m in METRIC_COLUMNS})
+        row = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "metrics"}
+        row.update(self.metrics, details=self.details_object())
         problems = identity_problems(row) + record_problems(row)
+        if unknown:
+            problems.append(f"metrics must be among {list(METRIC_COLUMNS)}. Got {unknown}")
         if problems:
             raise StoreError("invalid run record: " + "; ".join(problems))
 
@@ -196,13 +188,18 @@ class RunRecord(RunIdentity):
         """sha256 of the identity and ``config_hash`` (the table's primary key)."""
         return make_run_key(self.as_dict(), self.config_hash)
 
+    def details_object(self) -> Mapping[str, Any]:
+        """``details`` as the JSON object the store holds."""
+        d = self.details
+        return d.as_json() if isinstance(d, RunDetails) else d
+
     def identity(self) -> RunIdentity:
         """The identity part alone."""
         return RunIdentity(**self.as_dict())
 
     def to_row(self) -> dict[str, Any]:
         """The record as a ``runs`` row: all :data:`RUN_COLUMNS`, ``details`` as JSON text."""
-        row = {c: getattr(self, c) for c in IDENTITY_COLUMNS + METRIC_COLUMNS}
+        row = {**self.as_dict(), **self.metrics}
         row.update(
             run_key=self.run_key,
             config_hash=self.config_hash,
@@ -213,7 +210,7 @@ class RunRecord(RunIdentity):
             wall_time_s=float(self.wall_time_s),
             created_at=self.created_at,
             schema_version=self.schema_version,
-            details=details_json(self.details),
+            details=details_json(self.details_object()),
         )
         row["layer"], row["fraction"] = _num(self.layer), _num(self.fraction)
         return row
@@ -228,64 +225,19 @@ def details_json(details: Mapping[str, Any]) -> str:
 
 
 def record_problems(row: Mapping[str, Any]) -> list[str]:
-    """Every way ``row``'s metric and provenance fields break the schema (empty when valid)."""
+    """Every way ``row``'s metric and provenance fields break the schema (empty when valid):
+    each column's declared rule, then a missing required metric's reason."""
     out: list[str] = []
+    for col in _RECORD:
+        out += VALUE_CHECKS[col.rule](col.name, row.get(col.name))
     details = row.get("details")
     if isinstance(details, str):
         try:
             details = json.loads(details)
         except ValueError:
-            out.append(f"details must be JSON text. Got {details[:80]!r} instead")
             details = {}
-    if not isinstance(details, Mapping):
-        out.append(f"details must be a mapping. Got {type(details).__name__} instead")
-        details = {}
-    out += quarantine_problems(details)
-    undefined = details.get("undefined") or {}
-    for m in METRIC_COLUMNS:
-        v = row.get(m)
-        if v is None:
-            if m in REQUIRED_METRICS and not (isinstance(undefined, Mapping) and undefined.get(m)):
-                out.append(f"{m} is missing; a missing {m} needs details['undefined'][{m!r}]")
-        elif isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-            out.append(f"{m} must be a finite number or None. Got {v!r} instead")
-    chash = row.get("config_hash")
-    if not isinstance(chash, str) or not _HEX64.match(chash):
-        out.append(f"config_hash must be 64 lowercase hex characters. Got {chash!r} instead")
-    for col in ("package_version", "encoder_revision", "dataset_revision", "anchors_version"):
-        v = row.get(col)
-        if not isinstance(v, str) or not v.strip():
-            out.append(f"{col} must be filled (provenance). Got {v!r} instead")
-    wall = row.get("wall_time_s")
-    if isinstance(wall, bool) or not isinstance(wall, int | float) or not wall >= 0:
-        out.append(f"wall_time_s must be a number >= 0. Got {wall!r} instead")
-    elif not math.isfinite(wall):
-        out.append(f"wall_time_s must be finite. Got {wall!r} instead")
-    if not isinstance(row.get("created_at"), datetime):
-        out.append(f"created_at must be a datetime. Got {row.get('created_at')!r} instead")
-    sv = row.get("schema_version")
-    if sv != SCHEMA_VERSION:
-        out.append(f"schema_version must be {SCHEMA_VERSION}. Got {sv!r} instead")
-    return out
-
-
-def quarantine_problems(details: Mapping[str, Any]) -> list[str]:
-    """How ``details["n_quarantined"]`` breaks the schema, if present (empty when valid).
-
-    It maps split names (:data:`QUARANTINE_KEYS`) to the number of images of that split the
-    cell left out (integers >= 0).
-    """
-    counts = details.get("n_quarantined")
-    if counts is None:
-        return []
-    if not isinstance(counts, Mapping):
-        return [f"details['n_quarantined'] must be a mapping. Got {counts!r} instead"]
-    out = []
-    for key, n in counts.items():
-        if key not in QUARANTINE_KEYS:
-            out.append(
-                f"details['n_quarantined'] keys must be among {QUARANTINE_KEYS}. Got {key!r}"
-            )
-        elif isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            out.append(f"details['n_quarantined'][{key!r}] must be an int >= 0. Got {n!r}")
+    undefined = details.get("undefined") if isinstance(details, Mapping) else None
+    for m in REQUIRED_METRICS:
+        if row.get(m) is None and not (isinstance(undefined, Mapping) and undefined.get(m)):
+            out.append(f"{m} is missing; a missing {m} needs details['undefined'][{m!r}]")
     return out

@@ -1,4 +1,5 @@
-"""Table layout of the results store (DDL, Arrow schema) and its transaction helper."""
+"""Table layout of the results store (DDL, Arrow schema), derived from the one declaration in
+:mod:`crsbench.store.columns`, and its transaction helper."""
 
 from __future__ import annotations
 
@@ -9,44 +10,33 @@ import pyarrow as pa
 
 from crsbench.core.diskio import disk_error_in_text
 from crsbench.core.errors import StoreError
-from crsbench.store.columns import GROUP_COLUMNS, METRIC_COLUMNS, RUN_COLUMNS
+from crsbench.store.columns import GROUP_COLUMNS, METRIC_COLUMNS, RUNS_BY_NAME, RUNS_TABLE
 
-_SQL_TYPES = {
-    "seed": "INTEGER",
-    "severity": "INTEGER",
-    "layer": "DOUBLE",
-    "fraction": "DOUBLE",
-    "wall_time_s": "DOUBLE",
-    "created_at": "TIMESTAMP",
-    "schema_version": "INTEGER",
-    **{m: "DOUBLE" for m in METRIC_COLUMNS},
+#: The Arrow type of each SQL type the store's columns use.
+ARROW_TYPES: dict[str, pa.DataType] = {
+    "VARCHAR": pa.string(),
+    "INTEGER": pa.int32(),
+    "DOUBLE": pa.float64(),
+    "TIMESTAMP": pa.timestamp("us"),
 }
-ARROW_SCHEMA = pa.schema(
-    [
-        (
-            c,
-            {"INTEGER": pa.int32(), "DOUBLE": pa.float64(), "TIMESTAMP": pa.timestamp("us")}.get(
-                _SQL_TYPES.get(c, "VARCHAR"), pa.string()
-            ),
-        )
-        for c in RUN_COLUMNS
-    ]
-)
+#: The Arrow schema of table ``runs`` (from :data:`~crsbench.store.columns.RUNS_TABLE`).
+ARROW_SCHEMA = pa.schema([(c.name, ARROW_TYPES[c.sql]) for c in RUNS_TABLE])
 
 
 def runs_ddl() -> str:
-    """``CREATE TABLE runs``: every :data:`RUN_COLUMNS`, metrics nullable, ``run_key`` the key."""
+    """``CREATE TABLE runs``: every column of :data:`~crsbench.store.columns.RUNS_TABLE` with
+    its SQL type, metrics nullable, ``run_key`` the key."""
     cols = []
-    for c in RUN_COLUMNS:
-        null = "" if c in METRIC_COLUMNS else " NOT NULL"
-        key = " PRIMARY KEY" if c == "run_key" else ""
-        cols.append(f"{c} {_SQL_TYPES.get(c, 'VARCHAR')}{null}{key}")
+    for c in RUNS_TABLE:
+        null = "" if c.nullable else " NOT NULL"
+        key = " PRIMARY KEY" if c.name == "run_key" else ""
+        cols.append(f"{c.name} {c.sql}{null}{key}")
     return f"CREATE TABLE runs ({', '.join(cols)})"
 
 
 def metrics_ddl() -> str:
     """``CREATE TABLE metrics``: the group columns, ``n_seeds`` and mean/std/count per metric."""
-    cols = [f"{c} {_SQL_TYPES.get(c, 'VARCHAR')} NOT NULL" for c in GROUP_COLUMNS]
+    cols = [f"{c} {RUNS_BY_NAME[c].sql} NOT NULL" for c in GROUP_COLUMNS]
     cols.append("n_seeds INTEGER NOT NULL")
     for m in METRIC_COLUMNS:
         cols += [f"{m}_mean DOUBLE", f"{m}_std DOUBLE", f"{m}_n_seeds INTEGER NOT NULL"]

@@ -1,7 +1,9 @@
 """Column-wise validation of a DataFrame of run rows (the bulk path of the results store).
 
-The rules are those of :class:`~crsbench.store.records.RunRecord`, applied with vectorised
-pandas operations so a million rows validate in seconds. Errors name the column, the first
+The rules are those of :class:`~crsbench.store.records.RunRecord`: each column's declared rule
+(:data:`~crsbench.store.columns.RUNS_TABLE`, checked by :data:`crsbench.store.rules.
+COLUMN_CHECKS`) and the rules across columns, applied with vectorised pandas operations so a
+million rows validate in seconds. Errors name the column, the first
 offending 1-based rows and how many rows are affected.
 """
 
@@ -17,20 +19,12 @@ from crsbench.protocol import UNPERTURBED_CONDITIONS
 from crsbench.store.columns import (
     FLOAT_IDENTITY_COLUMNS,
     IDENTITY_COLUMNS,
-    METRIC_COLUMNS,
     REQUIRED_METRICS,
     RUN_COLUMNS,
-    SCHEMA_VERSION,
-    TEXT_IDENTITY_COLUMNS,
+    RUNS_TABLE,
 )
-from crsbench.store.records import (
-    REGIMES,
-    details_json,
-    keys_for_columns,
-    quarantine_problems,
-)
-
-_PROVENANCE_TEXT = ("package_version", "encoder_revision", "dataset_revision", "anchors_version")
+from crsbench.store.records import details_json, keys_for_columns
+from crsbench.store.rules import COLUMN_CHECKS, quarantine_problems
 
 
 def _rows(mask: np.ndarray) -> str:
@@ -90,14 +84,12 @@ def validate_frame(frame: pd.DataFrame, config_hash: str) -> pd.DataFrame:
         )
     df = frame.reset_index(drop=True)
     problems = _Problems()
-    _check_identity(df, problems)
-    _check_metrics(df, problems)
-    _check_provenance(df, config_hash, problems)
+    for col in RUNS_TABLE:
+        if col.name in df.columns:  # run_key is optional
+            for bad, what in COLUMN_CHECKS[col.rule](col.name, df[col.name]):
+                problems.check(bad, what)
+    _check_across_columns(df, config_hash, problems)
     canonical_details = _check_details(df, problems)
-    problems.check(
-        pd.to_numeric(df["schema_version"], errors="coerce") != SCHEMA_VERSION,
-        f"schema_version must be {SCHEMA_VERSION}",
-    )
     problems.raise_any()
     keys = keys_for_columns({c: df[c] for c in IDENTITY_COLUMNS}, config_hash)
     if "run_key" in df.columns:
@@ -109,52 +101,21 @@ def validate_frame(frame: pd.DataFrame, config_hash: str) -> pd.DataFrame:
     return _normalised(df, keys, canonical_details)
 
 
-def _check_identity(df: pd.DataFrame, problems: _Problems) -> None:
-    """Filled text, integer and (0, 1] columns, the regime, and severity against condition."""
-    for c in TEXT_IDENTITY_COLUMNS + _PROVENANCE_TEXT + ("details",):
-        col = df[c]
-        problems.check(
-            col.isna().to_numpy() | (col.astype(str).str.strip() == "").to_numpy(),
-            f"{c} must be filled",
-        )
-    for c in ("seed", "severity", "schema_version"):
-        num = pd.to_numeric(df[c], errors="coerce")
-        problems.check(
-            num.isna() | (num < 0) | (num != np.floor(num)), f"{c} must be an integer >= 0"
-        )
-    for c in FLOAT_IDENTITY_COLUMNS:
-        num = pd.to_numeric(df[c], errors="coerce")
-        problems.check(~((num > 0) & (num <= 1)), f"{c} must be in (0, 1]")
-    problems.check(~df["regime"].isin(REGIMES), f"regime must be one of {REGIMES}")
+def _check_across_columns(df: pd.DataFrame, config_hash: str, problems: _Problems) -> None:
+    """The rules that read two columns or the store: severity against condition, a missing
+    required metric's reason, the store's config hash."""
     unpert = df["condition"].isin(UNPERTURBED_CONDITIONS).to_numpy()
     sev = pd.to_numeric(df["severity"], errors="coerce").to_numpy()
     problems.check(unpert & (sev != 0), "severity must be 0 for clean/shift")
     problems.check(~unpert & (sev < 1), "severity must be >= 1 for a perturbation")
-
-
-def _check_metrics(df: pd.DataFrame, problems: _Problems) -> None:
-    """Finite or missing metrics; a missing required metric needs its reason in details."""
-    for m in METRIC_COLUMNS:
-        vals = pd.to_numeric(df[m], errors="coerce").to_numpy(dtype=float)
-        present = df[m].notna().to_numpy()
-        problems.check(present & ~np.isfinite(vals), f"{m} must be finite or missing")
-        if m in REQUIRED_METRICS:
-            absent = ~present
-            problems.check(
-                absent & ~_undefined_ok(df["details"], m, absent),
-                f"{m} missing without details['undefined']",
-            )
-
-
-def _check_provenance(df: pd.DataFrame, config_hash: str, problems: _Problems) -> None:
-    """The store's config hash, a finite wall time >= 0 and a timestamp on every row."""
+    for m in REQUIRED_METRICS:
+        absent = ~df[m].notna().to_numpy()
+        problems.check(
+            absent & ~_undefined_ok(df["details"], m, absent),
+            f"{m} missing without details['undefined']",
+        )
     problems.check(
         df["config_hash"] != config_hash, f"config_hash must be the store's {config_hash[:12]}"
-    )
-    wall = pd.to_numeric(df["wall_time_s"], errors="coerce").to_numpy(dtype=float)
-    problems.check(~(np.isfinite(wall) & (wall >= 0)), "wall_time_s must be a finite number >= 0")
-    problems.check(
-        pd.to_datetime(df["created_at"], errors="coerce").isna(), "created_at must be a timestamp"
     )
 
 

@@ -262,6 +262,9 @@ def _add_provenance(df: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
     df["schema_version"] = SCHEMA_VERSION
     plain = json.dumps({"simulated": True})
     df["details"] = df["details"].fillna(plain) if "details" in df else plain
+    for m in METRIC_COLUMNS:  # a declared metric the simulation does not model: NULL
+        if m not in df:
+            df[m] = np.nan
     return df[[*IDENTITY_COLUMNS, *METRIC_COLUMNS, *df.columns.difference(
         [*IDENTITY_COLUMNS, *METRIC_COLUMNS], sort=False)]]  # fmt: skip
 

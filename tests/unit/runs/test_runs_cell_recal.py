@@ -8,6 +8,8 @@ import pytest
 
 from crsbench.evaluation.cell import CellData, CellSettings, evaluate_cell
 from crsbench.runs.rows import Provenance, to_records
+from crsbench.store.records import details_json
+from crsbench.store.run_result import RunResult
 
 
 def _cell(n_calib: int, seed: int = 0) -> CellData:
@@ -41,22 +43,23 @@ def _settings() -> CellSettings:
     )
 
 
-def _recal_rows(cell: CellData) -> list[dict]:
-    return [r for r in evaluate_cell(cell, _settings()) if r["recalibrator"] != "none"]
+def _recal_rows(cell: CellData) -> list[RunResult]:
+    return [r for r in evaluate_cell(cell, _settings()) if r.identity.recalibrator != "none"]
 
 
 def test_recalibrated_rows_record_the_cv_choice():
     rows = _recal_rows(_cell(n_calib=240))
-    assert [r["recalibrator"] for r in rows] == ["temperature", "dirichlet"]
+    assert [r.identity.recalibrator for r in rows] == ["temperature", "dirichlet"]
     for r in rows:
-        rec = r["details"]["recal"]
-        assert r["details"]["recal_choice"] in ("fitted", "identity")
-        assert rec["choice"] == r["details"]["recal_choice"]
+        rec = r.details.recal.recal
+        assert r.details.recal.recal_choice in ("fitted", "identity")
+        assert rec["choice"] == r.details.recal.recal_choice
         assert rec["protocol"] == "v1" and rec["loss"] == "nll" and rec["seed"] == 0
-        assert np.isfinite(r["ece"])
+        assert r.details.recal.n_calib == 240
+        assert np.isfinite(r.metrics["ece"])
         # the fallback rule: fitted only if its CV loss beats the identity's
         assert (rec["choice"] == "fitted") == (rec["cv_nll_fitted"] < rec["cv_nll_identity"])
-    assert set(rows[1]["details"]["recal"]["params"]) == {"reg_lambda", "reg_mu"}
+    assert set(rows[1].details.recal.recal["params"]) == {"reg_lambda", "reg_mu"}
 
 
 def test_too_small_calibration_split_gives_nan_with_reason():
@@ -66,10 +69,11 @@ def test_too_small_calibration_split_gives_nan_with_reason():
     rows = _recal_rows(cell)
     assert len(rows) == 2
     for r in rows:
-        assert np.isnan(r["ece"]) and np.isnan(r["auroc"])
-        reason = r["details"]["undefined"]["ece"]
+        assert np.isnan(r.metrics["ece"]) and np.isnan(r.metrics["auroc"])
+        reason = r.details.undefined["ece"]
         assert reason == f"calibration split too small: class {first} has n={counts[first]} < 15"
-        assert r["details"]["recal_choice"] == "undefined"
+        assert r.details.recal.recal_choice == "undefined"
+        assert r.details.score is None  # nothing was scored
     prov = Provenance(
         config_hash="0" * 64,
         encoder_revision="r",
@@ -78,12 +82,13 @@ def test_too_small_calibration_split_gives_nan_with_reason():
         package_version="0",
     )
     recs = to_records(rows, prov)
-    assert recs[0].ece is None
-    assert recs[0].details["undefined"]["ece"].startswith("calibration split too small")
+    assert recs[0].metrics["ece"] is None
+    assert recs[0].details.undefined["ece"].startswith("calibration split too small")
+    assert recs[0].to_row()["details"] == details_json(rows[0].details.as_json())
 
 
 def test_cv_folds_follow_the_seed_and_are_deterministic():
     cell = _cell(n_calib=240)
     a, b = _recal_rows(cell), _recal_rows(cell)
-    assert [r["details"] for r in a] == [r["details"] for r in b]
-    assert a[0]["ece"] == pytest.approx(b[0]["ece"], abs=0)
+    assert [r.details for r in a] == [r.details for r in b]
+    assert a[0].metrics["ece"] == pytest.approx(b[0].metrics["ece"], abs=0)

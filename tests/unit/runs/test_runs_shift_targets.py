@@ -19,6 +19,8 @@ from crsbench.core.shift_labels import (
     source_reference,
 )
 from crsbench.evaluation.cell import CellData, CellSettings, ShiftData, evaluate_cell
+from crsbench.store.details import ShiftDetails
+from crsbench.store.run_result import RunResult
 
 LABELS = ("a", "b", "c", "d")
 
@@ -60,8 +62,16 @@ def _same_images_target(cell: CellData, name: str, provided: tuple[str, ...]) ->
     y = cell.labels[cell.test].copy()
     y[:, ~mask] = np.nan
     compared = mask if restricts_source(mask, LABELS, LABELS) else None
-    return ShiftData(name, cell.features[1.0][cell.test], y, {"shift_rows": {"rows": "x"}},
+    return ShiftData(name, cell.features[1.0][cell.test], y, ShiftDetails(shift_rows={"rows": "x"}),
                      compared=compared, label_names=LABELS)  # fmt: skip
+
+
+def _find(rows: list[RunResult], probe: str, rec: str, condition: str) -> RunResult:
+    """The one result of (probe, recalibrator, condition)."""
+    (found,) = [r for r in rows
+                if (r.identity.probe, r.identity.recalibrator, r.identity.condition)
+                == (probe, rec, condition)]  # fmt: skip
+    return found
 
 
 def test_each_target_gets_a_row_per_probe_and_recalibrator() -> None:
@@ -69,15 +79,18 @@ def test_each_target_gets_a_row_per_probe_and_recalibrator() -> None:
     shifts = (_same_images_target(base, "full", LABELS),
               _same_images_target(base, "part", ("a", "c", "d")))  # fmt: skip
     rows = evaluate_cell(_cell(shifts), _settings())
-    shift = [r for r in rows if r["condition"] == "shift"]
-    got = sorted((r["probe"], r["recalibrator"], r["eval_dataset"]) for r in shift)
+    shift = [r.identity for r in rows if r.identity.condition == "shift"]
+    got = sorted((r.probe, r.recalibrator, r.eval_dataset) for r in shift)
     assert got == sorted(
         (p, rec, t)
         for t in ("full", "part")
         for p, rec in (("logistic", "none"), ("logistic", "temperature"), ("knn", "none"))
     )
-    for r in shift:
-        assert r["details"]["shift_rows"] == {"rows": "x"}
+    for r in rows:
+        if r.identity.condition == "shift":
+            assert r.details.as_json()["shift_rows"] == {"rows": "x"}
+        else:
+            assert r.details.shift is None
 
 
 def test_same_images_on_a_label_subset_drop_exactly_zero() -> None:
@@ -87,14 +100,13 @@ def test_same_images_on_a_label_subset_drop_exactly_zero() -> None:
     cell = _cell((_same_images_target(base, "part", ("a", "c", "d")),))
     rows = evaluate_cell(cell, _settings())
     for probe, rec in (("logistic", "none"), ("logistic", "temperature"), ("knn", "none")):
-        clean = next(r for r in rows if (r["probe"], r["recalibrator"], r["condition"])
-                     == (probe, rec, "clean"))  # fmt: skip
-        shift = next(r for r in rows if (r["probe"], r["recalibrator"], r["condition"])
-                     == (probe, rec, "shift"))  # fmt: skip
-        entry = shift["details"]["shift_labels"]
+        clean = _find(rows, probe, rec, "clean")
+        shift = _find(rows, probe, rec, "shift")
+        entry = shift.details.shift.shift_labels
         assert entry["compared"] == ["a", "c", "d"] and entry["not_compared"] == ["b"]
-        assert entry["source_clean_auroc"] == pytest.approx(shift["auroc"], abs=1e-12)
-        assert clean["auroc"] < shift["auroc"] - 0.03  # the old rule would see a "drop" < 0
+        assert entry["source_clean_auroc"] == pytest.approx(shift.metrics["auroc"], abs=1e-12)
+        # the old rule would see a "drop" < 0
+        assert clean.metrics["auroc"] < shift.metrics["auroc"] - 0.03
 
 
 def test_reference_is_sklearn_macro_auroc_on_the_compared_labels() -> None:
@@ -103,22 +115,21 @@ def test_reference_is_sklearn_macro_auroc_on_the_compared_labels() -> None:
     base = _cell(())
     cell = _cell((_same_images_target(base, "part", ("b", "d")),))
     rows = evaluate_cell(cell, _settings())
-    shift = next(r for r in rows if r["condition"] == "shift" and r["probe"] == "logistic"
-                 and r["recalibrator"] == "none")  # fmt: skip
+    shift = _find(rows, "logistic", "none", "shift")
     X, y = cell.features[1.0], cell.labels
     fit = fit_probe_grid(X[cell.train], y[cell.train], X[cell.val], y[cell.val], "multilabel",
                          Cs=np.array([1.0]), subsets={0: np.arange(300)}, n_outputs=4,
                          max_iter=1000, tol=1e-6)[0]  # fmt: skip
     p = fit.predict_proba(X[cell.test])
     want = np.mean([roc_auc_score(y[cell.test][:, j], p[:, j]) for j in (1, 3)])
-    assert shift["details"]["shift_labels"]["source_clean_auroc"] == pytest.approx(want, abs=1e-9)
+    assert shift.details.shift.shift_labels["source_clean_auroc"] == pytest.approx(want, abs=1e-9)
 
 
 def test_a_target_providing_every_label_records_nothing_more() -> None:
     base = _cell(())
     rows = evaluate_cell(_cell((_same_images_target(base, "full", LABELS),)), _settings())
     for r in rows:
-        assert "shift_labels" not in r["details"]
+        assert "shift_labels" not in r.details.as_json()
 
 
 def test_label_rule_errors_and_parsing() -> None:

@@ -8,23 +8,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.store import RUN_COLUMNS, RunRecord
+from crsbench.store import METRIC_COLUMNS, RUN_COLUMNS, RunRecord
 
 HASH = "ab" * 32
 OTHER_HASH = "cd" * 32
 
 
 def make_record(**changes: Any) -> RunRecord:
-    """A valid record; keyword arguments override fields."""
+    """A valid record; keyword arguments override fields (a metric's name: its value)."""
     base: dict[str, Any] = {
         "encoder": "pixel",
         "dataset": "isic2019",
         "eval_dataset": "isic2019",
         "seed": 0,
-        "auroc": 0.8,
-        "ece": 0.05,
-        "brier": 0.1,
-        "nll": 0.4,
         "config_hash": HASH,
         "package_version": "0.1.0",
         "encoder_revision": "sha256:enc",
@@ -33,8 +29,10 @@ def make_record(**changes: Any) -> RunRecord:
         "wall_time_s": 0.25,
         "details": {"chosen_C": 1.0},
     }
+    metrics = dict(changes.pop("metrics", {"auroc": 0.8, "ece": 0.05, "brier": 0.1, "nll": 0.4}))
+    metrics.update({k: changes.pop(k) for k in list(changes) if k in METRIC_COLUMNS})
     base.update(changes)
-    return RunRecord(**base)
+    return RunRecord(**base, metrics=metrics)
 
 
 def make_frame(n: int, seed: int = 0, config_hash: str = HASH) -> pd.DataFrame:

@@ -82,7 +82,13 @@ def test_schema_validator_rejects(changes: dict, needle: str) -> None:
 def test_missing_metric_allowed_with_a_reason() -> None:
     rec = make_record(auroc=None, details={"undefined": {"auroc": "no positives in test split"}})
     assert rec.to_row()["auroc"] is None
-    assert make_record(sens_at_spec90=None).sens_at_spec90 is None  # optional metric
+    assert make_record(sens_at_spec90=None).metrics["sens_at_spec90"] is None  # optional metric
+    assert make_record().metrics["sens_at_spec95"] is None  # a metric left out is None
+
+
+def test_a_metric_outside_the_declaration_is_refused() -> None:
+    with pytest.raises(StoreError, match=r"metrics must be among .* Got \['accuracy'\]"):
+        make_record(metrics={"auroc": 0.8, "ece": 0.05, "brier": 0.1, "nll": 0.4, "accuracy": 1.0})
 
 
 def test_identity_alone_validates() -> None:
@@ -102,7 +108,7 @@ def test_identity_alone_validates() -> None:
 def test_records_are_frozen() -> None:
     rec = make_record()
     with pytest.raises(AttributeError):
-        rec.auroc = 0.1  # type: ignore[misc]
+        rec.metrics = {"auroc": 0.1}  # type: ignore[misc]
 
 
 def test_vectorised_keys_equal_single_keys() -> None:
