@@ -7,8 +7,8 @@ from typing import Any
 from rich.console import Console
 
 from crsbench.cli.output import print_table
-from crsbench.stats.intervals import interval_label
-from crsbench.stats.uncertainty import estimate_outside_interval_sentence
+from crsbench.protocol import interval_label
+from crsbench.report.leaderboard import estimate_outside_interval_sentence
 
 #: Board column → header of the printed leaderboard, in order (``ci`` is built from the
 #: interval columns).

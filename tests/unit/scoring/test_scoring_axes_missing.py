@@ -14,7 +14,7 @@ import pytest
 
 from crsbench.core.errors import ConfigError, DataError
 from crsbench.protocol import PAPER_CONDITIONS, PAPER_PERTURBATIONS
-from crsbench.report.leaderboard import build_leaderboard
+from crsbench.stats.leaderboard import build_leaderboard
 from crsbench.scoring import (
     aggregate_by_encoder,
     axes_from_runs,
