@@ -14,11 +14,11 @@ import pytest
 from crsbench.config import parse_config
 from crsbench.metrics import expected_calibration_error, macro_auroc
 from crsbench.protocol import PAPER_CONDITIONS
-from crsbench.stats.leaderboard import build_leaderboard
 from crsbench.runs.pipeline import RunOptions, run_benchmark
 from crsbench.runs.prepare import prepare_datasets
 from crsbench.scoring import axes_from_runs, score_cells
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
+from crsbench.stats.leaderboard import build_leaderboard
 from crsbench.stats.patient_bootstrap import (
     TEST_PATIENTS_X_SEEDS,
     patient_seed_bootstrap,

@@ -315,7 +315,7 @@ def compute_report_data(
                       shift_rows=shift_rows_sentences(runs), interval=str(inputs["interval"]),
                       store_dir=Path(store_dir), analyses=analyses)  # fmt: skip
     if facts.get("agreement") is not None:
-        data.agreement = {str(k): float("nan") if v is None else float(v)
+        data.agreement = {str(k): float("nan") if v is None else v  # JSON: NaN stored as null
                           for k, v in facts["agreement"].items()}  # fmt: skip
         data.rank_moves = report_table(analyses, "rank_moves")
     else:

@@ -124,4 +124,3 @@ def save_verdict(d: VerdictData, store_dir: Path | str, out: Path | None = None)
     path = Path(out) if out is not None else store_dir / VERDICT_FILE
     page = verdict_html(d, store_dir)
     return write_output_file(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
-

@@ -169,9 +169,7 @@ def stored_leaderboard(
     return board
 
 
-def verdict_inputs(
-    store: str | Path, compare: str | Path | None, interval: str
-) -> dict[str, Any]:
+def verdict_inputs(store: str | Path, compare: str | Path | None, interval: str) -> dict[str, Any]:
     """What a cohort profile's stored verdict depends on (JSON-able; its hash is the key):
     the profile's store rows and ``cohort.json``, the benchmark store compared with (its
     rows), the interval, the replicate count and the crsbench version."""

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 import crsbench.cli.report_command  # noqa: F401  (registers the command)
 from crsbench.cli.app import app
 from crsbench.cli.output import quick_look_note
-from crsbench.protocol import BOOTSTRAP_REPLICATES
 from crsbench.cli.report_command import write_report
+from crsbench.protocol import BOOTSTRAP_REPLICATES
 from crsbench.stats import run_analyses
 from crsbench.testing import simulate_runs, write_store
 

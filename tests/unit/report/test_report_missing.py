@@ -130,8 +130,8 @@ def test_reliability_table_gives_true_diagrams(small_store: Path, tmp_path: Path
 def test_bad_reliability_table_and_cell_raise(small_store: Path, tmp_path: Path) -> None:
     import shutil
 
-    from crsbench.core.errors import DataError, StoreError
     from crsbench.cli.report_command import report_data
+    from crsbench.core.errors import DataError, StoreError
 
     store = tmp_path / "store"
     shutil.copytree(small_store, store)

@@ -6,8 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from crsbench.cli.report_command import write_report
-from crsbench.cli.report_command import report_data
+from crsbench.cli.report_command import report_data, write_report
 
 
 def test_skipped_cells_are_named_under_the_leaderboard(small_store: Path, tmp_path: Path) -> None:

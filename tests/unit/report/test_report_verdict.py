@@ -15,12 +15,12 @@ import pytest
 from typer.testing import CliRunner
 
 from crsbench.cli import app
-from crsbench.stats.leaderboard import build_leaderboard
-from crsbench.cohort.verdict_page import write_verdict
 from crsbench.cohort.verdict_page import verdict_data as compute_verdict
-from crsbench.stats.cohort_verdict import N_REPLICATES, ONE_SEED_NOTE
+from crsbench.cohort.verdict_page import write_verdict
 from crsbench.scoring import axes_from_runs, load_anchors
 from crsbench.stats import paired_seed_bootstrap
+from crsbench.stats.cohort_verdict import N_REPLICATES, ONE_SEED_NOTE
+from crsbench.stats.leaderboard import build_leaderboard
 from crsbench.store import load_runs
 from crsbench.testing import simulate_runs, write_store
 
