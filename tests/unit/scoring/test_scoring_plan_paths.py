@@ -175,11 +175,12 @@ def test_the_reports_verdict_scores_chexpert_against_the_plan(tmp_path: Path) ->
     assert {q for ds, q in asked if ds == "isic2019"} >= axis_questions
     assert any("chexpert: " + MIMIC_MISSING in s for s in data.cells_left_out)
     # what the store holds alone (no plan): a CheXpert CRS leader
+    from crsbench.scoring.anchors import anchors_for_runs
     from crsbench.scoring.planned import planned_axes
     from crsbench.stats.verdict import seed_axis_replicates, verdict_table
 
     reps = seed_axis_replicates(planned_axes(data.runs, None), n_replicates=20, seed=0)
-    blind = verdict_table(data.runs, reps, data.anchors, seed=0)
+    blind = verdict_table(data.runs, reps, anchors_for_runs(None, data.runs), seed=0)
     assert ("chexpert", "pick") in set(zip(blind["dataset"], blind["question"], strict=True))
 
 
