@@ -8,7 +8,13 @@ them see the same tables. The key (:func:`analysis_inputs`) hashes every input t
 depend on: the store's rows (runs, plan, cards, predictions, subgroup metadata, reliability,
 meta), the anchors (version, bounds, weights, reference panels), the replicate count, the
 seed, the interval, the encoder groups, and the crsbench version. The worker count is not
-part of it: results do not depend on it.
+part of it: results do not depend on it. Beside the analyses, the tables hold what the HTML
+report shows (:mod:`crsbench.stats.report_tables`), so the report only reads.
+
+The same way, :func:`stored_leaderboard` keeps a leaderboard under another rule than the
+fixed one (``score --rule cohort``: its own bootstrap, the rule in the key) and
+:func:`stored_verdict` a cohort profile's verdict (:mod:`crsbench.stats.cohort_verdict`;
+keyed by :func:`verdict_inputs`).
 """
 
 from __future__ import annotations
@@ -104,7 +110,11 @@ def stored_analyses(
 
 
 def _store(
-    store: str | Path, computed: ComputedTables, what: str, say: Callable[[str], None] | None
+    store: str | Path,
+    computed: ComputedTables,
+    what: str,
+    say: Callable[[str], None] | None,
+    them: str = "them",
 ) -> bool:
     """Write ``computed`` into the store (and remove the older files crsbench wrote there
     beyond the few it keeps); say so. ``False``: the store folder refused the write
@@ -113,10 +123,10 @@ def _store(
         path = write_computed(store, computed)
     except DiskError as exc:  # a read-only or full store folder: used, not kept
         if say is not None:
-            say(f"computed {what}; they could not be stored ({exc})")
+            say(f"computed {what}; {'it' if them == 'it' else 'they'} could not be stored ({exc})")
         return False
     if say is not None:
-        say(f"computed {what} (none stored for these inputs) and stored them in {path}")
+        say(f"computed {what} (none stored for these inputs) and stored {them} in {path}")
     return True
 
 
@@ -165,7 +175,7 @@ def stored_leaderboard(
         return board
     board = build()
     fresh = ComputedTables({"leaderboard": board}, {"attrs": jsonable(board.attrs)}, inputs, key)
-    _store(store, fresh, f"the {rule}-rule leaderboard", say)
+    _store(store, fresh, f"the {rule}-rule leaderboard", say, them="it")
     return board
 
 
@@ -218,7 +228,7 @@ def stored_verdict(
         return found
     fresh = compute_verdict(Path(store), None if compare is None else Path(compare), interval)
     computed = ComputedTables(fresh.tables, fresh.summary, inputs, key)
-    if not _store(store, computed, "the verdict", say):
+    if not _store(store, computed, "the verdict", say, them="it"):
         return computed
     stored = read_computed(store, key)
     assert stored is not None  # just written

@@ -99,7 +99,8 @@ def _parquet(frame: pd.DataFrame, name: str) -> bytes:
 
 
 def write_computed(store_dir: str | Path, computed: ComputedTables) -> Path:
-    """Write ``computed`` to ``STORE/computed/<computed.key>.zip`` atomically.
+    """Write ``computed`` to ``STORE/computed/<computed.key>.zip`` atomically, then prune the
+    older files crsbench wrote there (:func:`prune_computed`).
 
     Raises
     ------
