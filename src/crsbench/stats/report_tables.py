@@ -60,10 +60,9 @@ REPORT_KEY = "report"
 PREFIX = "report_"
 
 
-def _scored(x: AnalysisInputs, info: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The page's cells (planned axes on the anchors, unrun cells of the stored config beside
-    them) and board; the cells left out as sentences in ``info``."""
-    meta = read_meta(x.store) if x.store is not None else {}
+def _scored(x: AnalysisInputs, meta: dict, info: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The page's cells (planned axes on the anchors, unrun cells of the config stored in
+    ``meta`` beside them) and board; the cells left out as sentences in ``info``."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         per_seed = planned_axes(x.runs, x.plan)  # what each cell must hold: the store's plan
@@ -164,9 +163,9 @@ def _weights(board: pd.DataFrame, cells: pd.DataFrame, anc: Anchors, seed: int, 
     out["pareto_front"] = pareto_front(scored, anc)
 
 
-def _control_probes(x: AnalysisInputs, stored: dict, info: dict) -> None:
-    """Readable probe names (kNN's k from the stored config) and one sentence per probe."""
-    meta = read_meta(x.store) if x.store is not None else {}
+def _control_probes(meta: dict, stored: dict, info: dict) -> None:
+    """Readable probe names (kNN's k from the config stored in ``meta``) and one sentence per
+    probe."""
     labels = probe_labels(meta)
     info["probe_labels"] = labels
     agreement = stored.get("control_probe_agreement")
@@ -185,14 +184,15 @@ def report_tables(
                   "sweep_headline": {}, "worst_columns": list(WORST_COLUMNS),
                   "operating_points": asdict(load_operating_point_settings())}  # fmt: skip
     out: dict[str, pd.DataFrame] = {}
+    meta = read_meta(x.store) if x.store is not None else {}
     with np.errstate(all="ignore"):
-        cells, board = _scored(x, info)
+        cells, board = _scored(x, meta, info)
         out["cells"], out["board"] = cells, board
         _rank_shift(board, out, info)
         _fallbacks(x, stored, out, info)
         shift = _shift(x.runs, out, info)
         _overlap(cells, shift, stored, out, info)
         _weights(board, cells, x.anchors, x.seed, out, info)
-        _control_probes(x, stored, info)
+        _control_probes(meta, stored, info)
     summary[REPORT_KEY] = jsonable(info)
     return {PREFIX + name: table for name, table in out.items()}
