@@ -3,8 +3,8 @@
 On a copy of a results store (``--store``, e.g. the demo's), alternately: the report with no
 stored analyses (``STORE/computed/`` removed first: scoring, the bootstrap and every analysis
 computed, as every report did before they were stored, then stored) and the report that reads
-the analyses stored by the run before it. Wall seconds of :func:`crsbench.report.build_report`
-in this process, ``--runs`` of each (all listed), the median of each and their ratio. The
+the analyses stored by the run before it. Wall seconds of
+:func:`crsbench.cli.report_command.write_report` (what ``crsbench report`` does) in this process, ``--runs`` of each (all listed), the median of each and their ratio. The
 tables of every report are checked identical. Last line: ``speedup=<computing / reading>``.
 
     python benchmarks/report_stored.py --store /path/to/demo --replicates 2000 --runs 3
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from crsbench.report import build_report
+from crsbench.cli.report_command import write_report
 from crsbench.store.computed import COMPUTED_DIR
 from crsbench.store.files import STORE_FILE
 
@@ -32,7 +32,7 @@ def _tables(out: Path) -> dict[str, bytes]:
 
 def _report(store: Path, out: Path, n_replicates: int) -> float:
     t0 = time.perf_counter()
-    build_report(store, out, n_replicates=n_replicates)
+    write_report(store, out, n_replicates=n_replicates)
     return time.perf_counter() - t0
 
 

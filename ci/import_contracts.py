@@ -98,3 +98,52 @@ class AllowListContract(Contract):
         for line in check.metadata["problems"]:
             output.print_error(f"- {line}", bold=False)
         output.new_line()
+
+
+def _covered(module: str, names: frozenset[str], container: str) -> bool:
+    """Whether ``module`` is one of ``names`` or inside one (``<root>``: the container's own
+    ``__init__`` only)."""
+    if module == container:
+        return ROOT in names
+    return any(module == n or module.startswith(n + ".") for n in names)
+
+
+def module_violations(
+    graph: grimp.ImportGraph, source: str, container: str, allowed: frozenset[str]
+) -> list[str]:
+    """Every direct import by a module of ``source`` of a module of ``container`` that is
+    neither inside ``source`` nor covered by ``allowed``."""
+    problems = []
+    for module in sorted({source, *graph.find_descendants(source)}):
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            inside = imported == container or imported.startswith(container + ".")
+            if not inside or _covered(imported, frozenset({source}), container):
+                continue
+            if not _covered(imported, allowed, container):
+                lines = sorted({d["line_number"] for d in
+                                graph.get_import_details(importer=module, imported=imported)})  # fmt: skip
+                where = ", ".join(f"l.{n}" for n in lines)
+                problems.append(f"{module} -> {imported} ({where}): not in the allow-list")
+    return problems
+
+
+class ModuleAllowListContract(Contract):
+    """The modules of ``source`` import, inside ``container``, only the modules ``allowed``
+    names (a module covers its sub-modules; ``<root>`` is the container's ``__init__``).
+    Finer than :class:`AllowListContract`: it names modules of a package (the store's reader
+    side), not whole packages; third-party imports stay with the package allow-list."""
+
+    type_name = "moduleallowlist"
+    source = fields.StringField()
+    container = fields.StringField()
+    allowed = fields.ListField(subfield=fields.StringField())
+
+    def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:
+        allowed = frozenset(str(a) for a in self.allowed)  # type: ignore[attr-defined]
+        problems = module_violations(graph, str(self.source), str(self.container), allowed)
+        return ContractCheck(kept=not problems, metadata={"problems": problems})
+
+    def render_broken_contract(self, check: ContractCheck) -> None:
+        for line in check.metadata["problems"]:
+            output.print_error(f"- {line}", bold=False)
+        output.new_line()

@@ -190,3 +190,58 @@ def shift_in_r(source: str, target: str, variant: str = "paper") -> bool:
             f"robustness variant must be one of {list(ROBUSTNESS_VARIANTS)}. Got {variant!r}"
         )
     return variant == "all_shifts" or (source, target) in PAPER_SHIFTS
+
+
+# ----------------------------------------------------------------------------- scores
+
+#: The four axes of the CRS, in the order of every utility vector.
+AXES: tuple[str, ...] = ("auroc", "ece", "retention", "robustness_drop")
+#: Utility column names, same order as :data:`AXES`.
+UTILITY_COLUMNS: tuple[str, ...] = ("u_auroc", "u_ece", "u_retention", "u_robustness")
+
+# ----------------------------------------------------------------------------- intervals
+
+#: How the pages name the two bootstraps of the CRS intervals.
+TEST_PATIENTS_X_SEEDS = "test patients × seeds"
+SEED_ONLY = "seed-only"
+#: What a printed interval is, named beside it (docs/scoring.md, "Every printed interval"):
+#: a basic (bias-corrected) interval shown to cover on planted truth ...
+CI95 = "95% CI"
+#: ... the 2.5–97.5 % spread of bootstrap replicates, not shown to cover (not a 95 % CI) ...
+BOOTSTRAP_RANGE = "bootstrap range"
+#: ... and the seed-only bootstrap's interval, which ignores that the test set is a sample
+#: (it covered the population CRS in 7 % of planted worlds).
+SEED_ONLY_RANGE = "seed-only range"
+
+
+def interval_label(method: str) -> str:
+    """What the CRS and axis intervals of a bootstrap ``method`` are called where printed:
+    :data:`CI95` for the test-patient × seed bootstrap, :data:`SEED_ONLY_RANGE` for the
+    seed-only one, ``"interval"`` for anything else."""
+    return {TEST_PATIENTS_X_SEEDS: CI95, SEED_ONLY: SEED_ONLY_RANGE}.get(method, "interval")
+
+
+def outside_phrase(point: float, low: float, high: float, corrected: float) -> str:
+    """One short phrase for a plug-in ``point`` outside its basic interval ``[low, high]``:
+    the bias-corrected estimate (left out when ``corrected`` is NaN) and why; ``""`` when it
+    is inside or the plug-in or an end is missing."""
+    if not all(np.isfinite(v) for v in (point, low, high)) or low <= point <= high:
+        return ""
+    head = f"bias-corrected {corrected:.3f}; " if np.isfinite(corrected) else ""
+    return (
+        f"{head}the plug-in {point:.3f} is outside its interval because the bootstrap finds "
+        "it biased"
+    )
+
+
+# ----------------------------------------------------------------------------- subgroups
+
+#: Fewest distinct patients a subgroup needs to be reported as a number.
+MIN_SUBGROUP_PATIENTS = 30
+#: Fewest distinct patients a subgroup needs for an ECE: below it the debiased ECE of a
+#: perfectly calibrated model is still above 0.05 (0.104 at 30 patients, 0.054 at 100, 0.034
+#: at 200: :data:`crsbench.stats.ece_bias.CALIBRATED_ECE`), so a small subgroup would look
+#: worst for its size alone.
+MIN_ECE_SUBGROUP_PATIENTS = 100
+#: A subgroup difference is called real when its permutation p-value is below this.
+SUBGROUP_ALPHA = 0.05

@@ -168,7 +168,7 @@ def test_report_interrupted_then_rerun_proceeds(tmp_path: Path, monkeypatch, exi
     if existed:
         out.mkdir()
 
-    def interrupted(store_dir, folder, **_):
+    def interrupted(store_dir, folder, *_args, **_):
         (Path(folder) / "figures").mkdir()
         (Path(folder) / "figures" / "half.png").write_bytes(b"\x89PNG half")
         raise KeyboardInterrupt
@@ -178,7 +178,7 @@ def test_report_interrupted_then_rerun_proceeds(tmp_path: Path, monkeypatch, exi
     assert result.exit_code == 130 and "interrupted" in said, result.output
     assert out.exists() == existed  # a folder this call created is removed, else it is claimed
 
-    def complete(store_dir, folder, **_):
+    def complete(store_dir, folder, *_args, **_):
         (Path(folder) / "index.html").write_text("<html></html>\n")
         return Path(folder) / "index.html"
 

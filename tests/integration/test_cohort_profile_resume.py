@@ -16,8 +16,9 @@ import pytest
 
 from crsbench.cohort.profile import profile_cohort
 from crsbench.cohort.spec import CohortSpec
-from crsbench.report.verdict_data import N_REPLICATES, compute_verdict
+from crsbench.cohort.verdict_page import verdict_data as compute_verdict
 from crsbench.scoring import axes_from_runs
+from crsbench.stats.cohort_verdict import N_REPLICATES
 from crsbench.stats.patient_bootstrap import TEST_PATIENTS_X_SEEDS
 from crsbench.stats.uncertainty import crs_uncertainty
 from crsbench.store import load_runs

@@ -141,10 +141,10 @@ def test_reliability_table_is_derived_from_the_runs(finished_run):
 
 
 def test_report_is_built_from_the_runners_store(finished_run, tmp_path):
-    from crsbench.report import build_report
+    from crsbench.cli.report_command import write_report
 
     cfg, _, _ = finished_run
-    index = build_report(Path(cfg.output_dir), tmp_path / "report", n_replicates=200)
+    index = write_report(Path(cfg.output_dir), tmp_path / "report", n_replicates=200)
     html = index.read_text(encoding="utf-8")
     for section in ("Leaderboard", "Calibration", "Robustness", "Provenance"):
         assert section in html, section

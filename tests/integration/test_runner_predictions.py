@@ -14,11 +14,11 @@ import pytest
 from crsbench.config import parse_config
 from crsbench.metrics import expected_calibration_error, macro_auroc
 from crsbench.protocol import PAPER_CONDITIONS
-from crsbench.report.leaderboard import build_leaderboard
 from crsbench.runs.pipeline import RunOptions, run_benchmark
 from crsbench.runs.prepare import prepare_datasets
 from crsbench.scoring import axes_from_runs, score_cells
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
+from crsbench.stats.leaderboard import build_leaderboard
 from crsbench.stats.patient_bootstrap import (
     TEST_PATIENTS_X_SEEDS,
     patient_seed_bootstrap,
@@ -203,10 +203,10 @@ def test_export_and_repair_restore_the_predictions(store, tmp_path):
 
 
 def test_report_names_the_method_and_the_patients(store, tmp_path):
-    from crsbench.report import build_report
+    from crsbench.cli.report_command import write_report
 
     _, out = store
-    html = build_report(out, tmp_path / "report", n_replicates=200).read_text(encoding="utf-8")
+    html = write_report(out, tmp_path / "report", n_replicates=200).read_text(encoding="utf-8")
     assert "test patients × seeds bootstrap, 200 replicates" in html
     assert "Test patients per dataset: chexpert" in html
     # the method is named beside the intervals, in the leaderboard's interval column

@@ -85,21 +85,17 @@ def score(
 ) -> None:
     """Leaderboard: four axes, CRS and components, AUROC, both ranks and the bootstrap tier."""
     from crsbench.core.errors import CrsbenchError
-    from crsbench.report.leaderboard import build_leaderboard, write_tables
-    from crsbench.stats.compute import stored_analyses
+    from crsbench.report.leaderboard import write_tables
+    from crsbench.stats.compute import stored_leaderboard
 
     level = verbosity(quiet, verbose)
     if replicates < 0:
         fail(f"--replicates must be >= 0. Got {replicates} instead.")
     runs = load_store_runs(store, dry_run_ok)
     try:
-        stored = None  # the fixed rule's intervals: those of the stored analyses
-        if rule == "fixed" and replicates > 0:
-            stored, _ = stored_analyses(store, runs, replicates, seed, anchors, interval=interval,
-                                        n_jobs=jobs, say=lambda line: typer.echo(line, err=True))  # fmt: skip
-        board = build_leaderboard(runs, anchors, rule=rule, n_replicates=replicates, seed=seed,
-                                  store=store, interval=interval, n_jobs=jobs,
-                                  stored=stored)  # fmt: skip
+        board = stored_leaderboard(store, runs, anchors, rule=rule, n_replicates=replicates,
+                                   seed=seed, interval=interval, n_jobs=jobs,
+                                   say=lambda line: typer.echo(line, err=True))  # fmt: skip
     except CrsbenchError as exc:
         fail(exc)
     if board.empty:

@@ -214,13 +214,13 @@ def verdict(
     interval: str = INTERVAL_OPTION,
 ) -> None:  # fmt: skip
     """The one-page verdict of a cohort profile (self-contained HTML)."""
+    from crsbench.cohort.verdict_page import verdict_data
     from crsbench.report.verdict import save_verdict
-    from crsbench.report.verdict_data import compute_verdict
 
     try:
         if out is not None:
             claim_output_file(out)  # refused before any work: never a store or a foreign file
-        data = compute_verdict(store, compare, interval)
+        data = verdict_data(store, compare, interval, say=lambda line: typer.echo(line, err=True))
         path = save_verdict(data, store, out)
     except CrsbenchError as exc:
         fail(exc)

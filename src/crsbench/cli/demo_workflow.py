@@ -132,9 +132,10 @@ def leaderboard_and_report(
     ``console``), the leaderboard and the result paths to ``console``.
     """
     from crsbench.report import build_report
-    from crsbench.report.leaderboard import build_leaderboard, write_tables
+    from crsbench.report.leaderboard import write_tables
     from crsbench.stats.analyze import write_analyses
     from crsbench.stats.compute import stored_analyses
+    from crsbench.stats.leaderboard import build_leaderboard
     from crsbench.store import load_runs
 
     clock = clock or _StageClock(console, {})
@@ -146,7 +147,7 @@ def leaderboard_and_report(
     result["scores"] = write_tables(board, out / "scores")
     write_analyses(stored, out / "analysis")
     clock.done("score_and_analyze", "scores and analyses")
-    result["report"] = build_report(out, out / "report", n_replicates=DEMO_REPLICATES)
+    result["report"] = build_report(out, out / "report", stored)
     clock.done("report", "report", str(result["report"]))
     print_leaderboard(console, board, title=DEMO_TITLE)
     console.print(

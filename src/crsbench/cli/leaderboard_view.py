@@ -7,8 +7,8 @@ from typing import Any
 from rich.console import Console
 
 from crsbench.cli.output import print_table
-from crsbench.stats.intervals import interval_label
-from crsbench.stats.uncertainty import estimate_outside_interval_sentence
+from crsbench.protocol import interval_label
+from crsbench.report.leaderboard import estimate_outside_interval_sentence
 
 #: Board column → header of the printed leaderboard, in order (``ci`` is built from the
 #: interval columns).
@@ -46,7 +46,7 @@ def interval_header(board: Any) -> str:
 
 
 def leaderboard_rows(board: Any, *, with_missing: bool = False) -> list[dict[str, Any]]:
-    """The printed columns of ``board`` (a :func:`crsbench.scoring.build_leaderboard` frame, in
+    """The printed columns of ``board`` (a :func:`crsbench.stats.leaderboard.build_leaderboard` frame, in
     its order: best CRS first); ``with_missing`` adds each encoder's NaN note (``None`` when
     complete)."""
     ci = [_ci(lo, hi) for lo, hi in zip(board["crs_ci_low"], board["crs_ci_high"], strict=True)]

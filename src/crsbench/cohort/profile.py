@@ -132,7 +132,7 @@ def profile_cohort(
     write_output_file(run.out_dir / COHORT_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     page = None
     if verdict:
-        from crsbench.report.verdict import write_verdict
+        from crsbench.cohort.verdict_page import write_verdict
 
         page = write_verdict(run.out_dir)
     return ProfileResult(run, summary, reasons, page)

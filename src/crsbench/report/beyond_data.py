@@ -1,11 +1,9 @@
 """The tables behind the verdict, pretraining-overlap and weight sections.
 
-The verdict is the stored ``verdict`` analysis (:mod:`crsbench.stats.compute`); the overlap
-flags and the weight sweep are computed here from the scored board (they take milliseconds).
-
-Everything comes from :mod:`crsbench.stats` (which reads the pretraining catalogue through
-:mod:`crsbench.pretraining`), never from the encoder registry. A part the store has no
-data for is ``None`` with its reason in :attr:`BeyondData.missing`.
+All read from the stored analyses (:mod:`crsbench.store.computed`): the verdict, the overlap
+flags with the pretraining sources (computed from the shipped catalogue when the analyses
+were), the shift analyses without flagged results and the weight sweep. A part the store has
+no data for is ``None`` with its reason in :attr:`BeyondData.missing`.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from crsbench.report.data import ReportData, stored_or
+from crsbench.report.data import PREFIX, ReportData, report_table, stored_error, stored_table
 
 
 @dataclass
@@ -30,6 +28,10 @@ class BeyondData:
     sweep_headline: dict[str, Any] = field(default_factory=dict)
     front: pd.DataFrame | None = None
     catalogue_version: str = ""
+    #: The flagged cells with level, why and pretraining sources; per verdict row, whether
+    #: its leader's pretraining may include the row's data.
+    flagged: pd.DataFrame | None = None
+    verdict_flags: list[bool] = field(default_factory=list)
     missing: dict[str, str] = field(default_factory=dict)
 
 
@@ -47,37 +49,41 @@ def _add_verdict(d: ReportData, out: BeyondData) -> None:
 
 
 def _add_overlap(d: ReportData, out: BeyondData) -> None:
-    from crsbench.stats.contamination import (
-        contamination_flags,
-        pretraining_overlap,
-        shift_validity_without_flagged,
-        shift_welch_without_flagged,
-    )
-    from crsbench.stats.shift import shift_auroc_by_encoder
-
-    out.flags = contamination_flags(d.cells)
-    out.catalogue_version = str(out.flags["catalogue_version"].iloc[0])
-    shift = shift_auroc_by_encoder(d.runs)
-    marks = pretraining_overlap(d.cells, shift)
+    analyses = d.analyses
+    assert analyses is not None
+    out.flags = report_table(analyses, "contamination_flags")
+    out.flagged = report_table(analyses, "overlap_flagged")
+    out.catalogue_version = str(d.facts["catalogue_version"])
+    if PREFIX + "verdict_flags" in analyses.tables:
+        out.verdict_flags = [bool(v) for v in analyses.tables[PREFIX + "verdict_flags"]["flagged"]]
+    marks = d.facts.get("pretraining_overlap", {})
     d.board["pretraining_overlap"] = d.board["encoder"].map(marks).fillna("")
-    if shift.empty:
+    if PREFIX + "shift" not in analyses.tables:
         out.missing["shift"] = "the store has no institutional-shift rows (condition = shift)"
         return
-    out.welch = stored_or(d, "shift_welch_without_flagged",
-                          lambda: shift_welch_without_flagged(d.runs))  # fmt: skip
-    out.validity = stored_or(d, "external_validity_shift_without_flagged",
-                             lambda: shift_validity_without_flagged(d.runs, d.anchors, plan=d.plan))  # fmt: skip
+    out.welch = _table_or_raise(d, "shift_welch_without_flagged")
+    out.validity = _table_or_raise(d, "external_validity_shift_without_flagged")
+
+
+def _table_or_raise(d: ReportData, name: str) -> pd.DataFrame:
+    """The stored table ``name``, else the error that stopped it (as the analysis raised it)."""
+    from crsbench.core.errors import DataError
+
+    found = stored_table(d, name)
+    if found is None:
+        raise DataError(stored_error(d, name))
+    return found
 
 
 def _add_weights(d: ReportData, out: BeyondData) -> None:
-    from crsbench.stats.weight_sensitivity import pareto_front, weight_sensitivity
-
-    scored = d.board[d.board["CRS"].notna()]
-    if len(scored) < 2:
+    analyses = d.analyses
+    assert analyses is not None
+    if PREFIX + "weight_sweep" not in analyses.tables:
         out.missing["weights"] = "the weight sweep needs at least two scored encoders"
         return
-    out.sweep, out.sweep_headline = weight_sensitivity(scored, d.anchors, seed=d.seed)
-    out.front = pareto_front(scored, d.anchors)
+    out.sweep = report_table(analyses, "weight_sweep")
+    out.sweep_headline = dict(d.facts.get("sweep_headline") or {})
+    out.front = report_table(analyses, "pareto_front")
 
 
 def compute_beyond(d: ReportData) -> BeyondData:

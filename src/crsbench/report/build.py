@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from crsbench.report.sections_uncertainty import uncertainty
 from crsbench.report.sections_verdict import verdict_section
 from crsbench.report.sections_weights import weights_section
 from crsbench.report.weights_panel import weights_panel_section
+from crsbench.store.computed import ComputedTables
 from crsbench.store.files import STORE_FILE
 from crsbench.store.reader import skipped_cells
 
@@ -85,16 +85,11 @@ def _provenance_facts(d: ReportData, store_dir: Path, now: dt.datetime) -> list[
 def build_report(
     store_dir: str | Path,
     out_dir: str | Path,
+    analyses: ComputedTables,
     *,
-    n_replicates: int = BOOTSTRAP_REPLICATES,
-    seed: int = 0,
-    anchors: Any = None,
     calibration_cell: tuple[str, str] | None = None,
-    interval: str = "test-patients",
-    n_jobs: int | None = None,
-    say: Callable[[str], None] | None = None,
 ) -> Path:
-    """Write the self-contained HTML report of a results store.
+    """Write the self-contained HTML report of a results store from its stored analyses.
 
     Parameters
     ----------
@@ -102,25 +97,13 @@ def build_report(
         Directory holding ``results.duckdb``.
     out_dir : path
         Output directory (created): ``index.html``, ``figures/*.png|svg``, ``tables/*.csv``.
-    n_replicates : int
-        Bootstrap replicates, default the protocol's 10,000 (fewer is marked a quick look in
-        the provenance table; ``0`` leaves the uncertainty section empty with a note and the
-        tier column blank).
-    seed : int
-        Seed of every resampling (bootstrap, confidence intervals).
-    anchors : anchors source, optional
-        Version (``"v1"``), YAML path or :class:`crsbench.scoring.Anchors`; default current.
+    analyses : ComputedTables
+        The store's stored analyses (``crsbench.stats.compute.stored_analyses``, which
+        computes and stores them first when absent or stale): their replicates (fewer than
+        the protocol's are marked a quick look in the provenance table; ``0`` leaves the
+        uncertainty section empty with a note), seed, anchors and interval are the page's.
     calibration_cell : (encoder, dataset), optional
         Cell of the calibration section; default the CRS leader's first dataset.
-    interval : {"test-patients", "seed-only"}
-        The bootstrap of intervals and tiers: test patients × seeds on the store's per-sample
-        predictions (a store without them falls back to seed-only, with a note), or seed-only.
-    n_jobs : int or None
-        Worker processes of the test-set bootstrap (``None``: every available core when the
-        work repays it; :func:`crsbench.stats.cell_pool.pool_size`). Results do not depend on it.
-    say : callable, optional
-        Given one line: whether the analyses were read from ``STORE/computed/`` or computed
-        (and stored) now (:func:`crsbench.stats.compute.stored_analyses`).
 
     Returns
     -------
@@ -134,17 +117,11 @@ def build_report(
     crsbench.core.errors.DataError
         ``calibration_cell`` is not a cell of the store.
     """
-    from crsbench.core.errors import ConfigError
-
-    if int(n_replicates) < 0:
-        raise ConfigError(f"n_replicates must be >= 0. Got {n_replicates} instead.")
     store = Path(store_dir)
     out = Path(out_dir)
     make_folder(out)
     with np.errstate(all="ignore"):
-        data = compute_report_data(store, n_replicates=int(n_replicates), seed=seed,
-                                   anchors=anchors, calibration_cell=calibration_cell,
-                                   interval=interval, n_jobs=n_jobs, say=say)  # fmt: skip
+        data = compute_report_data(store, analyses, calibration_cell=calibration_cell)
     data.cells_left_out += [f"{enc} × {ds} skipped by the last run (--skip-missing): {why}; "
                             "not imputed" for (enc, ds), why in skipped_cells(store).items()]  # fmt: skip
     writer = sections.Writer(out)

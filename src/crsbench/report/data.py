@@ -1,20 +1,19 @@
-"""Everything the report shows, from a results store and its stored analyses.
+"""Everything the report shows, read from a results store and its stored analyses.
 
-The report reads the runs through the store's read-only reader (:mod:`crsbench.store.reader`:
-:func:`~crsbench.store.load_runs`, :func:`~crsbench.store.select_runs`) and the analyses that
-``crsbench analyze`` stores (:func:`crsbench.stats.compute.stored_analyses`: computed and stored
-first when absent or stale): the bootstrap, the verdict, the control probes, the prediction
-analyses and the tables :func:`stored_or` names come from them; the scored board, the curves
-and the reliability bins are computed here from the runs. It never imports the pipeline
-(``crsbench.runs``, ``crsbench.features``, ``crsbench.encoders``). Each analysis that the store
-has no data for is left as ``None`` with a one-line reason in :attr:`ReportData.missing`, which
-the page shows instead of a figure.
+The report only reads: the runs, meta and reliability bins through the store's read-only
+reader (:mod:`crsbench.store.reader`) and the analyses computed once and kept in
+``STORE/computed/<key>.zip`` (:class:`crsbench.store.computed.ComputedTables`, computed by
+``crsbench analyze`` or by the command that asks for the report first): the scored board and
+cells, the bootstrap, the verdict, the shift tables, the control probes, the prediction
+analyses and the facts in ``summary["report"]``. What it computes itself is selection and
+plotting (the calibration cell, the learning curves). It imports nothing of
+``crsbench.stats`` or ``crsbench.scoring`` (an import contract). Each analysis that the store
+has no data for is left as ``None`` with a one-line reason in :attr:`ReportData.missing`,
+which the page shows instead of a figure.
 """
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,21 +21,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.core.errors import CrsbenchError, DataError, StoreError
-from crsbench.protocol import BOOTSTRAP_REPLICATES
-from crsbench.scoring.planned import (
-    add_unrun_cells,
-    incomplete_sentences,
-    plan_notes,
-    planned_axes,
-    planned_cells,
-    ranked_per_seed,
-    store_plan,
-)
+from crsbench.core.errors import DataError, StoreError
+from crsbench.protocol import SEED_ONLY
 from crsbench.store.computed import ComputedTables
 from crsbench.store.files import STORE_FILE
-from crsbench.store.plan import StoredPlan
 from crsbench.store.reader import load_runs, read_meta, read_reliability, select_runs
+
+#: Where the report's own facts are in the stored summary, and the prefix of its tables
+#: (written by ``crsbench.stats.report_tables``).
+REPORT_KEY = "report"
+PREFIX = "report_"
 
 #: Leaderboard columns shown and written, in order.
 BOARD_COLUMNS: tuple[str, ...] = (
@@ -81,33 +75,56 @@ class ReportData:
     cells_excluded: list[str] = field(default_factory=list)
     #: One sentence per shift target: which rows were scored, images and patients.
     shift_rows: list[str] = field(default_factory=list)
-    #: The loaded anchors the scores use.
-    anchors: Any = None
     #: The requested bootstrap (``test-patients`` or ``seed-only``) and the store it reads.
     interval: str = "test-patients"
     store_dir: Path | None = None
-    #: What each cell must hold: the store's recorded plan (``None``: written before it was),
-    #: and the note saying so (:data:`crsbench.store.plan.NO_PLAN_NOTE`), shown on the page.
-    plan: StoredPlan | None = None
+    #: The note when the store records no plan (:data:`crsbench.store.plan.NO_PLAN_NOTE`).
     plan_notes: list[str] = field(default_factory=list)
-    #: Worker processes of the test-set bootstrap (``None``: every available core).
-    n_jobs: int | None = None
     #: The method the intervals came from, why it fell back (or ""), test patients per
     #: dataset, and one sentence per tier of encoders the test set cannot tell apart.
     interval_method: str = ""
     interval_note: str = ""
     n_patients: dict[str, int] = field(default_factory=dict)
     indistinguishable: list[str] = field(default_factory=list)
-    #: The stored analyses the bootstrap, verdict, control-probe and prediction sections read.
+    #: The stored analyses every section reads.
     analyses: ComputedTables | None = None
 
+    @property
+    def facts(self) -> dict[str, Any]:
+        """The report's facts of the stored summary (``summary["report"]``)."""
+        return {} if self.analyses is None else self.analyses.summary.get(REPORT_KEY, {})
 
-def stored_or(data: ReportData, name: str, compute: Callable[[], pd.DataFrame]) -> pd.DataFrame:
-    """The stored analysis ``name`` (a copy) when it is stored, else ``compute()``: the same
-    function on the same inputs, so the table is the same either way; what was not stored (an
-    empty table, or a reason to skip) is computed again and handled as before."""
-    stored = None if data.analyses is None else data.analyses.tables.get(name)
-    return stored.copy() if stored is not None else compute()
+
+def stored_table(data: ReportData, name: str) -> pd.DataFrame | None:
+    """The stored analysis ``name`` (a copy), else the report's stored copy of what it shows
+    instead (``report_<name>``: an empty table where the analysis had no rows); ``None``
+    when neither is stored (the reason is in :func:`stored_error`)."""
+    tables = {} if data.analyses is None else data.analyses.tables
+    found = tables.get(name, tables.get(PREFIX + name))
+    return None if found is None else found.copy()
+
+
+def stored_error(data: ReportData, name: str) -> str:
+    """Why the report's table ``name`` could not be computed (``""``: it was)."""
+    return str(data.facts.get("errors", {}).get(name, ""))
+
+
+def report_table(analyses: ComputedTables, name: str) -> pd.DataFrame:
+    """The report's stored table ``report_<name>``.
+
+    Raises
+    ------
+    StoreError
+        The stored analyses have no such table (written by another crsbench version).
+    """
+    found = analyses.tables.get(PREFIX + name)
+    if found is None:
+        raise StoreError(
+            f"the stored analyses (key {analyses.key}) must hold the report's table "
+            f"{PREFIX + name!r}. They do not: delete the store's computed/ folder and run the "
+            "command again to recompute them."
+        )
+    return found.copy()
 
 
 def _leader_gap(boot_ranks: pd.DataFrame, pairwise: pd.DataFrame) -> dict[str, Any] | None:
@@ -147,10 +164,8 @@ def _curves(rows: pd.DataFrame, x: str) -> pd.DataFrame:
     return out.sort_values(["dataset", "encoder", x]).reset_index(drop=True)
 
 
-def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, analyses: ComputedTables) -> None:
+def _add_bootstrap(data: ReportData, analyses: ComputedTables) -> None:
     """The intervals, tiers and rank probabilities of the stored ``bootstrap`` analysis."""
-    from crsbench.stats.patient_bootstrap import SEED_ONLY
-
     board = data.board
     if data.n_replicates <= 0 or board["CRS"].notna().sum() < 2:
         data.missing["uncertainty"] = (
@@ -162,7 +177,7 @@ def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, analyses: ComputedT
         return
     head = analyses.summary["analyses"]["bootstrap"]
     data.interval_note = str(head.get("note") or "")
-    if head["interval"] == SEED_ONLY and per_seed["seed"].nunique() < 2:
+    if head["interval"] == SEED_ONLY and int(data.facts["n_ranked_seeds"]) < 2:
         data.missing["uncertainty"] = "the paired-seed bootstrap needs at least two seeds"
         return
     ranks = analyses.tables["bootstrap"]
@@ -180,11 +195,9 @@ def _add_bootstrap(data: ReportData, per_seed: pd.DataFrame, analyses: ComputedT
 
 
 def _add_calibration(data: ReportData, wanted: tuple[str, str] | None) -> None:
-    from crsbench.stats import recalibration_effect
-
     runs = data.runs
-    recal = stored_or(data, "recalibration", lambda: recalibration_effect(runs, seed=data.seed))
-    if recal.empty:
+    recal = stored_table(data, "recalibration")
+    if recal is None or recal.empty:
         data.missing["calibration"] = "the store has no recalibrated rows (recalibrator ≠ none)"
         return
     if recal["n_cells"].sum() == 0:
@@ -215,44 +228,26 @@ def _add_calibration(data: ReportData, wanted: tuple[str, str] | None) -> None:
         )
 
 
-def _add_robustness(data: ReportData, anchors: Any = None) -> None:
-    from crsbench.stats import (
-        default_groups,
-        ece_increase_by_condition,
-        leave_one_target_out,
-        shift_auroc_by_encoder,
-        shift_welch_by_target,
-    )
-
-    runs = data.runs
-    rob = stored_or(data, "calibration_under_perturbation", lambda: ece_increase_by_condition(runs))
-    if rob.empty:
+def _add_robustness(data: ReportData) -> None:
+    rob = stored_table(data, "calibration_under_perturbation")
+    if rob is None or rob.empty:
         data.missing["robustness"] = "the store has no perturbed rows (condition ≠ clean)"
     else:
         data.robustness = rob
-    shift = shift_auroc_by_encoder(runs)
-    if shift.empty:
+    if PREFIX + "shift" not in data.analyses.tables:  # type: ignore[union-attr]
         data.missing["shift"] = "the store has no institutional-shift rows (condition = shift)"
         return
-    encoders = sorted(shift["encoder"].unique())
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UserWarning)
-        groups = default_groups(encoders, runs)
-    if caught:
-        data.missing["encoder_groups"] = str(caught[0].message)
-    shift["group"] = shift["encoder"].map(groups).astype(object).fillna("unknown")
-    data.shift = shift
-    try:
-        data.shift_test = shift_welch_by_target(shift, groups)
-    except CrsbenchError as exc:
-        data.missing["shift_test"] = str(exc)
-    try:
-        loto = stored_or(data, "leave_one_target_out",
-                         lambda: leave_one_target_out(data.runs, anchors, plan=data.plan))  # fmt: skip
-    except CrsbenchError as exc:
-        data.missing["shift_validity"] = str(exc)
-        return
-    if loto.empty:
+    if data.facts.get("encoder_groups"):
+        data.missing["encoder_groups"] = str(data.facts["encoder_groups"])
+    data.shift = report_table(data.analyses, "shift")  # type: ignore[arg-type]
+    if stored_error(data, "shift_test"):
+        data.missing["shift_test"] = stored_error(data, "shift_test")
+    else:
+        data.shift_test = report_table(data.analyses, "shift_test")  # type: ignore[arg-type]
+    loto = stored_table(data, "leave_one_target_out")
+    if loto is None:
+        data.missing["shift_validity"] = stored_error(data, "leave_one_target_out")
+    elif loto.empty:
         data.missing["shift_validity"] = "no shift target with scored encoders"
     else:
         data.shift_validity = loto
@@ -271,37 +266,22 @@ def _add_control_probes(data: ReportData, analyses: ComputedTables) -> None:
 
 def compute_report_data(
     store_dir: str | Path,
+    analyses: ComputedTables,
     *,
-    n_replicates: int = BOOTSTRAP_REPLICATES,
-    seed: int = 0,
-    anchors: Any = None,
     calibration_cell: tuple[str, str] | None = None,
-    interval: str = "test-patients",
-    n_jobs: int | None = None,
-    say: Callable[[str], None] | None = None,
 ) -> ReportData:
-    """Load the store, its stored analyses (computed and stored first when absent or stale:
-    :func:`crsbench.stats.compute.stored_analyses`) and every table the report shows.
+    """Read the store and its stored ``analyses`` into every table the report shows.
 
     Parameters
     ----------
     store_dir : path
         Directory holding ``results.duckdb``.
-    n_replicates : int
-        Paired-seed bootstrap replicates (``0`` skips the uncertainty section).
-    seed : int
-        Seed of every resampling.
-    anchors : anchors source, optional
-        Version string, YAML path or :class:`crsbench.scoring.Anchors`; default current.
+    analyses : ComputedTables
+        The store's stored analyses (``crsbench.stats.compute.stored_analyses``: computed
+        and stored first when absent or stale); their inputs name the replicates, seed and
+        interval the page shows.
     calibration_cell : (encoder, dataset), optional
         Cell of the calibration section; default the CRS leader's first dataset.
-    interval : {"test-patients", "seed-only"}
-        The bootstrap of intervals and tiers (:func:`crsbench.stats.uncertainty.crs_uncertainty`).
-    n_jobs : int or None
-        Worker processes of the test-set bootstrap (``None``: every available core when the
-        work repays it; :func:`crsbench.stats.cell_pool.pool_size`). Results do not depend on it.
-    say : callable, optional
-        Given one line: whether the analyses were read from the store or computed now.
 
     Raises
     ------
@@ -309,18 +289,10 @@ def compute_report_data(
         The store is missing, locked, or has no complete main-protocol cell to score.
     """
     from crsbench.report.provenance import excluded_cells, shift_rows_sentences
-    from crsbench.scoring import aggregate_by_encoder, score_cells
-    from crsbench.scoring.anchors import anchors_for_runs
-    from crsbench.stats import rank_agreement, rank_moves
-    from crsbench.stats.compute import stored_analyses
 
-    runs, plan = load_runs(store_dir), store_plan(store_dir)
+    runs, facts = load_runs(store_dir), analyses.summary.get(REPORT_KEY, {})
     meta, reliability = read_meta(store_dir), read_reliability(store_dir)
-    anc = anchors_for_runs(anchors, runs)  # default: what the store's runs recorded
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UserWarning)
-        per_seed = planned_axes(runs, plan)  # what each cell must hold: the store's plan
-        cells = score_cells(per_seed, anc)
+    cells, board = report_table(analyses, "cells"), report_table(analyses, "board")
     if cells.empty or not cells["CRS"].notna().any():
         why = [f"{e}/{d}: {m}" for e, d, m in
                zip(cells["encoder"], cells["dataset"], cells["missing"], strict=True)][:3]  # fmt: skip
@@ -329,32 +301,28 @@ def compute_report_data(
             "main-protocol cell (frozen, logistic, layer 1.0, all four axes). Got none"
             + (" (" + "; ".join(why) + ")." if why else ".")
         )
-    cells = add_unrun_cells(cells, planned_cells(str(meta.get("config_json", ""))))
-    board = aggregate_by_encoder(cells)
     for col in ("crs_ci_low", "crs_ci_high", "tier", "p_rank1", "p_top3"):
         board[col] = np.nan
     board["interval"] = ""
-    data = ReportData(runs=runs, board=board, cells=cells, anchors_version=anc.version,
-                      n_replicates=n_replicates, seed=seed, meta=meta, reliability=reliability,
-                      cells_left_out=[str(w.message) for w in caught]
-                      + incomplete_sentences(cells), plan_notes=plan_notes(store_dir),
+    inputs = analyses.inputs
+    data = ReportData(runs=runs, board=board, cells=cells,
+                      anchors_version=str(analyses.summary["anchors_version"]),
+                      n_replicates=int(inputs["n_replicates"]), seed=int(inputs["seed"]),
+                      meta=meta, reliability=reliability,
+                      cells_left_out=list(facts["cells_left_out"]),
+                      plan_notes=list(analyses.summary.get("notes") or []),
                       cells_excluded=excluded_cells(meta),
-                      shift_rows=shift_rows_sentences(runs), anchors=anc, interval=interval,
-                      store_dir=Path(store_dir), plan=plan, n_jobs=n_jobs)  # fmt: skip
-    scored = board[board["CRS"].notna()]
-    if len(scored) >= 2:
-        auc = dict(zip(scored["encoder"], scored["auroc"], strict=True))
-        crs = dict(zip(scored["encoder"], scored["CRS"], strict=True))
-        data.agreement = rank_agreement(auc, crs)
-        data.rank_moves = rank_moves(auc, crs, names=("auroc", "crs"))
+                      shift_rows=shift_rows_sentences(runs), interval=str(inputs["interval"]),
+                      store_dir=Path(store_dir), analyses=analyses)  # fmt: skip
+    if facts.get("agreement") is not None:
+        data.agreement = {str(k): float("nan") if v is None else v  # JSON: NaN stored as null
+                          for k, v in facts["agreement"].items()}  # fmt: skip
+        data.rank_moves = report_table(analyses, "rank_moves")
     else:
         data.missing["rank_shift"] = "rank agreement needs at least two scored encoders"
-    analyses, _ = stored_analyses(store_dir, runs, n_replicates, seed, anchors, interval=interval,
-                                  n_jobs=n_jobs, say=say)  # fmt: skip
-    data.analyses = analyses
-    _add_bootstrap(data, ranked_per_seed(per_seed, cells), analyses)
+    _add_bootstrap(data, analyses)
     _add_calibration(data, calibration_cell)
-    _add_robustness(data, anc)
+    _add_robustness(data)
     clean = select_runs(runs, fraction=None)
     if clean["fraction"].nunique() >= 2:
         data.label_curves = _curves(clean, "fraction")

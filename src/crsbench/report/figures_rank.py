@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crsbench.protocol import interval_label
 from crsbench.report.plotstyle import (
     DOWN,
     OKABE_ITO,
@@ -18,7 +19,6 @@ from crsbench.report.plotstyle import (
     pyplot,
     save,
 )
-from crsbench.stats.intervals import interval_label
 
 #: Utility columns in radar order, with their short axis labels.
 PROFILE_AXES: tuple[tuple[str, str], ...] = (
@@ -105,7 +105,7 @@ def uncertainty_figure(
     boot: pd.DataFrame, fig_dir: Path, n_replicates: int, method: str = "seed-only"
 ) -> Figure:
     """P(rank 1), P(top 3) bars and the CRS interval per encoder (CRS order), named as
-    :func:`crsbench.stats.intervals.interval_label` names ``method``'s."""
+    :func:`crsbench.protocol.interval_label` names ``method``'s."""
     plt = pyplot()
     b = boot.sort_values("CRS", ascending=False).reset_index(drop=True)
     n = len(b)

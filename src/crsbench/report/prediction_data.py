@@ -8,9 +8,11 @@ A store without per-sample predictions (or a part without the rows it needs) lea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
+from crsbench.protocol import MIN_SUBGROUP_PATIENTS
 from crsbench.report.data import ReportData
 
 NO_PREDICTIONS = (
@@ -32,6 +34,9 @@ class PredictionData:
     flips: pd.DataFrame | None = None
     min_patients: int = 0
     n_replicates: int = 0
+    #: The operating-point settings the analyses used (version, targets, tolerance, fewest
+    #: positives), stored with them.
+    operating_points: dict[str, Any] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
 
 
@@ -39,15 +44,15 @@ def _tables(d: ReportData) -> dict[str, pd.DataFrame]:
     return {} if d.analyses is None else d.analyses.tables
 
 
-def _add_subgroups(tables: dict[str, pd.DataFrame], out: PredictionData) -> None:
-    from crsbench.stats.subgroups import WORST_COLUMNS
-
+def _add_subgroups(
+    tables: dict[str, pd.DataFrame], out: PredictionData, worst_columns: list[str]
+) -> None:
     cells = tables.get("subgroup_cells")
     if cells is None or cells.empty:
         out.missing["subgroups"] = "no test split carries subgroup metadata (sex, age, view, site)"
         return
     out.subgroups = cells
-    out.worst = tables.get("subgroups", pd.DataFrame(columns=list(WORST_COLUMNS)))
+    out.worst = tables.get("subgroups", pd.DataFrame(columns=worst_columns))
     if "subgroup_crs" in tables:
         out.subgroup_crs, out.ranking = tables["subgroup_crs"], tables["subgroup_ranking"]
     else:
@@ -68,15 +73,14 @@ def _add_operating_points(tables: dict[str, pd.DataFrame], out: PredictionData) 
 def compute_predictions(d: ReportData) -> PredictionData:
     """The tables of the three sections: the stored ``subgroups``, ``operating_points`` and
     ``prediction_flips`` analyses of ``d``'s store (and the tables beside them)."""
-    from crsbench.stats.subgroups import MIN_SUBGROUP_PATIENTS
-
-    out = PredictionData(min_patients=MIN_SUBGROUP_PATIENTS, n_replicates=max(d.n_replicates, 1))
+    out = PredictionData(min_patients=MIN_SUBGROUP_PATIENTS, n_replicates=max(d.n_replicates, 1),
+                         operating_points=dict(d.facts["operating_points"]))  # fmt: skip
     tables = _tables(d)
     if "subgroup_cells" not in tables:  # written whenever the store has predictions
         for key in ("subgroups", "operating_points", "flips"):
             out.missing[key] = NO_PREDICTIONS
         return out
-    _add_subgroups(tables, out)
+    _add_subgroups(tables, out, list(d.facts["worst_columns"]))
     _add_operating_points(tables, out)
     if "prediction_flips" not in tables:
         out.missing["flips"] = "no perturbed predictions (or no validation predictions)"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from crsbench.core.diskio import make_folder, write_csv_atomic
+from crsbench.protocol import interval_label
 from crsbench.report import figures_detail as fd
 from crsbench.report import figures_rank as fr
 from crsbench.report.collapse import line_html
@@ -27,7 +28,6 @@ from crsbench.report.html import (
 )
 from crsbench.report.quarantine import quarantine_lines
 from crsbench.report.sections_uncertainty import interval_notes
-from crsbench.stats.intervals import interval_label
 
 BOARD_HEADERS = {
     "rank_crs": "CRS rank", "rank_auroc": "AUROC rank", "n_cells": "cells",

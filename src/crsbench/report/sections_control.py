@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
 from crsbench.report.data import ReportData
 from crsbench.report.html import Section, esc, files_html, note_html, table_html
 from crsbench.report.sections import Writer
-from crsbench.stats.control_probes import PROBE_LABELS, probe_sentence
 
 SECTION_ID = "control-probes"
-
-
-def probe_labels(meta: dict) -> dict[str, str]:
-    """Readable probe names, with kNN's k from the store's resolved config when recorded."""
-    labels = dict(PROBE_LABELS)
-    try:
-        k = json.loads(meta.get("config_json") or "{}")["probes"]["knn"]["k"]
-    except (ValueError, KeyError, TypeError):
-        return labels
-    labels["knn"] = f"kNN-{k}"
-    return labels
 
 
 def _pairs(row: pd.Series) -> str:
@@ -77,9 +63,8 @@ def control_probes(d: ReportData, w: Writer) -> Section:
     if d.control_agreement is None or d.control_coverage is None:
         s.parts.append(note_html(d.missing.get("control_probes", "not available")))
         return s
-    labels = probe_labels(d.meta)
-    for probe in d.control_agreement["probe"].unique():
-        sentence = probe_sentence(d.control_agreement, probe, labels.get(probe, probe))
+    labels = dict(d.facts["probe_labels"])
+    for sentence in d.facts["probe_sentences"].values():
         s.parts.append(f"<p>{esc(sentence)}</p>")
     s.parts.append(table_html(readable_table(d.control_agreement, labels), table_id="control"))
     cov = d.control_coverage

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from crsbench.pretraining import LEVEL_WORDS, load_pretraining
 from crsbench.report.beyond_data import BeyondData
 from crsbench.report.collapse import line_html, welch_reason
 from crsbench.report.data import ReportData
@@ -13,20 +12,6 @@ from crsbench.report.html import Section, esc, files_html, note_html, table_html
 from crsbench.report.sections import Writer
 
 SECTION_ID = "pretraining-overlap"
-
-
-def flagged_table(flags: pd.DataFrame, catalogue: str) -> pd.DataFrame:
-    """The flagged cells with the level, why, and the pretraining sources with citations."""
-    cat = load_pretraining(catalogue or None)
-    hit = flags[flags["flagged"]]
-    rows = []
-    for enc, ds, level, why in zip(hit["encoder"], hit["dataset"], hit["level"], hit["why"],
-                                   strict=True):  # fmt: skip
-        entry = cat.entries.get(enc)
-        sources = "; ".join(f"{s.data} ({s.reference})" for s in entry.sources) if entry else ""
-        rows.append({"encoder": enc, "dataset": ds, "level": LEVEL_WORDS[level], "why": why,
-                     "pretraining sources": sources})  # fmt: skip
-    return pd.DataFrame(rows)
 
 
 def _unknown_line(flags: pd.DataFrame) -> str:
@@ -74,7 +59,7 @@ def overlap_section(d: ReportData, b: BeyondData, w: Writer) -> Section:
         "the shift analyses with and without them before trusting a medical-vs-general gap.",
     )  # fmt: skip
     rels = [w.csv(b.flags, "pretraining_overlap")] if b.flags is not None else []
-    table = flagged_table(b.flags, b.catalogue_version) if b.flags is not None else None
+    table = b.flagged if b.flags is not None else None
     if table is None or table.empty:
         s.parts.append(f'<p class="legend">No scored cell is flagged by pretraining catalogue '
                        f"{esc(b.catalogue_version)}.</p>")  # fmt: skip

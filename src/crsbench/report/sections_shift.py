@@ -28,11 +28,11 @@ LOTO = (
 
 def shift_target_parts(d: ReportData, w: Any) -> tuple[list[str], list[str]]:
     """HTML parts and CSV paths of the per-target shift results (``d.shift`` must be set)."""
+    from crsbench.report.data import report_table
     from crsbench.report.figures_shift import shift_drop_heatmap
-    from crsbench.stats.shift import shift_drop_matrix
 
     parts = [f'<p class="shift-like">{esc(LIKE_WITH_LIKE)}</p>']
-    drop = shift_drop_matrix(d.shift)
+    drop = report_table(d.analyses, "shift_drop")  # type: ignore[arg-type]
     parts.append(figure_html(shift_drop_heatmap(drop, w.fig_dir), "Shift drop heat map"))
     rels = [w.csv(drop.reset_index(), "shift_drop")]
     parts.append("<h4>Medical vs general encoders, per target (Welch t-test)</h4>")

@@ -7,12 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from crsbench.protocol import MIN_ECE_SUBGROUP_PATIENTS, SUBGROUP_ALPHA
 from crsbench.report.collapse import details_html, line_html
 from crsbench.report.html import Section, esc, figure_html, files_html, note_html, table_html
 from crsbench.report.prediction_data import PredictionData
 from crsbench.report.sections import Writer
-from crsbench.stats.subgroup_tests import ALPHA
-from crsbench.stats.subgroups import MIN_ECE_SUBGROUP_PATIENTS
 
 SECTION_ID = "subgroups"
 GUIDE = (
@@ -72,7 +71,7 @@ def _verdict(p: float) -> str:
     """The permutation test's verdict on one gap."""
     if not np.isfinite(p):
         return "—"
-    return f"real difference (p = {p:.3f})" if p < ALPHA else f"not shown (p = {p:.3f})"
+    return f"real difference (p = {p:.3f})" if p < SUBGROUP_ALPHA else f"not shown (p = {p:.3f})"
 
 
 def worst_table(worst: pd.DataFrame) -> pd.DataFrame:

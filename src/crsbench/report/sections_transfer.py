@@ -84,12 +84,10 @@ def transfer_summary(lost: pd.DataFrame) -> pd.DataFrame:
 
 def operating_points_section(p: PredictionData, w: Writer) -> Section:
     """Section 13: validation thresholds applied on test and on each shift target."""
-    from crsbench.stats.operating_point_settings import load_operating_point_settings
-
-    st = load_operating_point_settings()
+    st = p.operating_points
     s = Section("operating-points", "13. Operating points under shift",
-                OP_GUIDE.format(sens=st.target_sensitivity, tol=st.tolerance,
-                                n_min=st.min_positives, version=st.version))  # fmt: skip
+                OP_GUIDE.format(sens=st["target_sensitivity"], tol=st["tolerance"],
+                                n_min=st["min_positives"], version=st["version"]))  # fmt: skip
     if p.transfer is None:
         s.parts.append(note_html(p.missing.get("operating_points", "not available")))
         return s
@@ -123,10 +121,8 @@ def flips_summary(flips: pd.DataFrame) -> pd.DataFrame:
 
 def flips_section(p: PredictionData, w: Writer) -> Section:
     """Section 14: share of decisions a perturbation changes, beside the AUROC drop."""
-    from crsbench.stats.operating_points import DEFAULT_TARGET_SENSITIVITY
-
     s = Section("flips", "14. Prediction flips",
-                FLIP_GUIDE.format(sens=DEFAULT_TARGET_SENSITIVITY))  # fmt: skip
+                FLIP_GUIDE.format(sens=p.operating_points["target_sensitivity"]))  # fmt: skip
     if p.flips is None:
         s.parts.append(note_html(p.missing.get("flips", "not available")))
         return s

@@ -6,21 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from crsbench.pretraining import PretrainingCatalog, load_pretraining
+from crsbench.protocol import SEED_ONLY_RANGE, outside_phrase
 from crsbench.report.beyond_data import BeyondData
 from crsbench.report.data import ReportData
 from crsbench.report.html import Section, esc, files_html, note_html, table_html
 from crsbench.report.sections import Writer
-from crsbench.stats.intervals import SEED_ONLY_RANGE, outside_phrase
 
 SECTION_ID = "at-a-glance"
 FLAG_MARK = "†"
-
-
-def _flagged(cat: PretrainingCatalog, encoder: str, group: str) -> bool:
-    """Whether ``encoder``'s pretraining may include the dataset(s) of ``group``
-    (``dataset`` or ``source→target``)."""
-    return any(cat.overlap(encoder, ds).flagged for ds in str(group).split("→"))
 
 
 def _estimate(value: float, lo: float, hi: float) -> str:
@@ -67,14 +60,16 @@ def _kind(row: pd.Series) -> str:
     return kind if kind == SEED_ONLY_RANGE else f"{kind} ({row['interval']})"
 
 
-def readable_verdict(verdict: pd.DataFrame, cat: PretrainingCatalog) -> pd.DataFrame:
+def readable_verdict(verdict: pd.DataFrame, flagged: list[bool]) -> pd.DataFrame:
     """The page's table: question with its measure (↑ higher / ↓ lower is better), leader
     (``†`` when its pretraining may include the data), value with interval, runner-up
     (named with its value when not distinguishable) and the interval method; beside basic
-    intervals, the bias-corrected value (column left out when no row has one)."""
+    intervals, the bias-corrected value (column left out when no row has one). ``flagged``:
+    per row, whether its leader's pretraining may include the row's dataset(s) (stored with
+    the analyses)."""
     rows = []
-    for _, r in verdict.iterrows():
-        mark = f" {FLAG_MARK}" if _flagged(cat, r["leader"], r["dataset"]) else ""
+    for (_, r), hit in zip(verdict.iterrows(), flagged, strict=True):
+        mark = f" {FLAG_MARK}" if hit else ""
         arrow = "↑" if r["higher_is_better"] else "↓"
         rows.append({
             "dataset": r["dataset"],
@@ -103,8 +98,7 @@ def verdict_section(d: ReportData, b: BeyondData, w: Writer) -> Section:
     if b.verdict is None:
         s.parts.append(note_html(b.missing.get("verdict", "not available")))
         return s
-    cat = load_pretraining(b.catalogue_version or None)
-    table = readable_verdict(b.verdict, cat)
+    table = readable_verdict(b.verdict, b.verdict_flags)
     methods = ", ".join(sorted(set(b.verdict["interval"])))
     s.parts.append(f'<p class="legend">Intervals: {esc(methods)} bootstrap (named on every '
                    "row with what the brackets are: a 95% CI is a basic bootstrap interval "

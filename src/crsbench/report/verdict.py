@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from crsbench.protocol import SEED_ONLY, TEST_PATIENTS_X_SEEDS
 from crsbench.report.html import Section, esc, kv_html, note_html, page_html, stats_html, table_html
-from crsbench.report.verdict_data import N_REPLICATES, VerdictData, compute_verdict
-from crsbench.stats.patient_bootstrap import SEED_ONLY, TEST_PATIENTS_X_SEEDS
+from crsbench.report.verdict_data import VerdictData
 from crsbench.store.outputs import write_output_file
 
 VERDICT_FILE = "verdict.html"
@@ -48,10 +48,10 @@ def interval_lede(d: VerdictData) -> str:
         counts = ", ".join(f"{k} {v:,}" for k, v in sorted(d.n_patients.items()))
         return (f"Intervals (CRS low / high): 95% CI (basic) from the paired bootstrap over "
                 f"test patients × seeds "
-                f"({N_REPLICATES:,} replicates; test patients: {counts}).")  # fmt: skip
+                f"({d.n_replicates:,} replicates; test patients: {counts}).")  # fmt: skip
     if d.interval == SEED_ONLY:
         return (f"Intervals (CRS low / high): seed-only ranges, not 95% CIs "
-                f"({N_REPLICATES:,} replicates; the seeds re-draw the label subsamples, "
+                f"({d.n_replicates:,} replicates; the seeds re-draw the label subsamples, "
                 "test-set variation is not in them).")  # fmt: skip
     return "No CRS intervals (see the note)."
 
@@ -124,11 +124,3 @@ def save_verdict(d: VerdictData, store_dir: Path | str, out: Path | None = None)
     path = Path(out) if out is not None else store_dir / VERDICT_FILE
     page = verdict_html(d, store_dir)
     return write_output_file(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
-
-
-def write_verdict(store_dir: Path | str, compare: Path | None = None, out: Path | None = None,
-                  interval: str = "test-patients") -> Path:  # fmt: skip
-    """Compute the verdict of the profile in ``store_dir`` and write it (default
-    ``store_dir/verdict.html``); return the path. ``compare`` and ``interval`` as
-    :func:`~crsbench.report.verdict_data.compute_verdict`."""
-    return save_verdict(compute_verdict(Path(store_dir), compare, interval), store_dir, out)

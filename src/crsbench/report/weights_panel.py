@@ -5,7 +5,9 @@ The page embeds, per scored encoder, the utilities and dominance share P of each
 the ranking, its change against AUROC and the Pareto front when a slider moves. With the
 exact uniform reference (anchors v2) P on a subset of the axes is ``prod(u)`` on those axes,
 so the axes can be switched off too. The reference in Python is
-:func:`crsbench.stats.weight_sensitivity.ranking_with_weights`.
+:func:`crsbench.stats.weight_sensitivity.ranking_with_weights`; the anchors' signs, weights
+and whether the reference is exact come with the stored analyses
+(``crsbench.stats.report_tables``).
 """
 
 from __future__ import annotations
@@ -16,10 +18,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from crsbench.protocol import AXES, UTILITY_COLUMNS
 from crsbench.report.data import ReportData
 from crsbench.report.html import Section, esc
-from crsbench.scoring.anchors import AXES, UTILITY_COLUMNS
-from crsbench.scoring.dominance import UniformReference
 
 SECTION_ID = "your-weights"
 AXIS_LABELS = {"auroc": "D: AUROC", "ece": "C: ECE", "retention": "L: retention",
@@ -52,9 +53,10 @@ class PanelData:
 
 
 def panel_data(d: ReportData) -> PanelData:
-    """The panel's inputs from the report's cells and board (scored encoders only)."""
-    anc = d.anchors
-    sign = np.array([1.0 if anc.bounds[a].best > anc.bounds[a].worst else -1.0 for a in AXES])
+    """The panel's inputs from the report's cells and board (scored encoders only) and the
+    anchors' signs, weights and reference as stored with the analyses."""
+    panel = d.facts["weights_panel"]
+    sign = np.array(panel["sign"], dtype=float)
     board = d.board[d.board["CRS"].notna()]
     cells = d.cells.sort_values(["encoder", "dataset"])
     encoders = []
@@ -71,12 +73,11 @@ def panel_data(d: ReportData) -> PanelData:
             x=(row[list(AXES)].to_numpy(dtype=float) * sign).tolist(),
             rank_auroc=None if pd.isna(rank) else int(rank),
         ))  # fmt: skip
-    refs = [anc.panel_for(ds) for ds in cells["dataset"].unique()]
     return PanelData(
         axes=list(AXES),
         labels=[AXIS_LABELS[a] for a in AXES],
-        defaults={k: float(v) for k, v in anc.weights.items()},
-        exact=all(isinstance(r, UniformReference) for r in refs),
+        defaults={str(k): float(v) for k, v in panel["defaults"].items()},
+        exact=bool(panel["exact"]),
         encoders=encoders,
     )
 

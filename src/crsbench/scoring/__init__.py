@@ -9,7 +9,7 @@ Public API
 - :func:`score_cells`, :func:`score_runs`, :func:`aggregate_by_encoder`, :func:`per_domain`.
 - :func:`load_anchors`, :func:`freeze_anchors`, :class:`Anchors`: versioned anchors.
 - The leaderboard (axes, CRS with its bootstrap tier, overlap flags) sits above the analyses:
-  :func:`crsbench.report.leaderboard.build_leaderboard`.
+  :func:`crsbench.stats.leaderboard.build_leaderboard`.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import yaml
 
 from crsbench.core.diskio import write_text_atomic
 from crsbench.core.errors import ConfigError
-from crsbench.protocol import ANCHORS_VERSION
+from crsbench.protocol import ANCHORS_VERSION, AXES, UTILITY_COLUMNS  # noqa: F401  (re-exported)
 from crsbench.resources import resource_file, resource_label
 from crsbench.scoring.dominance import UNIFORM_EXACT, UniformReference
 
@@ -29,10 +29,6 @@ if TYPE_CHECKING:
 #: A reference panel: an ``(n, 4)`` array of profiles, or the exact uniform reference (v2).
 Reference = np.ndarray | UniformReference
 
-#: The four axes, in the order of every utility vector.
-AXES: tuple[str, ...] = ("auroc", "ece", "retention", "robustness_drop")
-#: Utility column names, same order as :data:`AXES`.
-UTILITY_COLUMNS: tuple[str, ...] = ("u_auroc", "u_ece", "u_retention", "u_robustness")
 _WEIGHT_KEYS = ("P", "I", "W")
 _HALTON_BASES = (2, 3, 5, 7)
 

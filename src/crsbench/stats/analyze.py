@@ -35,6 +35,7 @@ from crsbench.stats.analyze_beyond import BEYOND_ANALYSES
 from crsbench.stats.analyze_paper import PAPER_ANALYSES
 from crsbench.stats.analyze_predictions import PREDICTION_ANALYSES
 from crsbench.stats.contamination import pretraining_overlap
+from crsbench.stats.report_tables import PREFIX, REPORT_KEY, report_tables
 from crsbench.stats.shift import shift_auroc_by_encoder
 from crsbench.store.computed import ComputedTables
 
@@ -107,16 +108,20 @@ def compute_analyses(
     inputs = _inputs(runs, anchors, store, summary, groups=groups, n_replicates=n_replicates,
                      seed=seed, interval=interval, n_jobs=n_jobs)  # fmt: skip
     tables = evaluate(ANALYSES, inputs, summary)
+    tables.update(report_tables(inputs, tables, summary))  # what the report shows beside them
     return ComputedTables(tables, jsonable(summary))  # type: ignore[arg-type]
 
 
 def write_analyses(computed: ComputedTables, out_dir: str | Path) -> Path:
-    """Write every table as ``<name>.csv`` and the summary as ``summary.json`` under
-    ``out_dir`` (created); the path of ``summary.json``."""
+    """Write every analysis's table as ``<name>.csv`` and the summary as ``summary.json``
+    under ``out_dir`` (created); the path of ``summary.json``. The report's own tables and
+    facts (:mod:`crsbench.stats.report_tables`) stay in the store."""
     out = make_folder(out_dir)
     for name, table in computed.tables.items():
-        write_csv_atomic(table, out / f"{name}.csv", index=name in INDEXED_TABLES)
-    return write_text_atomic(out / "summary.json", json.dumps(computed.summary, indent=2))
+        if not name.startswith(PREFIX):
+            write_csv_atomic(table, out / f"{name}.csv", index=name in INDEXED_TABLES)
+    summary = {k: v for k, v in computed.summary.items() if k != REPORT_KEY}
+    return write_text_atomic(out / "summary.json", json.dumps(summary, indent=2))
 
 
 def run_analyses(
@@ -165,4 +170,4 @@ def run_analyses(
     computed = compute_analyses(runs, n_replicates, seed, anchors, groups, store=store,
                                 interval=interval, n_jobs=n_jobs)  # fmt: skip
     write_analyses(computed, out_dir)
-    return computed.summary
+    return {k: v for k, v in computed.summary.items() if k != REPORT_KEY}

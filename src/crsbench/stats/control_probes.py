@@ -24,6 +24,7 @@ would need a missing axis is not computed (NaN, with the reason in ``note``).
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -244,6 +245,17 @@ def _agreement(
 
 #: Readable names of the control probes (a probe without one is shown by its store name).
 PROBE_LABELS: dict[str, str] = {"mlp": "MLP", "knn": "kNN"}
+
+
+def probe_labels(meta: dict) -> dict[str, str]:
+    """Readable probe names, with kNN's k from the store's resolved config when recorded."""
+    labels = dict(PROBE_LABELS)
+    try:
+        k = json.loads(meta.get("config_json") or "{}")["probes"]["knn"]["k"]
+    except (ValueError, KeyError, TypeError):
+        return labels
+    labels["knn"] = f"kNN-{k}"
+    return labels
 
 
 def _clause(row: pd.Series) -> str:

@@ -24,24 +24,16 @@ import warnings
 
 import numpy as np
 
-#: How the report names the two bootstraps.
-TEST_PATIENTS_X_SEEDS = "test patients × seeds"
-SEED_ONLY = "seed-only"
-#: What a printed interval is, named beside it (docs/scoring.md, "Every printed interval"):
-#: a basic (bias-corrected) interval shown to cover on planted truth ...
-CI95 = "95% CI"
-#: ... the 2.5–97.5 % spread of bootstrap replicates, not shown to cover (not a 95 % CI) ...
-BOOTSTRAP_RANGE = "bootstrap range"
-#: ... and the seed-only bootstrap's interval, which ignores that the test set is a sample
-#: (it covered the population CRS in 7 % of planted worlds).
-SEED_ONLY_RANGE = "seed-only range"
-
-
-def interval_label(method: str) -> str:
-    """What the CRS and axis intervals of a bootstrap ``method`` are called where printed:
-    :data:`CI95` for the test-patient × seed bootstrap, :data:`SEED_ONLY_RANGE` for the
-    seed-only one, ``"interval"`` for anything else."""
-    return {TEST_PATIENTS_X_SEEDS: CI95, SEED_ONLY: SEED_ONLY_RANGE}.get(method, "interval")
+# The names every page prints are defined once in crsbench.protocol (imported from here too).
+from crsbench.protocol import (
+    BOOTSTRAP_RANGE,  # noqa: F401
+    CI95,  # noqa: F401
+    SEED_ONLY,  # noqa: F401
+    SEED_ONLY_RANGE,  # noqa: F401
+    TEST_PATIENTS_X_SEEDS,  # noqa: F401
+    interval_label,  # noqa: F401
+    outside_phrase,  # noqa: F401
+)
 
 
 def percentile_interval(rep: np.ndarray, level: float = 0.95) -> tuple[float, float]:
@@ -144,16 +136,3 @@ def corrected_estimate(point: np.ndarray, reps: np.ndarray) -> np.ndarray:
         warnings.simplefilter("ignore", RuntimeWarning)
         mean = np.nanmean(np.where(np.isfinite(reps), reps, np.nan), axis=0)
     return 2 * np.asarray(point, dtype=float) - mean
-
-
-def outside_phrase(point: float, low: float, high: float, corrected: float) -> str:
-    """One short phrase for a plug-in ``point`` outside its basic interval ``[low, high]``:
-    the bias-corrected estimate (left out when ``corrected`` is NaN) and why; ``""`` when it
-    is inside or the plug-in or an end is missing."""
-    if not all(np.isfinite(v) for v in (point, low, high)) or low <= point <= high:
-        return ""
-    head = f"bias-corrected {corrected:.3f}; " if np.isfinite(corrected) else ""
-    return (
-        f"{head}the plug-in {point:.3f} is outside its interval because the bootstrap finds "
-        "it biased"
-    )

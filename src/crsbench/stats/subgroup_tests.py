@@ -19,6 +19,7 @@ import hashlib
 
 import numpy as np
 
+from crsbench.protocol import SUBGROUP_ALPHA
 from crsbench.stats.intervals import basic_interval
 from crsbench.stats.resample import patient_index
 from crsbench.stats.weighted_metrics import ReplicateWeights
@@ -26,7 +27,7 @@ from crsbench.stats.weighted_metrics import ReplicateWeights
 #: Reassignments of the subgroup labels per test (the smallest p-value is 1 / (P + 1)).
 DEFAULT_SUBGROUP_PERMUTATIONS = 999
 #: A subgroup difference is called real when its permutation p-value is below this.
-ALPHA = 0.05
+ALPHA = SUBGROUP_ALPHA
 
 
 def _rng(seed: int, stream: str) -> np.random.Generator:

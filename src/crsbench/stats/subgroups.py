@@ -26,6 +26,10 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core.workers import check_jobs
+from crsbench.protocol import (  # defined once there
+    MIN_ECE_SUBGROUP_PATIENTS,
+    MIN_SUBGROUP_PATIENTS,
+)
 from crsbench.stats.cell_pool import map_cells
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.intervals import percentile_interval
@@ -49,16 +53,9 @@ AGE_BANDS: tuple[tuple[float, float, str], ...] = (
     (60.0, 80.0, "60-79"),
     (80.0, float("inf"), "80+"),
 )
-#: Fewest distinct patients a subgroup needs to be reported as a number.
-MIN_SUBGROUP_PATIENTS = 30
 #: Bootstrap replicates of the subgroup intervals (the CLI passes ``--replicates``).
 DEFAULT_SUBGROUP_REPLICATES = 200
 TOO_SMALL = "too small"
-#: Fewest distinct patients a subgroup needs for an ECE: below it the debiased ECE of a
-#: perfectly calibrated model is still above 0.05 (0.104 at 30 patients, 0.054 at 100, 0.034
-#: at 200: :data:`crsbench.stats.ece_bias.CALIBRATED_ECE`), so a small subgroup would look
-#: worst for its size alone.
-MIN_ECE_SUBGROUP_PATIENTS = 100
 #: The axes read per subgroup, and whether their worst value is the largest.
 WORST_IS_MAX: dict[str, bool] = {"auroc": False, "ece": True, "robustness_drop": True}
 #: The value the worst subgroup, the gap and the test read per axis (ECE: debiased).

@@ -20,7 +20,6 @@ from crsbench.core.errors import ConfigError
 from crsbench.core.workers import check_jobs
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.stats.bootstrap import BootstrapResult, paired_seed_bootstrap
-from crsbench.stats.intervals import outside_phrase
 from crsbench.stats.patient_bootstrap import (
     INTERVAL_METHODS,
     SEED_ONLY,
@@ -194,30 +193,3 @@ def indistinguishable_sentences(unc: Uncertainty, level: float = 0.95) -> list[s
             f"includes 0; {unc.method} bootstrap)."
         )
     return out
-
-
-def estimate_outside_interval_sentence(board: pd.DataFrame) -> str:
-    """One short phrase per encoder whose CRS estimate lies outside its own basic interval:
-    its bias-corrected estimate and why (:func:`crsbench.stats.intervals.outside_phrase`);
-    ``""`` when every estimate is inside its interval.
-
-    Parameters
-    ----------
-    board : pandas.DataFrame
-        A leaderboard with ``encoder``, ``CRS``, ``crs_ci_low`` and ``crs_ci_high`` (and
-        ``crs_corrected`` when known); with an ``interval`` column, only its test-patient rows
-        (basic intervals) are considered.
-    """
-    need = {"encoder", "CRS", "crs_ci_low", "crs_ci_high"}
-    if not need <= set(board.columns):
-        return ""
-    if "interval" in board:  # only the basic intervals are moved by a bias correction
-        board = board[board["interval"] == TEST_PATIENTS_X_SEEDS]
-    fixed = board.get("crs_corrected", pd.Series(np.nan, index=board.index))
-    cols = (board["CRS"], board["crs_ci_low"], board["crs_ci_high"], fixed)
-    said = [
-        f"{enc}: {why}."
-        for enc, *vals in zip(board["encoder"], *(c.astype(float) for c in cols), strict=True)
-        if (why := outside_phrase(*vals))
-    ]
-    return " ".join(said)

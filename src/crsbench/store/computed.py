@@ -8,7 +8,10 @@ The key (:func:`input_key`) is the sha256 of those inputs, so a rewritten store,
 or weights, another replicate count, seed, interval or crsbench version is another key: the
 old file is never read for it. A file is written whole or not at all
 (:func:`crsbench.core.diskio.write_atomic`): a compute that fails leaves the tables computed
-before it in place.
+before it in place. Writing a file prunes the folder (:func:`prune_computed`): of the files
+crsbench wrote there (named ``<key>.zip``, with a manifest naming that key), the newest
+:data:`KEEP_PER_KIND` of each kind (analyses, a rule's leaderboard, a cohort verdict) are
+kept and the older ones removed; any other file is left alone.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,8 +34,12 @@ from crsbench.store.reader import read_queries
 
 #: Folder of the computed tables inside a store directory.
 COMPUTED_DIR = "computed"
-#: Layout version of a computed file (a new layout is another key).
-COMPUTED_LAYOUT = 1
+#: Layout version of a computed file (a new layout is another key; 2: the report's tables).
+COMPUTED_LAYOUT = 2
+#: Files of one kind kept in ``STORE/computed/`` (the newest; older ones are removed).
+KEEP_PER_KIND = 3
+#: The name of a file crsbench writes there (the key: 24 hex digits).
+_COMPUTED_NAME = re.compile(r"^[0-9a-f]{24}\.zip$")
 #: The store tables whose content the key hashes (the runs and everything read beside them).
 DIGESTED_TABLES: tuple[str, ...] = (
     "runs", "meta", "plan", "cards", "predictions", "split_metadata", "reliability",
@@ -91,7 +99,8 @@ def _parquet(frame: pd.DataFrame, name: str) -> bytes:
 
 
 def write_computed(store_dir: str | Path, computed: ComputedTables) -> Path:
-    """Write ``computed`` to ``STORE/computed/<computed.key>.zip`` atomically.
+    """Write ``computed`` to ``STORE/computed/<computed.key>.zip`` atomically, then prune the
+    older files crsbench wrote there (:func:`prune_computed`).
 
     Raises
     ------
@@ -110,7 +119,59 @@ def write_computed(store_dir: str | Path, computed: ComputedTables) -> Path:
                 zf.writestr(f"tables/{name}.parquet", blob)
             zf.writestr("manifest.json", json.dumps(manifest, indent=1, default=str))
 
-    return write_atomic(computed_path(store_dir, computed.key), write)
+    path = write_atomic(computed_path(store_dir, computed.key), write)
+    prune_computed(store_dir, keep=path)
+    return path
+
+
+def _kind_of(path: Path) -> str | None:
+    """The kind of a computed file crsbench wrote (``inputs["kind"]``, ``"analyses"`` when
+    absent); ``None`` for any file it did not write (another name, not a zip, no manifest,
+    or a manifest naming another key)."""
+    if not _COMPUTED_NAME.match(path.name) or not path.is_file():
+        return None
+    try:
+        with zipfile.ZipFile(path) as zf:
+            manifest = json.loads(zf.read("manifest.json"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("key") != path.stem:
+        return None
+    inputs = manifest.get("inputs")
+    kind = inputs.get("kind") if isinstance(inputs, dict) else None
+    return str(kind or "analyses")
+
+
+def prune_computed(store_dir: str | Path, keep: Path | None = None,
+                   per_kind: int = KEEP_PER_KIND) -> list[Path]:  # fmt: skip
+    """Remove the older computed files crsbench wrote in ``STORE/computed/``: per kind, the
+    newest ``per_kind`` stay (``keep``, the file just written, always stays). Files crsbench
+    did not write are never touched; a file that cannot be removed is left. Returns the
+    removed paths."""
+    folder = Path(store_dir) / COMPUTED_DIR
+    if not folder.is_dir():
+        return []
+    kept = None if keep is None else keep.name
+    by_kind: dict[str, list[tuple[bool, int, str]]] = {}
+    for path in folder.iterdir():
+        kind = _kind_of(path)
+        try:
+            order = (path.name == kept, path.stat().st_mtime_ns, path.name)
+        except OSError:  # removed meanwhile
+            continue
+        if kind is not None:
+            by_kind.setdefault(kind, []).append(order)
+    removed = []
+    for files in by_kind.values():
+        files.sort(reverse=True)  # the file just written first, then the newest
+        for _, _, name in files[max(per_kind, 1) :]:
+            old = folder / name
+            try:
+                old.unlink()
+            except OSError:  # read-only, or removed meanwhile: left as it is
+                continue
+            removed.append(old)
+    return removed
 
 
 def read_computed(store_dir: str | Path, key: str) -> ComputedTables | None:

@@ -65,3 +65,34 @@ def test_unlisted_sibling_third_party_and_missing_entry_each_fail(tmp_path):
 def test_a_malformed_entry_is_refused():
     with pytest.raises(ValueError, match="PACKAGE"):
         _contracts().parse_rule("stats core scoring")
+
+
+MODULES = {
+    "__init__.py": "__version__ = '1'\n",
+    "store/__init__.py": "",
+    "store/reader.py": "import pandas\n",
+    "store/writer.py": "from toypkg.store import reader\n",
+    "stats/__init__.py": "",
+    "report/__init__.py": "from toypkg import __version__\nfrom toypkg.report import page\n",
+    "report/page.py": "import numpy\nfrom toypkg.store.reader import pandas\n",
+}
+
+
+def test_a_package_importing_only_the_modules_named_passes(tmp_path):
+    c = _contracts()
+    graph = _package(tmp_path, MODULES)
+    allowed = frozenset({"<root>", "toypkg.store.reader"})
+    assert c.module_violations(graph, "toypkg.report", "toypkg", allowed) == []
+
+
+def test_a_module_outside_the_list_fails_even_inside_an_allowed_package(tmp_path):
+    c = _contracts()
+    bad = {**MODULES, "report/bad.py": "import toypkg.store.writer\nfrom toypkg import stats\n"}
+    graph = _package(tmp_path, bad)
+    problems = c.module_violations(
+        graph, "toypkg.report", "toypkg", frozenset({"toypkg.store.reader"})
+    )
+    assert any(p.startswith("toypkg.report.bad -> toypkg.store.writer (l.1)") for p in problems)
+    assert any(p.startswith("toypkg.report.bad -> toypkg.stats (l.2)") for p in problems)
+    assert any(p.startswith("toypkg.report -> toypkg (l.1)") for p in problems)  # <root> unlisted
+    assert len(problems) == 3  # numpy, pandas and the report's own modules are not its concern

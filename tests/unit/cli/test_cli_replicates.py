@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 import crsbench.cli.report_command  # noqa: F401  (registers the command)
 from crsbench.cli.app import app
 from crsbench.cli.output import quick_look_note
+from crsbench.cli.report_command import write_report
 from crsbench.protocol import BOOTSTRAP_REPLICATES
-from crsbench.report import build_report
 from crsbench.stats import run_analyses
 from crsbench.testing import simulate_runs, write_store
 
@@ -30,7 +30,7 @@ def test_analyze_and_report_default_to_the_protocols_count(command):
 
 
 def test_library_entry_points_default_to_the_protocols_count():
-    for fn in (run_analyses, build_report):
+    for fn in (run_analyses, write_report):
         assert inspect.signature(fn).parameters["n_replicates"].default == BOOTSTRAP_REPLICATES
 
 

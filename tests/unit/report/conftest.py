@@ -34,18 +34,18 @@ def small_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def small_report(small_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``index.html`` of the small store (60 bootstrap replicates)."""
-    from crsbench.report import build_report
+    from crsbench.cli.report_command import write_report
 
-    return build_report(small_store, tmp_path_factory.mktemp("small_out"), n_replicates=60)
+    return write_report(small_store, tmp_path_factory.mktemp("small_out"), n_replicates=60)
 
 
 @pytest.fixture(scope="session")
 def big_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``index.html`` of a 15 encoders × 4 datasets store (the layout check)."""
-    from crsbench.report import build_report
+    from crsbench.cli.report_command import write_report
 
     store = make_store(tmp_path_factory.mktemp("big") / "store", 15, BIG_DATASETS, 2)
-    return build_report(store, tmp_path_factory.mktemp("big_out"), n_replicates=40)
+    return write_report(store, tmp_path_factory.mktemp("big_out"), n_replicates=40)
 
 
 class DevTools:

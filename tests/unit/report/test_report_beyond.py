@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from crsbench.report.data import compute_report_data
+from crsbench.cli.report_command import report_data
 
 
 def _section(html: str, sid: str) -> str:
@@ -53,7 +53,7 @@ def test_board_marks_flagged_encoders(tmp_path: Path) -> None:
     df = simulate_runs(n_encoders=15, datasets=("chexpert",), seeds=2)
     df = df[df["encoder"].isin(["rad_dino", "mae", "resnet50"])]
     write_store(df, tmp_path / "s")
-    d = compute_report_data(tmp_path / "s", n_replicates=20)
+    d = report_data(tmp_path / "s", n_replicates=20)
     b = compute_beyond(d)
     marks = d.board.set_index("encoder")["pretraining_overlap"]
     assert marks["rad_dino"] == "chexpert (trained on); shift target mimic_cxr (trained on)"

@@ -79,7 +79,7 @@ def test_page_is_self_contained(small_report: Path) -> None:
 
 
 def test_leaderboard_matches_scoring(small_store: Path, small_report: Path) -> None:
-    from crsbench.report.leaderboard import build_leaderboard
+    from crsbench.stats.leaderboard import build_leaderboard
     from crsbench.store import load_runs
 
     written = pd.read_csv(small_report.parent / "tables" / "leaderboard.csv")

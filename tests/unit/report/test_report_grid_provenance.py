@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from crsbench.report.data import compute_report_data
+from crsbench.cli.report_command import report_data
 from crsbench.report.provenance import excluded_cells, shift_rows_sentences
 from crsbench.report.sections import Writer, leaderboard, robustness
 from crsbench.testing import simulate_runs, write_store
@@ -71,7 +71,7 @@ def test_one_sentence_per_shift_target_with_images_and_patients() -> None:
 
 
 def test_the_report_lists_the_excluded_cell_and_never_scores_it(store: Path, tmp_path) -> None:
-    data = compute_report_data(store, n_replicates=0)
+    data = report_data(store, n_replicates=0)
     assert data.cells_excluded == ["retfound×chexpert"]
     assert data.cells_left_out == []  # excluded is not missing
     board = data.board.set_index("encoder")
@@ -85,7 +85,7 @@ def test_the_report_lists_the_excluded_cell_and_never_scores_it(store: Path, tmp
 
 
 def test_the_robustness_section_says_which_rows_the_shift_scored(store: Path, tmp_path) -> None:
-    data = compute_report_data(store, n_replicates=0)
+    data = report_data(store, n_replicates=0)
     assert data.shift_rows == [
         "MIMIC-CXR shift evaluated on the official test split (1,234 images, 456 patients)."
     ]

@@ -110,12 +110,12 @@ def _bins(encoder: str, dataset: str):
 def test_reliability_table_gives_true_diagrams(small_store: Path, tmp_path: Path) -> None:
     import shutil
 
-    from crsbench.report.data import compute_report_data
+    from crsbench.cli.report_command import report_data
 
     store = tmp_path / "store"
     shutil.copytree(small_store, store)
     _add_reliability(store, _bins("resnet50", "isic2019"))
-    data = compute_report_data(store, n_replicates=0, calibration_cell=("resnet50", "isic2019"))
+    data = report_data(store, n_replicates=0, calibration_cell=("resnet50", "isic2019"))
     assert data.calibration_cell == ("resnet50", "isic2019")
     assert data.reliability is not None and len(data.reliability) == 40
     assert "reliability" not in data.missing
@@ -130,13 +130,13 @@ def test_reliability_table_gives_true_diagrams(small_store: Path, tmp_path: Path
 def test_bad_reliability_table_and_cell_raise(small_store: Path, tmp_path: Path) -> None:
     import shutil
 
+    from crsbench.cli.report_command import report_data
     from crsbench.core.errors import DataError, StoreError
-    from crsbench.report.data import compute_report_data
 
     store = tmp_path / "store"
     shutil.copytree(small_store, store)
     _add_reliability(store, _bins("resnet50", "isic2019").drop(columns=["count"]))
     with pytest.raises(StoreError, match=r"reliability.*must have columns.*count"):
-        compute_report_data(store, n_replicates=0)
+        report_data(store, n_replicates=0)
     with pytest.raises(DataError, match="calibration cell must be"):
-        compute_report_data(small_store, n_replicates=0, calibration_cell=("nope", "isic2019"))
+        report_data(small_store, n_replicates=0, calibration_cell=("nope", "isic2019"))

@@ -16,12 +16,12 @@ import pytest
 
 @pytest.fixture(scope="module")
 def toy_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from crsbench.report import build_report
+    from crsbench.cli.report_command import write_report
     from crsbench.testing.prediction_store import toy_cells, write_prediction_store
 
     store = tmp_path_factory.mktemp("toy") / "store"
     write_prediction_store(store, toy_cells())
-    return build_report(store, tmp_path_factory.mktemp("toy_out"), n_replicates=30)
+    return write_report(store, tmp_path_factory.mktemp("toy_out"), n_replicates=30)
 
 
 def _section(html: str, sid: str) -> str:

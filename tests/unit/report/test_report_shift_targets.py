@@ -14,14 +14,14 @@ TARGETS = ("mimic_cxr", "nih_cxr14", "padchest")
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from crsbench.report import build_report
+    from crsbench.cli.report_command import write_report
     from crsbench.testing import simulate_runs, write_store
 
     root = tmp_path_factory.mktemp("shift_report")
     df = simulate_runs(n_encoders=5, datasets=("isic2019", "chexpert"), seeds=2, rng_seed=2,
                        extra_shift_targets=TARGETS[1:])  # fmt: skip
     write_store(df, root / "store")
-    return build_report(root / "store", root / "out", n_replicates=20)
+    return write_report(root / "store", root / "out", n_replicates=20)
 
 
 def _robustness(html: str) -> str:

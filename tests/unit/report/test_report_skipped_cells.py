@@ -6,20 +6,19 @@ import json
 import shutil
 from pathlib import Path
 
-from crsbench.report import build_report
-from crsbench.report.data import compute_report_data
+from crsbench.cli.report_command import report_data, write_report
 
 
 def test_skipped_cells_are_named_under_the_leaderboard(small_store: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
     shutil.copytree(small_store, store)
-    before = compute_report_data(store, n_replicates=0, seed=0).board
+    before = report_data(store, n_replicates=0, seed=0).board
     skipped = [{"encoder": "chexzero", "dataset": "isic2019",
                 "reason": "weights of encoder 'chexzero' not found"}]  # fmt: skip
     (store / "last_run.json").write_text(json.dumps({"skipped_cells": skipped}))
-    index = build_report(store, tmp_path / "report", n_replicates=0)
+    index = write_report(store, tmp_path / "report", n_replicates=0)
     html = index.read_text(encoding="utf-8")
     assert "chexzero × isic2019 skipped by the last run (--skip-missing)" in html
     assert "weights of encoder &#x27;chexzero&#x27; not found" in html
-    board = compute_report_data(store, n_replicates=0, seed=0).board
+    board = report_data(store, n_replicates=0, seed=0).board
     assert list(board["encoder"]) == list(before["encoder"])  # nothing imputed or added

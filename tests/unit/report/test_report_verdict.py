@@ -15,11 +15,12 @@ import pytest
 from typer.testing import CliRunner
 
 from crsbench.cli import app
-from crsbench.report.leaderboard import build_leaderboard
-from crsbench.report.verdict import write_verdict
-from crsbench.report.verdict_data import N_REPLICATES, ONE_SEED_NOTE, compute_verdict
+from crsbench.cohort.verdict_page import verdict_data as compute_verdict
+from crsbench.cohort.verdict_page import write_verdict
 from crsbench.scoring import axes_from_runs, load_anchors
 from crsbench.stats import paired_seed_bootstrap
+from crsbench.stats.cohort_verdict import N_REPLICATES, ONE_SEED_NOTE
+from crsbench.stats.leaderboard import build_leaderboard
 from crsbench.store import load_runs
 from crsbench.testing import simulate_runs, write_store
 
@@ -127,7 +128,7 @@ def test_compare_puts_the_benchmark_beside_the_cohort(cohort_store, bench_store)
 def test_small_test_set_and_no_shift_term_are_said_before_any_compare(tmp_path, bench_store):
     import json
 
-    from crsbench.report.verdict_data import ece_size_note, r_shift_note
+    from crsbench.stats.cohort_verdict import ece_size_note, r_shift_note
     from crsbench.stats.ece_bias import calibrated_ece, ece_readable
 
     store = _store(tmp_path / "store", COHORT_ENCODERS, ("isic2019",), 2, {})

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from crsbench.report.verdict import write_verdict
+from crsbench.cohort.verdict_page import write_verdict
 from crsbench.testing import simulate_runs, write_store
 
 pytestmark = pytest.mark.skipif(

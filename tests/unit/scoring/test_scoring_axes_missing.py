@@ -14,7 +14,6 @@ import pytest
 
 from crsbench.core.errors import ConfigError, DataError
 from crsbench.protocol import PAPER_CONDITIONS, PAPER_PERTURBATIONS
-from crsbench.report.leaderboard import build_leaderboard
 from crsbench.scoring import (
     aggregate_by_encoder,
     axes_from_runs,
@@ -23,6 +22,7 @@ from crsbench.scoring import (
     seed_means,
 )
 from crsbench.stats.bootstrap import axes_cube, paired_seed_bootstrap, replicate_scores
+from crsbench.stats.leaderboard import build_leaderboard
 from crsbench.store import load_runs
 from crsbench.testing import simulate_runs, write_store
 

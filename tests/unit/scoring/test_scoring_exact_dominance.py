@@ -121,7 +121,7 @@ def test_anchors_for_runs_follows_what_the_store_recorded():
 
 
 def test_leaderboard_scores_a_v1_store_with_v1():
-    from crsbench.report.leaderboard import build_leaderboard
+    from crsbench.stats.leaderboard import build_leaderboard
     from crsbench.testing import simulate_runs
 
     runs = simulate_runs(n_encoders=3, datasets=("isic2019",), seeds=2)

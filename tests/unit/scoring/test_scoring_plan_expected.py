@@ -16,11 +16,11 @@ import pytest
 from crsbench.config import parse_config
 from crsbench.metrics import robustness_from_drops
 from crsbench.protocol import PAPER_CONDITIONS
-from crsbench.report.leaderboard import build_leaderboard
 from crsbench.runs.plan import recorded_plan
 from crsbench.scoring import axes_from_runs, seed_means
 from crsbench.scoring.planned import NOT_RUN, planned_axes
 from crsbench.scoring.seed_axes import NO_ROWS
+from crsbench.stats.leaderboard import build_leaderboard
 from crsbench.store import load_runs, read_plan
 from crsbench.testing import simulate_runs, write_store
 

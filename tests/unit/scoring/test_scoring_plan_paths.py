@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from crsbench.cli.report_command import report_data
 from crsbench.config import parse_config
 from crsbench.report.beyond_data import BeyondData, _add_verdict
-from crsbench.report.data import compute_report_data
 from crsbench.runs.plan import recorded_plan
 from crsbench.scoring import freeze_anchors, score_runs
 from crsbench.stats import (
@@ -163,8 +163,8 @@ def test_freezing_anchors_leaves_cells_missing_a_planned_shift_out_of_the_panel(
 def test_the_reports_verdict_scores_chexpert_against_the_plan(tmp_path: Path) -> None:
     df = simulate_runs(n_encoders=3, datasets=("isic2019", "chexpert"), seeds=2, rng_seed=6)
     _runs, store = _store(_without_mimic(df), tmp_path, _plan(tmp_path, df))
-    data = compute_report_data(store, n_replicates=20, interval="seed-only")
-    assert data.plan is not None
+    data = report_data(store, n_replicates=20, interval="seed-only")
+    assert data.plan_notes == []  # the store records its plan
     out = BeyondData()
     _add_verdict(data, out)
     asked = set(zip(out.verdict["dataset"], out.verdict["question"], strict=True))
@@ -175,11 +175,12 @@ def test_the_reports_verdict_scores_chexpert_against_the_plan(tmp_path: Path) ->
     assert {q for ds, q in asked if ds == "isic2019"} >= axis_questions
     assert any("chexpert: " + MIMIC_MISSING in s for s in data.cells_left_out)
     # what the store holds alone (no plan): a CheXpert CRS leader
+    from crsbench.scoring.anchors import anchors_for_runs
     from crsbench.scoring.planned import planned_axes
     from crsbench.stats.verdict import seed_axis_replicates, verdict_table
 
     reps = seed_axis_replicates(planned_axes(data.runs, None), n_replicates=20, seed=0)
-    blind = verdict_table(data.runs, reps, data.anchors, seed=0)
+    blind = verdict_table(data.runs, reps, anchors_for_runs(None, data.runs), seed=0)
     assert ("chexpert", "pick") in set(zip(blind["dataset"], blind["question"], strict=True))
 
 
@@ -188,7 +189,7 @@ def test_a_store_without_a_plan_says_so_in_score_and_report(tmp_path: Path) -> N
 
     from crsbench.cli import app
     from crsbench.cli.analysis_commands import interval_lines
-    from crsbench.report.leaderboard import build_leaderboard
+    from crsbench.stats.leaderboard import build_leaderboard
     from crsbench.store.plan import NO_PLAN_NOTE
 
     df = simulate_runs(n_encoders=2, datasets=("isic2019", "chexpert"), seeds=2, rng_seed=7)
@@ -200,7 +201,7 @@ def test_a_store_without_a_plan_says_so_in_score_and_report(tmp_path: Path) -> N
                                      "--out", str(tmp_path / "scores")])  # fmt: skip
     assert shown.exit_code == 0, shown.output
     assert "has no 'plan' table" in shown.stderr
-    assert compute_report_data(old, n_replicates=0).plan_notes == [NO_PLAN_NOTE]
+    assert report_data(old, n_replicates=0).plan_notes == [NO_PLAN_NOTE]
     runs, new = _store(df, tmp_path, _plan(tmp_path, df), name="new")
     assert build_leaderboard(runs, n_replicates=0, store=new).attrs["plan_notes"] == []
-    assert compute_report_data(new, n_replicates=0).plan_notes == []
+    assert report_data(new, n_replicates=0).plan_notes == []

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crsbench.report.leaderboard import build_leaderboard
 from crsbench.scoring.planned import NOT_RUN, planned_cells
+from crsbench.stats.leaderboard import build_leaderboard
 from crsbench.store import load_runs
 from crsbench.testing import simulate_runs, write_store
 

@@ -81,7 +81,7 @@ def test_validity_without_flagged_drops_their_shift_results(runs: pd.DataFrame) 
 
 
 def test_leaderboard_marker_names_cells_and_shift_targets(runs: pd.DataFrame) -> None:
-    from crsbench.report.leaderboard import build_leaderboard
+    from crsbench.stats.leaderboard import build_leaderboard
 
     board = build_leaderboard(runs, n_replicates=0).set_index("encoder")
     assert board.loc["rad_dino", "pretraining_overlap"] == (

@@ -228,11 +228,11 @@ def test_analyze_writes_the_csv_and_summary(store: Path, tmp_path: Path) -> None
 
 def test_report_section_from_the_store(store: Path, tmp_path: Path) -> None:
     """The section as the report builds it (the whole page is built in tests/unit/report)."""
-    from crsbench.report.data import compute_report_data
+    from crsbench.cli.report_command import report_data
     from crsbench.report.sections import Writer
     from crsbench.report.sections_control import control_probes
 
-    data = compute_report_data(store, n_replicates=0)
+    data = report_data(store, n_replicates=0)
     html = control_probes(data, Writer(tmp_path)).render()
     assert html.startswith('<section id="control-probes">')
     # k comes from the store's resolved config (meta table)

@@ -92,7 +92,6 @@ def test_crs_corrected_column_equals_two_plug_in_minus_replicate_mean(tmp_path):
 
 
 def test_verdict_page_shows_the_corrected_value_and_the_phrase_only_where_outside():
-    from crsbench.pretraining import load_pretraining
     from crsbench.report.sections_verdict import readable_verdict
 
     base = {"dataset": "chexpert", "question": "calibration", "asks": "Which is best calibrated?",
@@ -104,11 +103,12 @@ def test_verdict_page_shows_the_corrected_value_and_the_phrase_only_where_outsid
         dict(base, leader="a", value=0.20, ci_low=0.09, ci_high=0.11, value_corrected=0.10),
         dict(base, leader="c", value=0.10, ci_low=0.09, ci_high=0.11, value_corrected=0.10),
     ]
-    table = readable_verdict(pd.DataFrame(rows), load_pretraining(None))
+    table = readable_verdict(pd.DataFrame(rows), [True, False])  # a's pretraining: flagged
     assert list(table["bias-corrected"]) == [
         "bias-corrected 0.100; the plug-in 0.200 is outside its interval because the bootstrap "
         "finds it biased",
         "0.100",
     ]
     assert table["value [interval]"].iloc[0] == "0.200 [0.090, 0.110]"  # the plug-in leads
+    assert list(table["leader"]) == ["a †", "c"]
     assert "bias-corrected 0.040)" in table["runner-up"].iloc[0]

@@ -159,7 +159,7 @@ def test_identical_subgroups_give_no_real_difference_in_summary_or_report(tmp_pa
     # and such intervals excluded 0 in every world without a difference.
     import dataclasses
 
-    from crsbench.report import build_report
+    from crsbench.cli.report_command import write_report
     from crsbench.stats import run_analyses
     from crsbench.store import load_runs
     from crsbench.testing.prediction_store import toy_cells, write_prediction_store
@@ -171,7 +171,7 @@ def test_identical_subgroups_give_no_real_difference_in_summary_or_report(tmp_pa
     assert summary["analyses"]["subgroups"]["real_subgroup_differences"] == []
     worst = pd.read_csv(tmp_path / "a" / "subgroups.csv")
     assert not worst["real_difference"].any() and worst["p_value"].notna().any()
-    html = build_report(store, tmp_path / "r", n_replicates=10).read_text(encoding="utf-8")
+    html = write_report(store, tmp_path / "r", n_replicates=10).read_text(encoding="utf-8")
     sub = html[html.index('id="subgroups"') : html.index("<section", html.index('id="subgroups"'))]
     assert "not shown (p = " in sub and "real difference" not in sub
 

@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from crsbench.core.errors import ConfigError
-from crsbench.report.leaderboard import build_leaderboard
 from crsbench.scoring import axes_from_runs
 from crsbench.stats.bootstrap import paired_seed_bootstrap
+from crsbench.stats.leaderboard import build_leaderboard
 from crsbench.stats.uncertainty import crs_uncertainty, indistinguishable_sentences
 from crsbench.store import load_runs
 from crsbench.testing import simulate_runs, write_store

@@ -95,7 +95,7 @@ def test_pareto_front_by_hand() -> None:
 
 
 def test_sweep_on_a_store_agrees_with_the_leaderboard(planted_store) -> None:
-    from crsbench.report.leaderboard import build_leaderboard
+    from crsbench.stats.leaderboard import build_leaderboard
 
     runs = planted_store(["resnet50", "vit_b16", "clip", "siglip"], 2,
                          lambda df, mask: None, datasets=("isic2019", "chexpert"))  # fmt: skip
