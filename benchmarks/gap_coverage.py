@@ -1,5 +1,5 @@
 """Coverage of the intervals of differences on planted truth: every CRS difference (behind the
-tiers), the leader's CRS gap (report section 4) and the verdict's leader-vs-runner-up gaps
+tiers), the leader's CRS gap (report section 4) and the at-a-glance table's leader-vs-runner-up gaps
 (``crsbench.testing.gap_coverage``; docs/scoring.md, "Every printed interval").
 
 Run: ``PYTHONPATH=src python benchmarks/gap_coverage.py [--worlds 200] [--patients 300]

@@ -278,7 +278,7 @@ def test_verdict_intervals_come_from_the_test_set_bootstrap(store, tmp_path):
 
     _, out = store
     run_analyses(load_runs(out), tmp_path / "analysis", n_replicates=200, store=out)
-    verdict = pd.read_csv(tmp_path / "analysis" / "verdict.csv")
+    verdict = pd.read_csv(tmp_path / "analysis" / "at_a_glance.csv")
     axes = verdict[verdict["question"].isin(
         ["pick", "discrimination", "calibration", "label_efficiency", "robustness"])]  # fmt: skip
     assert not axes.empty and set(axes["interval"]) == {TEST_PATIENTS_X_SEEDS}
@@ -299,15 +299,19 @@ def test_verdict_jpeg_and_shift_values_are_the_stored_runs(store):
     """The bootstrap's point values of the two questions are the runs' own (clean minus JPEG
     AUROC, shift minus clean ECE, averaged over severities and seeds)."""
     from crsbench.scoring import axes_from_runs
+    from crsbench.stats.at_a_glance import (
+        at_a_glance_table,
+        axis_replicates_of,
+        seed_axis_replicates,
+    )
     from crsbench.stats.uncertainty import crs_uncertainty
-    from crsbench.stats.verdict import axis_replicates_of, seed_axis_replicates, verdict_table
 
     _, out = store
     runs = load_runs(out)
     per_seed = axes_from_runs(runs)
     unc = crs_uncertainty(per_seed, store=out, n_replicates=50)
-    new = verdict_table(runs, axis_replicates_of(unc))
-    old = verdict_table(runs, seed_axis_replicates(per_seed, 50))  # from the runs table
+    new = at_a_glance_table(runs, axis_replicates_of(unc))
+    old = at_a_glance_table(runs, seed_axis_replicates(per_seed, 50))  # from the runs table
     keep = ["jpeg", "shift_calibration"]
     a = new[new["question"].isin(keep)].set_index(["dataset", "question"]).sort_index()
     b = old[old["question"].isin(keep)].set_index(["dataset", "question"]).sort_index()

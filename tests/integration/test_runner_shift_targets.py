@@ -119,8 +119,12 @@ def test_shift_ece_increase_compares_the_same_labels(finished) -> None:
     import numpy as np
 
     from crsbench.scoring import axes_from_runs
+    from crsbench.stats.at_a_glance import (
+        at_a_glance_table,
+        axis_replicates_of,
+        seed_axis_replicates,
+    )
     from crsbench.stats.uncertainty import crs_uncertainty
-    from crsbench.stats.verdict import axis_replicates_of, seed_axis_replicates, verdict_table
     from crsbench.store import load_runs
 
     cfg, _, _ = finished
@@ -136,8 +140,8 @@ def test_shift_ece_increase_compares_the_same_labels(finished) -> None:
     per_seed = axes_from_runs(runs)
     unc = crs_uncertainty(per_seed, store=cfg.output_dir, n_replicates=50)
     verdicts = {
-        "test-set": verdict_table(runs, axis_replicates_of(unc)),
-        "seed-only": verdict_table(runs, seed_axis_replicates(per_seed, 50)),
+        "test-set": at_a_glance_table(runs, axis_replicates_of(unc)),
+        "seed-only": at_a_glance_table(runs, seed_axis_replicates(per_seed, 50)),
     }
     for name, table in verdicts.items():
         row = table[(table["question"] == "shift_calibration")

@@ -124,7 +124,7 @@ def test_stored_analyses_equal_the_recomputed_ones(pinned_store: Path, tmp_path:
     summary = run_analyses(runs, tmp_path / "fresh", n_replicates=50, store=pinned_store)
     assert {k: v for k, v in again.summary.items() if k != REPORT_KEY} == summary  # analyses'
     fresh = sorted(p.name for p in (tmp_path / "fresh").iterdir())
-    assert {"bootstrap.csv", "verdict.csv", "subgroup_cells.csv"} <= set(fresh)
+    assert {"bootstrap.csv", "at_a_glance.csv", "subgroup_cells.csv"} <= set(fresh)
     assert fresh == sorted(p.name for p in (tmp_path / "stored").iterdir())
     for name in fresh:
         stored = (tmp_path / "stored" / name).read_bytes()

@@ -1,6 +1,6 @@
-"""The tables behind the verdict, pretraining-overlap and weight sections.
+"""The tables behind the at-a-glance table, pretraining-overlap and weight sections.
 
-All read from the stored analyses (:mod:`crsbench.store.computed`): the verdict, the overlap
+All read from the stored analyses (:mod:`crsbench.store.computed`): the at-a-glance table, the overlap
 flags with the pretraining sources (computed from the shipped catalogue when the analyses
 were), the shift analyses without flagged results and the weight sweep. A part the store has
 no data for is ``None`` with its reason in :attr:`BeyondData.missing`.
@@ -20,7 +20,7 @@ from crsbench.report.data import PREFIX, ReportData, report_table, stored_error,
 class BeyondData:
     """Verdict table, overlap flags, shift analyses without flagged results, weight sweep."""
 
-    verdict: pd.DataFrame | None = None
+    at_a_glance: pd.DataFrame | None = None
     flags: pd.DataFrame | None = None
     welch: pd.DataFrame | None = None
     validity: pd.DataFrame | None = None
@@ -28,24 +28,26 @@ class BeyondData:
     sweep_headline: dict[str, Any] = field(default_factory=dict)
     front: pd.DataFrame | None = None
     catalogue_version: str = ""
-    #: The flagged cells with level, why and pretraining sources; per verdict row, whether
+    #: The flagged cells with level, why and pretraining sources; per at-a-glance row, whether
     #: its leader's pretraining may include the row's data.
     flagged: pd.DataFrame | None = None
-    verdict_flags: list[bool] = field(default_factory=list)
+    at_a_glance_flags: list[bool] = field(default_factory=list)
     missing: dict[str, str] = field(default_factory=dict)
 
 
-def _add_verdict(d: ReportData, out: BeyondData) -> None:
-    """The stored ``verdict`` analysis (its intervals: the stored bootstrap's per-cell axes)."""
+def _add_at_a_glance(d: ReportData, out: BeyondData) -> None:
+    """The stored ``at_a_glance`` analysis (its intervals: the stored bootstrap's per-cell axes)."""
     if d.n_replicates <= 0:
-        out.missing["verdict"] = "intervals need --replicates ≥ 1; the leaders are in the tables"
+        out.missing["at_a_glance"] = (
+            "intervals need --replicates ≥ 1; the leaders are in the tables"
+        )
         return
     stored = d.analyses
-    if stored is None or "verdict" not in stored.tables:
-        why = "" if stored is None else stored.summary["skipped"].get("verdict", "")
-        out.missing["verdict"] = str(why or "the verdict was not computed")
+    if stored is None or "at_a_glance" not in stored.tables:
+        why = "" if stored is None else stored.summary["skipped"].get("at_a_glance", "")
+        out.missing["at_a_glance"] = str(why or "the at-a-glance table was not computed")
         return
-    out.verdict = stored.tables["verdict"]
+    out.at_a_glance = stored.tables["at_a_glance"]
 
 
 def _add_overlap(d: ReportData, out: BeyondData) -> None:
@@ -54,8 +56,10 @@ def _add_overlap(d: ReportData, out: BeyondData) -> None:
     out.flags = report_table(analyses, "contamination_flags")
     out.flagged = report_table(analyses, "overlap_flagged")
     out.catalogue_version = str(d.facts["catalogue_version"])
-    if PREFIX + "verdict_flags" in analyses.tables:
-        out.verdict_flags = [bool(v) for v in analyses.tables[PREFIX + "verdict_flags"]["flagged"]]
+    if PREFIX + "at_a_glance_flags" in analyses.tables:
+        out.at_a_glance_flags = [
+            bool(v) for v in analyses.tables[PREFIX + "at_a_glance_flags"]["flagged"]
+        ]
     marks = d.facts.get("pretraining_overlap", {})
     d.board["pretraining_overlap"] = d.board["encoder"].map(marks).fillna("")
     if PREFIX + "shift" not in analyses.tables:
@@ -91,5 +95,5 @@ def compute_beyond(d: ReportData) -> BeyondData:
     out = BeyondData()
     _add_overlap(d, out)
     _add_weights(d, out)
-    _add_verdict(d, out)
+    _add_at_a_glance(d, out)
     return out

@@ -16,13 +16,13 @@ from crsbench.report.beyond_data import compute_beyond
 from crsbench.report.data import ReportData, compute_report_data
 from crsbench.report.html import page_html
 from crsbench.report.prediction_data import compute_predictions
+from crsbench.report.sections_at_a_glance import at_a_glance_section
 from crsbench.report.sections_control import control_probes
 from crsbench.report.sections_overlap import overlap_section
 from crsbench.report.sections_subgroups import subgroups_section
 from crsbench.report.sections_summary import summary_section
 from crsbench.report.sections_transfer import flips_section, operating_points_section
 from crsbench.report.sections_uncertainty import uncertainty
-from crsbench.report.sections_verdict import verdict_section
 from crsbench.report.sections_weights import weights_section
 from crsbench.report.weights_panel import weights_panel_section
 from crsbench.store.computed import ComputedTables
@@ -131,7 +131,7 @@ def build_report(
         preds = compute_predictions(data)
     body = [
         summary_section(data, beyond),
-        verdict_section(data, beyond, writer),
+        at_a_glance_section(data, beyond, writer),
         sections.leaderboard(data, writer),
         weights_panel_section(data),
         sections.profiles(data, writer),

@@ -14,9 +14,9 @@ Public API
 - :func:`contamination_flags`, :func:`shift_welch_without_flagged`,
   :func:`shift_validity_without_flagged`: pretraining-overlap flags and the shift analyses
   without the flagged results.
-- :func:`weight_sensitivity`, :func:`weight_sweep`, :func:`pareto_front`: how the verdict
+- :func:`weight_sensitivity`, :func:`weight_sweep`, :func:`pareto_front`: how the ranking
   depends on the CRS weights; the Pareto front of the four axes.
-- :func:`verdict_table`, :func:`seed_axis_replicates`: the per-dataset leader on each question.
+- :func:`at_a_glance_table`, :func:`seed_axis_replicates`: the per-dataset leader on each question.
 - :func:`run_analyses`: all of them, as ``crsbench analyze`` runs them.
 """
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from crsbench.stats.agreement import rank_agreement, rank_moves
 from crsbench.stats.analyze import run_analyses
+from crsbench.stats.at_a_glance import at_a_glance_table, seed_axis_replicates
 from crsbench.stats.bootstrap import BootstrapResult, paired_seed_bootstrap
 from crsbench.stats.calibration_effects import (
     discrimination_calibration_correlation,
@@ -47,7 +48,6 @@ from crsbench.stats.shift import (
     shift_welch_by_target,
 )
 from crsbench.stats.validity import leave_one_dataset_out, leave_one_target_out, shift_validity
-from crsbench.stats.verdict import seed_axis_replicates, verdict_table
 from crsbench.stats.weight_sensitivity import pareto_front, weight_sensitivity, weight_sweep
 
 __all__ = [
@@ -78,7 +78,7 @@ __all__ = [
     "shift_welch",
     "shift_welch_by_target",
     "shift_welch_without_flagged",
-    "verdict_table",
+    "at_a_glance_table",
     "weight_sensitivity",
     "weight_sweep",
 ]

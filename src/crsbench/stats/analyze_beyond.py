@@ -1,6 +1,6 @@
 """The analyses past the paper's section 10 that ``crsbench analyze`` runs
 (:data:`BEYOND_ANALYSES`): pretraining-overlap flags and the shift analyses without them, the
-CRS weight sweep and the Pareto front, and the per-dataset verdict table."""
+CRS weight sweep and the Pareto front, and the per-dataset at-a-glance table."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import pandas as pd
 
 from crsbench.core.errors import ConfigError
 from crsbench.stats.analysis_registry import Analysis, AnalysisInputs
+from crsbench.stats.at_a_glance import at_a_glance_table, seed_axis_replicates
 from crsbench.stats.contamination import (
     contamination_flags,
     shift_validity_without_flagged,
     shift_welch_without_flagged,
 )
-from crsbench.stats.verdict import seed_axis_replicates, verdict_table
 from crsbench.stats.weight_sensitivity import pareto_front, weight_sensitivity
 
-#: Why the verdict is skipped with ``--replicates 0``.
+#: Why the at-a-glance table is skipped with ``--replicates 0``.
 NO_INTERVALS = "intervals need --replicates ≥ 1; the leaders are in the tables"
 _NO_SHIFT = "the store has no institutional-shift rows (condition = shift)"
 
@@ -29,7 +29,7 @@ def _flags_headline(flags: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
                                          strict=True)]}  # fmt: skip
 
 
-def _verdict_headline(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+def _at_a_glance_headline(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     picks = table[table["question"] == "pick"]
     return table, {
         "interval": sorted(set(table["interval"])),
@@ -40,8 +40,8 @@ def _verdict_headline(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     }  # fmt: skip
 
 
-def verdict(x: AnalysisInputs) -> tuple[pd.DataFrame, dict]:
-    """The per-dataset verdict. Its intervals come from the test-patient × seed bootstrap's
+def at_a_glance(x: AnalysisInputs) -> tuple[pd.DataFrame, dict]:
+    """The per-dataset at-a-glance table. Its intervals come from the test-patient × seed bootstrap's
     per-cell axes when ``bootstrap`` ran, else from the paired-seed bootstrap (named
     ``seed-only`` on every row)."""
     if x.n_replicates < 1:
@@ -49,8 +49,8 @@ def verdict(x: AnalysisInputs) -> tuple[pd.DataFrame, dict]:
     reps = x.test_set_axes
     if reps is None:
         reps = seed_axis_replicates(x.per_seed, n_replicates=x.n_replicates, seed=x.seed)
-    table = verdict_table(x.runs, reps, x.anchors, seed=x.seed)
-    return (table, {}) if table.empty else _verdict_headline(table)
+    table = at_a_glance_table(x.runs, reps, x.anchors, seed=x.seed)
+    return (table, {}) if table.empty else _at_a_glance_headline(table)
 
 
 BEYOND_ANALYSES: tuple[Analysis, ...] = (
@@ -76,6 +76,8 @@ BEYOND_ANALYSES: tuple[Analysis, ...] = (
     ),
     Analysis("pareto_front", ("board", "anchors"), lambda x: pareto_front(x.board, x.anchors)),
     Analysis(
-        "verdict", ("runs", "per_seed", "test_set_axes", "anchors", "n_replicates", "seed"), verdict
+        "at_a_glance",
+        ("runs", "per_seed", "test_set_axes", "anchors", "n_replicates", "seed"),
+        at_a_glance,
     ),
 )

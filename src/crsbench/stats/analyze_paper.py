@@ -11,6 +11,7 @@ from crsbench.scoring.aggregate import encoder_means
 from crsbench.scoring.planned import ranked_per_seed
 from crsbench.stats.agreement import rank_agreement, rank_moves
 from crsbench.stats.analysis_registry import Analysis, AnalysisInputs, records
+from crsbench.stats.at_a_glance import axis_replicates_of
 from crsbench.stats.calibration_effects import (
     discrimination_calibration_correlation,
     ece_increase_by_condition,
@@ -32,7 +33,6 @@ from crsbench.stats.shift import (
 )
 from crsbench.stats.uncertainty import crs_uncertainty, indistinguishable_sentences
 from crsbench.stats.validity import leave_one_dataset_out, leave_one_target_out, shift_validity
-from crsbench.stats.verdict import axis_replicates_of
 
 #: Why the bootstrap is skipped with ``--replicates 0``.
 NO_REPLICATES = "the bootstrap needs --replicates ≥ 1"

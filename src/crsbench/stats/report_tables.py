@@ -125,7 +125,7 @@ def _shift(runs: pd.DataFrame, out: dict, info: dict) -> pd.DataFrame:
 
 
 def _overlap(cells: pd.DataFrame, shift: pd.DataFrame, stored: dict, out: dict, info: dict) -> None:
-    """The overlap flags, the flagged cells with their sources, and the verdict's marks."""
+    """The overlap flags, the flagged cells with their sources, and the at-a-glance table's marks."""
     flags = contamination_flags(cells)
     version = str(flags["catalogue_version"].iloc[0])
     cat = load_pretraining(version or None)
@@ -141,11 +141,11 @@ def _overlap(cells: pd.DataFrame, shift: pd.DataFrame, stored: dict, out: dict, 
         rows.append({"encoder": enc, "dataset": ds, "level": LEVEL_WORDS[level], "why": why,
                      "pretraining sources": sources})  # fmt: skip
     out["overlap_flagged"] = pd.DataFrame(rows)
-    verdict = stored.get("verdict")
-    if verdict is not None:  # whether each leader's pretraining may include the row's data
+    at_a_glance = stored.get("at_a_glance")
+    if at_a_glance is not None:  # whether each leader's pretraining may include the row's data
         marks = [any(cat.overlap(enc, ds).flagged for ds in str(group).split("→"))
-                 for enc, group in zip(verdict["leader"], verdict["dataset"], strict=True)]  # fmt: skip
-        out["verdict_flags"] = pd.DataFrame({"flagged": marks})
+                 for enc, group in zip(at_a_glance["leader"], at_a_glance["dataset"], strict=True)]  # fmt: skip
+        out["at_a_glance_flags"] = pd.DataFrame({"flagged": marks})
 
 
 def _weights(board: pd.DataFrame, cells: pd.DataFrame, anc: Anchors, seed: int, out: dict,

@@ -35,7 +35,7 @@ from crsbench.store.reader import read_queries
 #: Folder of the computed tables inside a store directory.
 COMPUTED_DIR = "computed"
 #: Layout version of a computed file (a new layout is another key; 2: the report's tables).
-COMPUTED_LAYOUT = 2
+COMPUTED_LAYOUT = 3
 #: Files of one kind kept in ``STORE/computed/`` (the newest; older ones are removed).
 KEEP_PER_KIND = 3
 #: The name of a file crsbench writes there (the key: 24 hex digits).

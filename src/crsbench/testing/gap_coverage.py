@@ -1,6 +1,6 @@
 """Coverage of the intervals of differences on planted truth: every CRS difference between
 two encoders (``pairwise``, behind the tiers), the leader's CRS gap to the runner-up (report
-section 4) and the verdict's leader-vs-runner-up gaps per question (docs/scoring.md, "Every
+section 4) and the at-a-glance table's leader-vs-runner-up gaps per question (docs/scoring.md, "Every
 printed interval").
 
 Each world is drawn from one planted parameter set (:mod:`crsbench.testing.planted`); the
@@ -17,8 +17,8 @@ import pandas as pd
 from crsbench.protocol import PAPER_SHIFTS
 from crsbench.scoring import crs_table
 from crsbench.scoring.anchors import AXES
+from crsbench.stats.at_a_glance import at_a_glance_table, from_patient_bootstrap
 from crsbench.stats.patient_bootstrap import patient_seed_bootstrap
-from crsbench.stats.verdict import from_patient_bootstrap, verdict_table
 from crsbench.testing.planted import (
     draw_world,
     planted_parameters,
@@ -33,7 +33,7 @@ _AXIS_OF = {"discrimination": "auroc", "calibration": "ece", "label_efficiency":
 
 def _truths(params, population: pd.DataFrame) -> dict[tuple[str, str, str], float]:
     """(encoder, group, question) → population value (CRS of a cell, an axis, the JPEG drop
-    and the shift ECE increase) as the verdict table keys them."""
+    and the shift ECE increase) as the at-a-glance table keys them."""
     cells = crs_table(population[["encoder", "dataset", *AXES]])
     out = {}
     for r in cells.itertuples():
@@ -49,7 +49,7 @@ def _truths(params, population: pd.DataFrame) -> dict[tuple[str, str, str], floa
     return out
 
 
-def _verdict_hits(table: pd.DataFrame, truth: dict, w: int) -> list[dict]:
+def _at_a_glance_hits(table: pd.DataFrame, truth: dict, w: int) -> list[dict]:
     rows = []
     for r in table.itertuples():
         if r.runner_up is None or pd.isna(r.runner_up):
@@ -57,7 +57,7 @@ def _verdict_hits(table: pd.DataFrame, truth: dict, w: int) -> list[dict]:
         sign = 1.0 if r.higher_is_better else -1.0
         true_gap = sign * (truth[(r.leader, r.dataset, r.question)]
                            - truth[(r.runner_up, r.dataset, r.question)])  # fmt: skip
-        rows.append({"world": w, "target": f"verdict gap: {r.question}",
+        rows.append({"world": w, "target": f"at-a-glance gap: {r.question}",
                      "kind": r.gap_interval_kind,
                      "covered": bool(r.gap_ci_low <= true_gap <= r.gap_ci_high)})  # fmt: skip
     return rows
@@ -96,8 +96,8 @@ def run_gap_coverage(
         true = pop[lead] - pop[second]
         hits.append({"world": w, "target": "leader's CRS gap (section 4)", "kind": "95% CI",
                      "covered": bool(g["ci_low"] <= true <= g["ci_high"])})  # fmt: skip
-        table = verdict_table(runs, from_patient_bootstrap(res))
-        hits += _verdict_hits(table, truth, w)
+        table = at_a_glance_table(runs, from_patient_bootstrap(res))
+        hits += _at_a_glance_hits(table, truth, w)
     return pd.DataFrame(hits)
 
 

@@ -22,7 +22,7 @@ def test_first_screen_answers_the_questions(small_report: Path) -> None:
     for question in ("Which encoder should I pick?", "Which is most robust to JPEG?",
                      "Which keeps its calibration under shift?"):  # fmt: skip
         assert question in body
-    verdict = pd.read_csv(small_report.parent / "tables" / "verdict.csv")
+    verdict = pd.read_csv(small_report.parent / "tables" / "at_a_glance.csv")
     assert set(verdict["dataset"]) == {"isic2019", "aptos2019", "chexpert", "chexpert→mimic_cxr"}
     assert set(verdict["interval"]) == {"seed-only"}
     for leader in verdict["leader"]:

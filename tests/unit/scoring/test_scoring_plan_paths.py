@@ -18,7 +18,7 @@ import pytest
 
 from crsbench.cli.report_command import report_data
 from crsbench.config import parse_config
-from crsbench.report.beyond_data import BeyondData, _add_verdict
+from crsbench.report.beyond_data import BeyondData, _add_at_a_glance
 from crsbench.runs.plan import recorded_plan
 from crsbench.scoring import freeze_anchors, score_runs
 from crsbench.stats import (
@@ -166,7 +166,7 @@ def test_the_reports_verdict_scores_chexpert_against_the_plan(tmp_path: Path) ->
     data = report_data(store, n_replicates=20, interval="seed-only")
     assert data.plan_notes == []  # the store records its plan
     out = BeyondData()
-    _add_verdict(data, out)
+    _add_at_a_glance(data, out)
     asked = set(zip(out.verdict["dataset"], out.verdict["question"], strict=True))
     # no CheXpert cell is complete (R lacks MIMIC): no axis or CRS question of CheXpert;
     # the report lists its encoders as incomplete, with the reason
@@ -177,10 +177,10 @@ def test_the_reports_verdict_scores_chexpert_against_the_plan(tmp_path: Path) ->
     # what the store holds alone (no plan): a CheXpert CRS leader
     from crsbench.scoring.anchors import anchors_for_runs
     from crsbench.scoring.planned import planned_axes
-    from crsbench.stats.verdict import seed_axis_replicates, verdict_table
+    from crsbench.stats.at_a_glance import at_a_glance_table, seed_axis_replicates
 
     reps = seed_axis_replicates(planned_axes(data.runs, None), n_replicates=20, seed=0)
-    blind = verdict_table(data.runs, reps, anchors_for_runs(None, data.runs), seed=0)
+    blind = at_a_glance_table(data.runs, reps, anchors_for_runs(None, data.runs), seed=0)
     assert ("chexpert", "pick") in set(zip(blind["dataset"], blind["question"], strict=True))
 
 

@@ -72,7 +72,7 @@ def _same_tables_and_csvs(store: Path, out: Path, n_replicates: int) -> set[str]
 
 def test_stored_tables_equal_the_computed_ones_and_are_read_the_second_time(store, tmp_path):
     names = _same_tables_and_csvs(store, tmp_path, 20)
-    assert {"cells", "leaderboard", "bootstrap", "bootstrap_pairwise", "verdict"} <= names
+    assert {"cells", "leaderboard", "bootstrap", "bootstrap_pairwise", "at_a_glance"} <= names
 
 
 @pytest.mark.slow

@@ -92,7 +92,7 @@ def test_crs_corrected_column_equals_two_plug_in_minus_replicate_mean(tmp_path):
 
 
 def test_verdict_page_shows_the_corrected_value_and_the_phrase_only_where_outside():
-    from crsbench.report.sections_verdict import readable_verdict
+    from crsbench.report.sections_at_a_glance import readable_at_a_glance
 
     base = {"dataset": "chexpert", "question": "calibration", "asks": "Which is best calibrated?",
             "value_name": "C: ECE", "higher_is_better": False, "runner_up": "b",
@@ -103,7 +103,7 @@ def test_verdict_page_shows_the_corrected_value_and_the_phrase_only_where_outsid
         dict(base, leader="a", value=0.20, ci_low=0.09, ci_high=0.11, value_corrected=0.10),
         dict(base, leader="c", value=0.10, ci_low=0.09, ci_high=0.11, value_corrected=0.10),
     ]
-    table = readable_verdict(pd.DataFrame(rows), [True, False])  # a's pretraining: flagged
+    table = readable_at_a_glance(pd.DataFrame(rows), [True, False])  # a's pretraining: flagged
     assert list(table["bias-corrected"]) == [
         "bias-corrected 0.100; the plug-in 0.200 is outside its interval because the bootstrap "
         "finds it biased",

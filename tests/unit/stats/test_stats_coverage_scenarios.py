@@ -109,8 +109,8 @@ def test_reduced_coverage_run_covers():
 
 
 def test_axis_intervals_and_the_verdict_use_r_interval():
+    from crsbench.stats.at_a_glance import at_a_glance_table, from_patient_bootstrap
     from crsbench.stats.patient_bootstrap import patient_seed_bootstrap
-    from crsbench.stats.verdict import from_patient_bootstrap, verdict_table
     from crsbench.testing import simulate_runs
     from crsbench.testing.planted import draw_world as draw_binary
     from crsbench.testing.planted import planted_parameters, population_table
@@ -127,7 +127,7 @@ def test_axis_intervals_and_the_verdict_use_r_interval():
     b_lo, b_hi = basic_interval(res.point_axes[:, 3], res.axes[:, :, 3])
     assert (r.low <= b_lo + 1e-15).all() and (r.high >= b_hi - 1e-15).all()  # the union
     runs = simulate_runs(n_encoders=2, datasets=("isic2019",), seeds=2)
-    table = verdict_table(runs, from_patient_bootstrap(res)).set_index(["dataset", "question"])
+    table = at_a_glance_table(runs, from_patient_bootstrap(res)).set_index(["dataset", "question"])
     row = table.loc[("isic2019", "robustness")]
     i = [e for e, _ in res.cell_keys].index(row["leader"])
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((r.low[i], r.high[i]), abs=1e-15)

@@ -119,7 +119,7 @@ def test_axis_intervals_use_the_ece_interval():
 
 
 def test_verdict_leader_ece_interval_is_the_ece_interval():
-    from crsbench.stats.verdict import from_patient_bootstrap, verdict_table
+    from crsbench.stats.at_a_glance import at_a_glance_table, from_patient_bootstrap
     from crsbench.testing import simulate_runs
 
     rng = np.random.default_rng(13)
@@ -127,7 +127,7 @@ def test_verdict_leader_ece_interval_is_the_ece_interval():
     world = draw_world(params, 200, 2, rng, population_table(params))
     res = patient_seed_bootstrap(world.cells, n_replicates=200, seed=0)
     runs = simulate_runs(n_encoders=2, datasets=("isic2019",), seeds=2)
-    table = verdict_table(runs, from_patient_bootstrap(res)).set_index(["dataset", "question"])
+    table = at_a_glance_table(runs, from_patient_bootstrap(res)).set_index(["dataset", "question"])
     row = table.loc[("isic2019", "calibration")]
     i = [e for e, _ in res.cell_keys].index(row["leader"])
     assert row["value"] == pytest.approx(res.point_axes[:, 1].min())

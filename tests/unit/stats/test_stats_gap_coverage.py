@@ -1,6 +1,6 @@
 """A reduced run of the difference-coverage benchmark (``benchmarks/gap_coverage.py``): the
-95% CIs of CRS differences, the leader's gap and the verdict's gaps cover the planted
-differences in most worlds, and every verdict gap is labelled as the report labels it."""
+95% CIs of CRS differences, the leader's gap and the at-a-glance table's gaps cover the planted
+differences in most worlds, and every at-a-glance gap is labelled as the report labels it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ def test_reduced_gap_coverage_on_planted_truth():
     assert table.loc["leader's CRS gap (section 4)", "n"] == 4
     ci = table[table["kind"] == "95% CI"]
     assert ci["coverage"].min() >= 0.7, ci
-    assert table.loc["verdict gap: shift_calibration", "kind"] == "bootstrap range"
-    assert {"verdict gap: pick", "verdict gap: robustness", "verdict gap: jpeg"} <= set(ci.index)
+    assert table.loc["at-a-glance gap: shift_calibration", "kind"] == "bootstrap range"
+    assert {"at-a-glance gap: pick", "at-a-glance gap: robustness", "at-a-glance gap: jpeg"} <= set(
+        ci.index
+    )
     for q in ("calibration", "label_efficiency"):  # not shown to cover: printed as a range
-        assert table.loc[f"verdict gap: {q}", "kind"] == "bootstrap range"
+        assert table.loc[f"at-a-glance gap: {q}", "kind"] == "bootstrap range"

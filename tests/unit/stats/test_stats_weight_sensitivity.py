@@ -118,7 +118,7 @@ def test_analyze_writes_the_new_tables(planted_store, tmp_path) -> None:
     summary = run_analyses(runs, tmp_path / "a", n_replicates=50)
     for name in ("contamination_flags", "shift_welch_without_flagged",
                  "external_validity_shift_without_flagged", "weight_sensitivity",
-                 "pareto_front", "verdict"):  # fmt: skip
+                 "pareto_front", "at_a_glance"):  # fmt: skip
         assert (tmp_path / "a" / f"{name}.csv").is_file(), summary["skipped"].get(name)
     head = json.loads((tmp_path / "a" / "summary.json").read_text())["analyses"]
     assert head["contamination_flags"]["flagged_cells"] == ["rad_dino/chexpert (trained_on)"]

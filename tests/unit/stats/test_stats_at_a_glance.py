@@ -9,7 +9,7 @@ import pytest
 
 from crsbench.scoring import axes_from_runs, load_anchors
 from crsbench.stats import paired_seed_bootstrap
-from crsbench.stats.verdict import _cell_crs, seed_axis_replicates, verdict_table
+from crsbench.stats.at_a_glance import _cell_crs, at_a_glance_table, seed_axis_replicates
 
 ENCODERS = ("resnet50", "vit_b16", "clip", "siglip")
 CLEAN = {"resnet50": [0.90, 0.91, 0.92], "vit_b16": [0.80, 0.81, 0.82],
@@ -37,7 +37,7 @@ def _plant(df: pd.DataFrame, main_mask) -> None:
 def verdict(planted_store) -> pd.DataFrame:
     runs = planted_store(ENCODERS, 3, _plant)
     reps = seed_axis_replicates(axes_from_runs(runs), n_replicates=2_000, seed=0)
-    return verdict_table(runs, reps, seed=0).set_index(["dataset", "question"])
+    return at_a_glance_table(runs, reps, seed=0).set_index(["dataset", "question"])
 
 
 def test_discrimination_leader_interval_and_gap(verdict: pd.DataFrame) -> None:
@@ -92,8 +92,8 @@ def test_cell_replicates_are_the_paired_seed_bootstrap_draws() -> None:
 def test_every_row_says_what_its_interval_is(verdict: pd.DataFrame) -> None:
     """Seed-only rows are seed-only ranges; on the test-patient resamples every value is a 95%
     CI except the shift ECE increase (percentile spread, not shown to cover: a range)."""
+    from crsbench.stats.at_a_glance import GAPS_SHOWN_TO_COVER, from_patient_bootstrap
     from crsbench.stats.patient_bootstrap import patient_seed_bootstrap
-    from crsbench.stats.verdict import GAPS_SHOWN_TO_COVER, from_patient_bootstrap
     from crsbench.testing import simulate_runs
     from crsbench.testing.planted import draw_world, planted_parameters, population_table
 
@@ -103,7 +103,7 @@ def test_every_row_says_what_its_interval_is(verdict: pd.DataFrame) -> None:
     world = draw_world(params, 120, 2, rng, population_table(params))
     res = patient_seed_bootstrap(world.cells, n_replicates=100, seed=0)
     runs = simulate_runs(n_encoders=2, datasets=("chexpert",), seeds=2)
-    table = verdict_table(runs, from_patient_bootstrap(res))
+    table = at_a_glance_table(runs, from_patient_bootstrap(res))
     kinds = dict(zip(table["question"], table["interval_kind"], strict=True))
     assert kinds.pop("shift_calibration") == "bootstrap range"
     assert set(kinds.values()) == {"95% CI"} and "jpeg" in kinds
@@ -117,8 +117,8 @@ def test_basic_rows_carry_the_bias_corrected_value_and_gap(verdict: pd.DataFrame
     """Beside each 95% CI of the test-patient verdict: ``value_corrected`` = 2·θ̂ − mean(θ*)
     of the leader's cell (worked here from the raw replicates), the gap's likewise; NaN
     beside a bootstrap range or a seed-only range."""
+    from crsbench.stats.at_a_glance import from_patient_bootstrap
     from crsbench.stats.patient_bootstrap import patient_seed_bootstrap
-    from crsbench.stats.verdict import from_patient_bootstrap
     from crsbench.testing import simulate_runs
     from crsbench.testing.planted import draw_world, planted_parameters, population_table
 
@@ -128,7 +128,7 @@ def test_basic_rows_carry_the_bias_corrected_value_and_gap(verdict: pd.DataFrame
     world = draw_world(params, 120, 2, rng, population_table(params))
     res = patient_seed_bootstrap(world.cells, n_replicates=100, seed=0)
     runs = simulate_runs(n_encoders=2, datasets=("chexpert",), seeds=2)
-    table = verdict_table(runs, from_patient_bootstrap(res)).set_index("question")
+    table = at_a_glance_table(runs, from_patient_bootstrap(res)).set_index("question")
     cell = {enc: i for i, (enc, _) in enumerate(res.cell_keys)}
     for question, j, sign in (("discrimination", 0, 1.0), ("label_efficiency", 2, 1.0)):
         row = table.loc[question]

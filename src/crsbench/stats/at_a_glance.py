@@ -241,14 +241,14 @@ GAPS_SHOWN_TO_COVER: frozenset[str] = frozenset({"pick", "discrimination", "robu
 
 
 def interval_kind(method: str, basic: bool) -> str:
-    """What a verdict row's intervals are: a 95 % CI (basic, test patients × seeds), a
+    """What an at-a-glance row's intervals are: a 95 % CI (basic, test patients × seeds), a
     bootstrap range (percentile) or a seed-only range."""
     if method == SEED_ONLY:
         return SEED_ONLY_RANGE
     return CI95 if basic else BOOTSTRAP_RANGE
 
 
-def _verdicts(question, items, point, rep, method, basic, level, lead_interval=None) -> list:
+def _glance_rows(question, items, point, rep, method, basic, level, lead_interval=None) -> list:
     """Leader, runner-up and gap per group; ``lead_interval(i)`` overrides the leader's."""
     key, text, value_name, higher = question
     kind = interval_kind(method, basic)
@@ -331,7 +331,7 @@ def _r_lead_interval(reps: AxisReplicates, level: float):
     return interval
 
 
-def verdict_table(
+def at_a_glance_table(
     runs: pd.DataFrame,
     replicates: AxisReplicates,
     anchors: str | Anchors | None = None,
@@ -371,16 +371,16 @@ def verdict_table(
     """
     anc = load_anchors(anchors)
     if not replicates.cell_keys:
-        raise DataError("the verdict needs at least one cell with bootstrap replicates.")
+        raise DataError("the at-a-glance table needs at least one cell with bootstrap replicates.")
     items = list(replicates.cell_keys)
     crs_point, crs_rep = _cell_crs(replicates, anc)
-    rows = _verdicts(QUESTIONS[0], items, crs_point, crs_rep, replicates.method,
+    rows = _glance_rows(QUESTIONS[0], items, crs_point, crs_rep, replicates.method,
                      replicates.basic, level)  # fmt: skip
     for j, question in enumerate(QUESTIONS[1:5]):
         lead = {"auroc": _auroc_lead_interval, "ece": _ece_lead_interval,
                 "robustness_drop": _r_lead_interval}.get(AXES[j])  # fmt: skip
         lead = lead(replicates, level) if lead is not None else None
-        rows += _verdicts(question, items, replicates.point[:, j], replicates.replicates[:, :, j],
+        rows += _glance_rows(question, items, replicates.point[:, j], replicates.replicates[:, :, j],
                           replicates.method, replicates.basic, level, lead)  # fmt: skip
     seeds = sorted(select_runs(runs)["seed"].unique())
     counts = seed_counts(replicates.replicates.shape[0], max(len(seeds), 1), seed).astype(float)
@@ -388,11 +388,11 @@ def verdict_table(
         resampled = _extra_values(replicates, question[0])
         if resampled is not None:  # on the test-patient bootstrap's resamples
             basic = question[0] == "jpeg"  # shift ECE increase: a range (module notes)
-            rows += _verdicts(question, *resampled, replicates.method, basic, level)
+            rows += _glance_rows(question, *resampled, replicates.method, basic, level)
             continue
         table = values(runs)
         if not table.empty:  # the seeds only
-            rows += _verdicts(question, *_seed_values(table, seeds, counts), SEED_ONLY, False,
+            rows += _glance_rows(question, *_seed_values(table, seeds, counts), SEED_ONLY, False,
                               level)  # fmt: skip
     if not rows:  # no cell with an encoder to compare: nothing to answer
         return pd.DataFrame()
@@ -403,4 +403,4 @@ def verdict_table(
 
 
 __all__ = ["AXES", "QUESTIONS", "AxisReplicates", "axis_replicates_of", "from_patient_bootstrap",
-           "seed_axis_replicates", "verdict_table"]  # fmt: skip
+           "seed_axis_replicates", "at_a_glance_table"]  # fmt: skip

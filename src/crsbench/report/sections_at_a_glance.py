@@ -23,7 +23,7 @@ def _estimate(value: float, lo: float, hi: float) -> str:
 
 
 def _corrected(row: pd.Series) -> str:
-    """The bias-corrected value beside a basic interval (``""`` beside a range, or a verdict
+    """The bias-corrected value beside a basic interval (``""`` beside a range, or an at-a-glance table
     written before the column), with the phrase when the plug-in lies outside the interval."""
     fixed = float(row.get("value_corrected", np.nan))
     if not np.isfinite(fixed) or not np.isfinite(row["value"]):
@@ -52,7 +52,7 @@ def _runner_up(row: pd.Series) -> str:
 
 def _kind(row: pd.Series) -> str:
     """``95% CI (test patients × seeds)``, ``bootstrap range (test patients × seeds)`` or
-    ``seed-only range``: what the row's brackets are (a verdict written before the
+    ``seed-only range``: what the row's brackets are (an at-a-glance table written before the
     ``interval_kind`` column: the bootstrap's name alone)."""
     kind = row.get("interval_kind")
     if not isinstance(kind, str) or not kind:
@@ -60,7 +60,7 @@ def _kind(row: pd.Series) -> str:
     return kind if kind == SEED_ONLY_RANGE else f"{kind} ({row['interval']})"
 
 
-def readable_verdict(verdict: pd.DataFrame, flagged: list[bool]) -> pd.DataFrame:
+def readable_at_a_glance(at_a_glance: pd.DataFrame, flagged: list[bool]) -> pd.DataFrame:
     """The page's table: question with its measure (↑ higher / ↓ lower is better), leader
     (``†`` when its pretraining may include the data), value with interval, runner-up
     (named with its value when not distinguishable) and the interval method; beside basic
@@ -68,7 +68,7 @@ def readable_verdict(verdict: pd.DataFrame, flagged: list[bool]) -> pd.DataFrame
     per row, whether its leader's pretraining may include the row's dataset(s) (stored with
     the analyses)."""
     rows = []
-    for (_, r), hit in zip(verdict.iterrows(), flagged, strict=True):
+    for (_, r), hit in zip(at_a_glance.iterrows(), flagged, strict=True):
         mark = f" {FLAG_MARK}" if hit else ""
         arrow = "↑" if r["higher_is_better"] else "↓"
         rows.append({
@@ -86,8 +86,8 @@ def readable_verdict(verdict: pd.DataFrame, flagged: list[bool]) -> pd.DataFrame
     return table
 
 
-def verdict_section(d: ReportData, b: BeyondData, w: Writer) -> Section:
-    """Section "At a glance": the verdict table per dataset."""
+def at_a_glance_section(d: ReportData, b: BeyondData, w: Writer) -> Section:
+    """Section "At a glance": the at-a-glance table per dataset."""
     s = Section(
         SECTION_ID, "At a glance: which encoder for what",
         "For each dataset, the encoder that leads on each question with its bootstrap "
@@ -95,11 +95,11 @@ def verdict_section(d: ReportData, b: BeyondData, w: Writer) -> Section:
         "distinguishable on these runs: pick between them on other grounds (licence, cost, "
         "the axis you care about most).",
     )  # fmt: skip
-    if b.verdict is None:
-        s.parts.append(note_html(b.missing.get("verdict", "not available")))
+    if b.at_a_glance is None:
+        s.parts.append(note_html(b.missing.get("at_a_glance", "not available")))
         return s
-    table = readable_verdict(b.verdict, b.verdict_flags)
-    methods = ", ".join(sorted(set(b.verdict["interval"])))
+    table = readable_at_a_glance(b.at_a_glance, b.at_a_glance_flags)
+    methods = ", ".join(sorted(set(b.at_a_glance["interval"])))
     s.parts.append(f'<p class="legend">Intervals: {esc(methods)} bootstrap (named on every '
                    "row with what the brackets are: a 95% CI is a basic bootstrap interval "
                    "shown to cover on planted test sets; a bootstrap range is the 2.5–97.5 % "
@@ -113,6 +113,6 @@ def verdict_section(d: ReportData, b: BeyondData, w: Writer) -> Section:
                    "(section 10).</p>")  # fmt: skip
     for i, (dataset, part) in enumerate(table.groupby("dataset", sort=True)):
         s.parts.append(f"<h3>{esc(dataset)}</h3>")
-        s.parts.append(table_html(part.drop(columns="dataset"), table_id=f"verdict-{i}"))
-    s.parts.append(files_html([w.csv(b.verdict, "verdict")]))
+        s.parts.append(table_html(part.drop(columns="dataset"), table_id=f"at-a-glance-{i}"))
+    s.parts.append(files_html([w.csv(b.at_a_glance, "at_a_glance")]))
     return s
