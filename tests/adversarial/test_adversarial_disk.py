@@ -190,7 +190,7 @@ def test_score_into_a_read_only_mount(tmp_path: Path) -> None:
 def test_score_on_a_full_disk_keeps_no_half_written_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import crsbench.report.leaderboard as leaderboard
+    import crsbench.report.leaderboard_files as leaderboard
 
     store = _store(tmp_path / "out")
     out = tmp_path / "scores"

@@ -100,7 +100,7 @@ def test_a_bad_bound_in_the_cohort_yaml_is_refused_naming_file_and_key(tmp_path:
 
 
 def test_the_cohort_yaml_bounds_reach_the_image_check_and_the_run_config(tmp_path: Path) -> None:
-    from crsbench.cohort.plan import cohort_config
+    from crsbench.cohort.profile_config import cohort_config
     from crsbench.cohort.spec import read_spec
     from crsbench.datasets.files import probe_images
 

@@ -79,7 +79,7 @@ def _precision(root: Path) -> Path:
 def _tables(root: Path) -> Path:
     import pandas as pd
 
-    from crsbench.report.leaderboard import write_tables
+    from crsbench.report.leaderboard_files import write_tables
 
     write_tables(pd.DataFrame({"encoder": ["x"] * 5000, "crs": [0.7] * 5000}), root / "tables")
     return root / "tables" / "leaderboard.csv"

@@ -161,8 +161,8 @@ def _write_cohort(root: Path, table: Table, specs: list[ImageSpec]) -> Path:
 
 def _profile_checks(spec: Any) -> Any:
     """Every check ``crsbench profile`` runs before extraction, and its config."""
-    from crsbench.cohort.plan import cohort_config
     from crsbench.cohort.profile import check_cohort
+    from crsbench.cohort.profile_config import cohort_config
 
     _, summary = check_cohort(spec)
     summary.as_dict()

@@ -85,7 +85,7 @@ def score(
 ) -> None:
     """Leaderboard: four axes, CRS and components, AUROC, both ranks and the bootstrap tier."""
     from crsbench.core.errors import CrsbenchError
-    from crsbench.report.leaderboard import write_tables
+    from crsbench.report.leaderboard_files import write_tables
     from crsbench.stats.compute import stored_leaderboard
 
     level = verbosity(quiet, verbose)

@@ -132,7 +132,7 @@ def leaderboard_and_report(
     ``console``), the leaderboard and the result paths to ``console``.
     """
     from crsbench.report import build_report
-    from crsbench.report.leaderboard import write_tables
+    from crsbench.report.leaderboard_files import write_tables
     from crsbench.stats.analyze import write_analyses
     from crsbench.stats.compute import stored_analyses
     from crsbench.stats.leaderboard import build_leaderboard

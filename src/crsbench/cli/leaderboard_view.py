@@ -8,7 +8,7 @@ from rich.console import Console
 
 from crsbench.cli.output import print_table
 from crsbench.protocol import interval_label
-from crsbench.report.leaderboard import estimate_outside_interval_sentence
+from crsbench.report.leaderboard_files import estimate_outside_interval_sentence
 
 #: Board column → header of the printed leaderboard, in order (``ci`` is built from the
 #: interval columns).

@@ -1,7 +1,7 @@
 """``crsbench profile``: check a local cohort, then run the benchmark's pipeline on it.
 
 The run itself is :func:`crsbench.runs.pipeline.run_benchmark` on the config of
-:func:`crsbench.cohort.plan.cohort_config` (one ``folder`` dataset), so a profile is resumable
+:func:`crsbench.cohort.profile_config.cohort_config` (one ``folder`` dataset), so a profile is resumable
 like ``crsbench run`` and its store is a benchmark store: ``crsbench score``, ``report`` and
 ``status`` read it. Every check of :mod:`crsbench.cohort.checks` runs first; a refused cohort
 leaves nothing written.
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from crsbench.cohort import checks
-from crsbench.cohort.plan import COHORT_DATASET, cohort_config
+from crsbench.cohort.profile_config import COHORT_DATASET, cohort_config
 from crsbench.cohort.spec import CohortSpec
 from crsbench.core.errors import DataError
 from crsbench.store.outputs import write_output_file
@@ -39,7 +39,7 @@ class ProfileResult:
 
 def _load(spec: CohortSpec, max_images: int | None) -> tuple[Any, np.ndarray]:
     """The cohort through the ``folder`` adapter (capped) and its rows' CSV data rows."""
-    from crsbench.cohort.plan import folder_options
+    from crsbench.cohort.profile_config import folder_options
     from crsbench.datasets import load
     from crsbench.runs.prepare import cap_rows, subset_dataset
 

@@ -2,7 +2,7 @@
 
 A :class:`CohortSpec` names the cohort's CSV, the image folder, the label columns and the
 optional patient column; everything else has a default chosen from the cohort's size
-(:mod:`crsbench.cohort.plan`).
+(:mod:`crsbench.cohort.profile_config`).
 """
 
 from __future__ import annotations

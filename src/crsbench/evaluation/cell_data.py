@@ -60,7 +60,7 @@ class CellData:
         Image id and patient group of every row; with them the main-protocol rows keep their
         per-sample predictions (:mod:`crsbench.evaluation.prediction_keeper`).
     metadata : mapping attribute → (N,) array of str, or None
-        Subgroup attributes of every row (:func:`crsbench.datasets.subgroups.subgroup_columns`),
+        Subgroup attributes of every row (:func:`crsbench.datasets.subgroup_attributes.subgroup_columns`),
         stored with the predictions.
     """
 

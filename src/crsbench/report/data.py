@@ -78,7 +78,7 @@ class ReportData:
     #: The requested bootstrap (``test-patients`` or ``seed-only``) and the store it reads.
     interval: str = "test-patients"
     store_dir: Path | None = None
-    #: The note when the store records no plan (:data:`crsbench.store.plan.NO_PLAN_NOTE`).
+    #: The note when the store records no plan (:data:`crsbench.store.stored_plan.NO_PLAN_NOTE`).
     plan_notes: list[str] = field(default_factory=list)
     #: The method the intervals came from, why it fell back (or ""), test patients per
     #: dataset, and one sentence per tier of encoders the test set cannot tell apart.

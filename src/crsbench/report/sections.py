@@ -26,7 +26,7 @@ from crsbench.report.html import (
     stats_html,
     table_html,
 )
-from crsbench.report.quarantine import quarantine_lines
+from crsbench.report.left_out_images import quarantine_lines
 from crsbench.report.sections_uncertainty import interval_notes
 
 BOARD_HEADERS = {

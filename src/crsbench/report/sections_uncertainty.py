@@ -13,7 +13,7 @@ from crsbench.protocol import interval_label, outside_phrase
 from crsbench.report import figures_rank as fr
 from crsbench.report.data import ReportData
 from crsbench.report.html import Section, figure_html, files_html, note_html, stats_html
-from crsbench.report.leaderboard import estimate_outside_interval_sentence
+from crsbench.report.leaderboard_files import estimate_outside_interval_sentence
 
 
 def interval_lines(d: ReportData) -> list[str]:

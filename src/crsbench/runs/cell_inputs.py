@@ -9,7 +9,7 @@ import numpy as np
 
 from crsbench.core.errors import DataError
 from crsbench.datasets.bad_images import refuse_bad_images
-from crsbench.datasets.subgroups import subgroup_columns
+from crsbench.datasets.subgroup_attributes import subgroup_columns
 from crsbench.evaluation.cell import CellData, ShiftData
 from crsbench.runs.plan import CellPlan
 from crsbench.runs.prepare import PreparedDataset

@@ -33,7 +33,7 @@ from crsbench.runs.prepare import PreparedDataset
 from crsbench.runs.rows import Provenance, to_records
 from crsbench.store import ResultsStore
 from crsbench.store.details import LoraAdapters, RunDetails
-from crsbench.store.plan import PlannedCell
+from crsbench.store.stored_plan import PlannedCell
 
 #: ``probe`` of the LoRA rows. The stored analyses (``axes_from_runs``, hence
 #: ``regime_comparison``) read the main-protocol rows of a regime as ``probe='logistic'``; the

@@ -36,9 +36,9 @@ from crsbench.runs.rows import Provenance, to_records
 from crsbench.runs.weights_lock_stage import lock_run_weights
 from crsbench.store import LAST_RUN_FILE, ResultsStore
 from crsbench.store.cards import CardFacts
-from crsbench.store.plan import StoredPlan
 from crsbench.store.predictions import prediction_batch
 from crsbench.store.reliability import rebuild_reliability_table
+from crsbench.store.stored_plan import StoredPlan
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
 

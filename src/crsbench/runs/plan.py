@@ -13,8 +13,8 @@ from typing import Any
 
 from crsbench.config import BenchmarkConfig
 from crsbench.evaluation.identity import CellIdentity, RunIdentity
-from crsbench.store.plan import PlannedCell, StoredPlan
 from crsbench.store.run_result import RunResult
+from crsbench.store.stored_plan import PlannedCell, StoredPlan
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ def shift_targets_of(cfg: BenchmarkConfig, source: str) -> tuple[str, ...]:
 
 def recorded_plan(cfg: BenchmarkConfig, modalities: dict[str, str]) -> StoredPlan:
     """What the store records of :func:`plan_cells`: per frozen cell its seeds, label
-    fractions, conditions and shift targets (:mod:`crsbench.store.plan`).
+    fractions, conditions and shift targets (:mod:`crsbench.store.stored_plan`).
 
     Scoring reads it to know what each cell must hold, whatever the store holds.
 
@@ -151,7 +151,7 @@ def recorded_plan(cfg: BenchmarkConfig, modalities: dict[str, str]) -> StoredPla
     Returns
     -------
     StoredPlan
-        One :class:`~crsbench.store.plan.PlannedCell` per frozen cell, by (encoder, dataset).
+        One :class:`~crsbench.store.stored_plan.PlannedCell` per frozen cell, by (encoder, dataset).
     """
     return StoredPlan.ordered(
         PlannedCell(c.encoder, c.dataset, tuple(int(s) for s in cfg.seeds),

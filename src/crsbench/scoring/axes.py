@@ -32,8 +32,8 @@ from crsbench.scoring import notes as nt
 from crsbench.scoring.anchors import AXES
 from crsbench.scoring.expected import cell_expectations
 from crsbench.scoring.seed_axes import NO_CLEAN, NO_ROWS, NOT_RUN, SeedRows, seed_axes
-from crsbench.store.plan import StoredPlan
 from crsbench.store.reader import select_runs
+from crsbench.store.stored_plan import StoredPlan
 
 AXIS_TABLE_COLUMNS: tuple[str, ...] = (
     "auroc",

@@ -2,7 +2,7 @@
 
 :func:`cell_expectations` answers, per (encoder, dataset) cell, which seeds, retention
 fractions, conditions and shift targets its axes need. With the plan the pipeline recorded
-(:class:`~crsbench.store.plan.StoredPlan`) every planned cell is expected, with the planned
+(:class:`~crsbench.store.stored_plan.StoredPlan`) every planned cell is expected, with the planned
 seeds, conditions and shift targets, whether or not the store holds a single row of it: a
 shift target that no cell evaluated (CheXpert without MIMIC-CXR) or a seed that no cell
 holds is missing, and the axes it feeds are NaN with the reason. The retention fractions are
@@ -10,7 +10,7 @@ the protocol's (L is defined over them, whatever the config plans).
 
 Without a recorded plan (a store written before it was recorded, or a bare runs table) the
 expectations fall back to what the store holds per dataset: its seeds, its shift targets and
-its extra conditions (:data:`~crsbench.store.plan.NO_PLAN_NOTE`).
+its extra conditions (:data:`~crsbench.store.stored_plan.NO_PLAN_NOTE`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pandas as pd
 
 from crsbench.protocol import PAPER_CONDITIONS, SHIFT, condition_roles, shift_in_r
 from crsbench.scoring.seed_axes import Expected
-from crsbench.store.plan import PlannedCell, StoredPlan
+from crsbench.store.stored_plan import PlannedCell, StoredPlan
 
 
 @dataclass(frozen=True)

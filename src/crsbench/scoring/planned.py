@@ -29,8 +29,8 @@ from crsbench.core.errors import StoreError
 from crsbench.protocol import FROZEN
 from crsbench.scoring.axes import axes_from_runs
 from crsbench.scoring.seed_axes import NOT_RUN
-from crsbench.store.plan import NO_PLAN_NOTE, StoredPlan
 from crsbench.store.reader import read_meta, read_plan
+from crsbench.store.stored_plan import NO_PLAN_NOTE, StoredPlan
 
 __all__ = [
     "NOT_RUN",
@@ -83,7 +83,7 @@ def planned_axes(
 
     The one way every scoring path (leaderboard, analyses, report, verdict, anchors freeze)
     reads per-seed axes: what each cell of ``regime`` must hold comes from ``store``'s
-    recorded plan (a :class:`~crsbench.store.plan.StoredPlan`, or a store directory), never
+    recorded plan (a :class:`~crsbench.store.stored_plan.StoredPlan`, or a store directory), never
     from what the store holds. Without a plan of ``regime`` (a bare runs table, a store written
     before the plan was recorded) the store's rows decide (:data:`NO_PLAN_NOTE`).
 

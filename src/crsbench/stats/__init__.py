@@ -38,7 +38,7 @@ from crsbench.stats.contamination import (
 )
 from crsbench.stats.control_probes import control_probe_agreement
 from crsbench.stats.insertion import insertion_experiment, insertion_summary
-from crsbench.stats.label_efficiency import label_efficiency_cells, label_efficiency_correlations
+from crsbench.stats.label_summaries import label_efficiency_cells, label_efficiency_correlations
 from crsbench.stats.layers import layer_depth
 from crsbench.stats.regimes import regime_comparison
 from crsbench.stats.shift import (

@@ -21,7 +21,7 @@ import pandas as pd
 
 from crsbench.core.errors import CrsbenchError
 from crsbench.scoring.anchors import Anchors
-from crsbench.store.plan import StoredPlan
+from crsbench.store.stored_plan import StoredPlan
 
 #: What an analysis returns: its table, or its table and its headline.
 Result: TypeAlias = pd.DataFrame | tuple[pd.DataFrame, dict]

@@ -19,7 +19,7 @@ from crsbench.stats.calibration_effects import (
 )
 from crsbench.stats.control_probes import agreement_headline, control_probe_agreement
 from crsbench.stats.insertion import insertion_experiment, insertion_summary
-from crsbench.stats.label_efficiency import (
+from crsbench.stats.label_summaries import (
     label_efficiency_cells,
     label_efficiency_correlations,
 )

@@ -23,7 +23,7 @@ from crsbench.stats.shift import (
     shift_welch,
 )
 from crsbench.stats.validity import shift_validity
-from crsbench.store.plan import StoredPlan
+from crsbench.store.stored_plan import StoredPlan
 
 FLAG_COLUMNS: tuple[str, ...] = ("encoder", "dataset", "level", "flagged", "why",
                                  "catalogue_version")  # fmt: skip

@@ -36,7 +36,7 @@ from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.scoring.axes import has_clean_row, seed_means
 from crsbench.scoring.planned import planned_axes
 from crsbench.stats.agreement import rank1_agreement, rank_agreement
-from crsbench.store.plan import StoredPlan
+from crsbench.store.stored_plan import StoredPlan
 
 #: The probe of the main protocol; every other ``probe`` value in the store is a control probe.
 MAIN_PROBE = "logistic"

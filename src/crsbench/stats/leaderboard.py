@@ -1,5 +1,5 @@
 """A leaderboard's computation: per encoder the four axes, CRS and components, AUROC, both
-ranks and the bootstrap tier (written by :mod:`crsbench.report.leaderboard`)."""
+ranks and the bootstrap tier (written by :mod:`crsbench.report.leaderboard_files`)."""
 
 from __future__ import annotations
 

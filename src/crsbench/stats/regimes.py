@@ -12,7 +12,7 @@ from crsbench.scoring.aggregate import encoder_means, score_cells
 from crsbench.scoring.anchors import Anchors
 from crsbench.scoring.planned import planned_axes
 from crsbench.stats.agreement import rank_agreement
-from crsbench.store.plan import StoredPlan
+from crsbench.store.stored_plan import StoredPlan
 
 
 def regime_comparison(

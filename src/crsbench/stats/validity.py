@@ -11,7 +11,7 @@ from crsbench.scoring.aggregate import encoder_means, score_cells
 from crsbench.scoring.anchors import Anchors
 from crsbench.scoring.planned import planned_axes
 from crsbench.stats.shift import shift_auroc_by_encoder
-from crsbench.store.plan import StoredPlan
+from crsbench.store.stored_plan import StoredPlan
 
 
 def _spearman(pred: dict[str, float], target: dict[str, float]) -> tuple[float, int]:

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from crsbench.store.details import RunDetails
     from crsbench.store.files import LAST_RUN_FILE, STORE_FILE
     from crsbench.store.lock import StoreLock, StoreLockWarning, check_local_filesystem
-    from crsbench.store.plan import PlannedCell, StoredPlan
     from crsbench.store.reader import (
         load_runs,
         read_card_facts,
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
     )
     from crsbench.store.records import RunIdentity, RunRecord, make_run_key
     from crsbench.store.run_result import RunResult
+    from crsbench.store.stored_plan import PlannedCell, StoredPlan
     from crsbench.store.writer import ResultsStore
 
 #: Public name → the submodule that defines it. Loaded on first use, so that importing

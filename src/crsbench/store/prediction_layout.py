@@ -12,7 +12,7 @@ Three tables (``docs/config_and_store.md``, "Per-sample predictions"):
   (``dtype``): probabilities that differ by less than float32 resolution, as a collapsed
   feature gives, would otherwise tie and change the AUROC.
 - ``split_metadata``: the subgroup attributes of a split's rows (``sex``, ``age``, ``view``,
-  ``site``; :mod:`crsbench.datasets.subgroups`), one row per (split, attribute), values in the
+  ``site``; :mod:`crsbench.datasets.subgroup_attributes`), one row per (split, attribute), values in the
   split's order; optional (stores written before it have none).
 - ``predictions``: which blob a run record's prediction is, on which split:
   ``run_key`` (→ ``runs``), ``split``, ``split_key``, ``prob_key``.

@@ -96,7 +96,7 @@ _ARROW: dict[str, pa.Schema] = {
 class SplitRows:
     """The rows a prediction is scored on: whose, which split, image ids, patient groups and
     the targets exactly as scored (class indices, or the 0/1/NaN label matrix); ``metadata``:
-    subgroup attribute → values per row (:mod:`crsbench.datasets.subgroups`), a function of
+    subgroup attribute → values per row (:mod:`crsbench.datasets.subgroup_attributes`), a function of
     the image ids, so not part of the key."""
 
     dataset: str

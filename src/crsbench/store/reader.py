@@ -30,7 +30,7 @@ from crsbench.store.files import (
     locked_store,
     refuse_newer_schema,
 )
-from crsbench.store.plan import PLAN_TABLE, StoredPlan
+from crsbench.store.stored_plan import PLAN_TABLE, StoredPlan
 
 #: Columns every reader of ``runs`` relies on.
 REQUIRED_COLUMNS: tuple[str, ...] = (*IDENTITY_COLUMNS, "auroc", "ece")
@@ -117,7 +117,7 @@ def read_card_facts(store_dir: str | Path) -> CardFacts | None:
 
 
 def read_plan(store_dir: str | Path) -> StoredPlan | None:
-    """The plan recorded in ``store_dir``'s store (:mod:`crsbench.store.plan`); ``None`` for a
+    """The plan recorded in ``store_dir``'s store (:mod:`crsbench.store.stored_plan`); ``None`` for a
     store written before it was recorded."""
     found = read_tables(Path(store_dir) / STORE_FILE, (PLAN_TABLE,))
     return StoredPlan.from_table(found[PLAN_TABLE]) if PLAN_TABLE in found else None

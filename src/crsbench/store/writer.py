@@ -36,11 +36,11 @@ from crsbench.store.files import STORE_FILE, damaged_store, locked_store, refuse
 from crsbench.store.lock import StoreLock, check_local_filesystem
 from crsbench.store.mixed import refuse_mixed_provenance
 from crsbench.store.outputs import move_run_aside
-from crsbench.store.plan import StoredPlan, write_plan
 from crsbench.store.predictions import PredictionBatch
 from crsbench.store.records import RunRecord
 from crsbench.store.revisions import changed_revision
 from crsbench.store.schema import ARROW_SCHEMA, META_DDL, Transaction, metrics_ddl, runs_ddl
+from crsbench.store.stored_plan import StoredPlan, write_plan
 from crsbench.store.validate import validate_frame
 
 
@@ -225,7 +225,7 @@ class ResultsStore:
             write_card_facts(self.con, facts)
 
     def record_plan(self, plan: StoredPlan) -> None:
-        """Record what each planned cell must hold (table ``plan``, :mod:`crsbench.store.plan`)."""
+        """Record what each planned cell must hold (table ``plan``, :mod:`crsbench.store.stored_plan`)."""
         self._writable()
         with self._transaction():
             write_plan(self.con, plan)

@@ -35,7 +35,7 @@ from crsbench.protocol import (
 from crsbench.store.cards import ENCODER_GROUP_COLUMN, CardFacts
 from crsbench.store.columns import IDENTITY_COLUMNS, METRIC_COLUMNS, SCHEMA_VERSION
 from crsbench.store.files import STORE_FILE
-from crsbench.store.plan import StoredPlan
+from crsbench.store.stored_plan import StoredPlan
 
 #: (name, home dataset or None): the paper's 15 families (groups come from the encoder cards).
 ENCODER_PANEL: tuple[tuple[str, str | None], ...] = (

@@ -28,7 +28,7 @@ from crsbench.stats import (
     shift_validity,
 )
 from crsbench.store import load_runs, read_plan
-from crsbench.store.plan import StoredPlan
+from crsbench.store.stored_plan import StoredPlan
 from crsbench.testing import simulate_runs, write_store
 
 pytestmark = pytest.mark.filterwarnings(
@@ -190,7 +190,7 @@ def test_a_store_without_a_plan_says_so_in_score_and_report(tmp_path: Path) -> N
     from crsbench.cli import app
     from crsbench.cli.analysis_commands import interval_lines
     from crsbench.stats.leaderboard import build_leaderboard
-    from crsbench.store.plan import NO_PLAN_NOTE
+    from crsbench.store.stored_plan import NO_PLAN_NOTE
 
     df = simulate_runs(n_encoders=2, datasets=("isic2019", "chexpert"), seeds=2, rng_seed=7)
     runs, old = _store(df, tmp_path, None, name="old")

@@ -221,7 +221,7 @@ def test_analyze_writes_the_csv_and_summary(store: Path, tmp_path: Path) -> None
     assert knn["overall"]["crs"]["reversed_pairs"] == 1 and knn["axes_not_computed"] == {}
     assert knn["axes_from_probe"] == ["auroc", "ece", "retention", "robustness_drop"]
     # a store written without the plan table says what is expected falls back to
-    from crsbench.store.plan import NO_PLAN_NOTE
+    from crsbench.store.stored_plan import NO_PLAN_NOTE
 
     assert summary["notes"] == [NO_PLAN_NOTE] and "has no 'plan' table" in res.stderr
 

@@ -8,7 +8,7 @@ import pandas as pd
 from rich.console import Console
 
 from crsbench.cli.leaderboard_view import print_leaderboard
-from crsbench.report.leaderboard import estimate_outside_interval_sentence
+from crsbench.report.leaderboard_files import estimate_outside_interval_sentence
 
 
 def _board(crs, low, high):

@@ -11,7 +11,7 @@ import pytest
 from store_helpers import HASH, make_frame, make_record
 
 from crsbench.core.errors import StoreError
-from crsbench.report.quarantine import quarantine_lines
+from crsbench.report.left_out_images import quarantine_lines
 from crsbench.runs.cell_inputs import quarantine_entries
 from crsbench.runs.progress import quarantine_line
 from crsbench.store.quarantine import quarantine_frame, record_quarantine

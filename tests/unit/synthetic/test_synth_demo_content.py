@@ -13,7 +13,7 @@ import pytest
 
 from crsbench.calibration.recal_settings import check_calibration_size, load_recal_protocol
 from crsbench.config import load_packaged_config
-from crsbench.datasets.subgroups import subgroup_columns
+from crsbench.datasets.subgroup_attributes import subgroup_columns
 from crsbench.datasets.synthetic import write_all
 from crsbench.runs.outdir import claim_output_dir
 from crsbench.runs.prepare import prepare_datasets
