@@ -20,12 +20,11 @@ from typing import Any
 
 import pandas as pd
 
+from crsbench.store.tables import CARDS
+
 #: Table name of the card facts.
-CARDS_TABLE = "cards"
-CARDS_DDL = (
-    f"CREATE TABLE IF NOT EXISTS {CARDS_TABLE} (kind VARCHAR NOT NULL, name VARCHAR NOT NULL, "
-    "fact VARCHAR NOT NULL, value VARCHAR NOT NULL, PRIMARY KEY (kind, name, fact))"
-)
+CARDS_TABLE = CARDS.name
+CARDS_DDL = CARDS.ddl()
 #: The column :func:`crsbench.store.load_runs` adds to ``runs`` from the encoders' groups.
 ENCODER_GROUP_COLUMN = "encoder_group"
 #: What the analyses say when a store holds no card facts.

@@ -30,66 +30,12 @@ from crsbench.store.prediction_layout import (
     encode_matrix,
     encode_probabilities,
 )
+from crsbench.store.tables import BLOBS, PREDICTIONS, SPLIT_META, SPLITS
 
-DDL: dict[str, str] = {
-    SPLITS_TABLE: (
-        f"CREATE TABLE IF NOT EXISTS {SPLITS_TABLE} (split_key VARCHAR PRIMARY KEY, "
-        "dataset VARCHAR NOT NULL, split VARCHAR NOT NULL, task VARCHAR NOT NULL, "
-        "n_rows INTEGER NOT NULL, n_targets INTEGER NOT NULL, image_ids VARCHAR[] NOT NULL, "
-        "groups VARCHAR[] NOT NULL, targets BLOB NOT NULL)"
-    ),
-    BLOBS_TABLE: (
-        f"CREATE TABLE IF NOT EXISTS {BLOBS_TABLE} (prob_key VARCHAR PRIMARY KEY, "
-        "n_rows INTEGER NOT NULL, n_outputs INTEGER NOT NULL, dtype VARCHAR NOT NULL, "
-        "prob BLOB NOT NULL)"
-    ),
-    PREDICTIONS_TABLE: (
-        f"CREATE TABLE IF NOT EXISTS {PREDICTIONS_TABLE} (run_key VARCHAR NOT NULL, "
-        "split VARCHAR NOT NULL, split_key VARCHAR NOT NULL, prob_key VARCHAR NOT NULL, "
-        "PRIMARY KEY (run_key, split))"
-    ),
-    SPLIT_META_TABLE: (
-        f"CREATE TABLE IF NOT EXISTS {SPLIT_META_TABLE} (split_key VARCHAR NOT NULL, "
-        "attribute VARCHAR NOT NULL, vals VARCHAR[] NOT NULL, PRIMARY KEY (split_key, attribute))"
-    ),
-}
+DDL: dict[str, str] = {t.name: t.ddl() for t in (SPLITS, BLOBS, PREDICTIONS, SPLIT_META)}
 #: Every table a batch inserts (the metadata table is optional for readers).
 _BATCH_TABLES: tuple[str, ...] = (*PREDICTION_TABLES, SPLIT_META_TABLE)
-_ARROW: dict[str, pa.Schema] = {
-    SPLITS_TABLE: pa.schema(
-        [
-            ("split_key", pa.string()),
-            ("dataset", pa.string()),
-            ("split", pa.string()),
-            ("task", pa.string()),
-            ("n_rows", pa.int32()),
-            ("n_targets", pa.int32()),
-            ("image_ids", pa.list_(pa.string())),
-            ("groups", pa.list_(pa.string())),
-            ("targets", pa.binary()),
-        ]  # fmt: skip
-    ),
-    BLOBS_TABLE: pa.schema(
-        [
-            ("prob_key", pa.string()),
-            ("n_rows", pa.int32()),
-            ("n_outputs", pa.int32()),
-            ("dtype", pa.string()),
-            ("prob", pa.binary()),
-        ]  # fmt: skip
-    ),
-    PREDICTIONS_TABLE: pa.schema(
-        [
-            ("run_key", pa.string()),
-            ("split", pa.string()),
-            ("split_key", pa.string()),
-            ("prob_key", pa.string()),
-        ]  # fmt: skip
-    ),
-    SPLIT_META_TABLE: pa.schema(
-        [("split_key", pa.string()), ("attribute", pa.string()), ("vals", pa.list_(pa.string()))]
-    ),
-}
+_ARROW: dict[str, pa.Schema] = {t.name: t.arrow() for t in (SPLITS, BLOBS, PREDICTIONS, SPLIT_META)}
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,20 +15,10 @@ import pandas as pd
 
 from crsbench.core.errors import StoreError
 from crsbench.store.schema import Transaction
+from crsbench.store.tables import QUARANTINE
 
-QUARANTINE_COLUMNS: tuple[str, ...] = (
-    "dataset",
-    "split",
-    "image_id",
-    "path",
-    "error_class",
-    "message",
-)
-QUARANTINE_DDL = (
-    "CREATE TABLE IF NOT EXISTS quarantine ("
-    + ", ".join(f"{c} VARCHAR NOT NULL" for c in QUARANTINE_COLUMNS)
-    + ", PRIMARY KEY (dataset, image_id))"
-)
+QUARANTINE_COLUMNS: tuple[str, ...] = QUARANTINE.names
+QUARANTINE_DDL = QUARANTINE.ddl()
 
 
 def record_quarantine(store: Any, entries: Iterable[Mapping[str, str]]) -> int:

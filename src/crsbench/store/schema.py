@@ -11,6 +11,7 @@ import pyarrow as pa
 from crsbench.core.diskio import disk_error_in_text
 from crsbench.core.errors import StoreError
 from crsbench.store.columns import GROUP_COLUMNS, METRIC_COLUMNS, RUNS_BY_NAME, RUNS_TABLE
+from crsbench.store.tables import META
 
 #: The Arrow type of each SQL type the store's columns use.
 ARROW_TYPES: dict[str, pa.DataType] = {
@@ -43,10 +44,7 @@ def metrics_ddl() -> str:
     return f"CREATE TABLE metrics ({', '.join(cols)})"
 
 
-META_DDL = (
-    "CREATE TABLE meta (schema_version INTEGER NOT NULL, config_hash VARCHAR NOT NULL, "
-    "config_json VARCHAR NOT NULL, package_version VARCHAR NOT NULL, created_at TIMESTAMP NOT NULL)"
-)
+META_DDL = META.ddl()
 
 
 class Transaction:

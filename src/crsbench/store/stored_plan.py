@@ -22,15 +22,11 @@ import pandas as pd
 
 from crsbench.core.errors import StoreError
 from crsbench.protocol import FROZEN
+from crsbench.store.tables import PLAN
 
 #: Table name of the recorded plan.
-PLAN_TABLE = "plan"
-PLAN_DDL = (
-    f"CREATE TABLE IF NOT EXISTS {PLAN_TABLE} (regime VARCHAR NOT NULL, encoder VARCHAR NOT "
-    "NULL, dataset VARCHAR NOT NULL, seeds VARCHAR NOT NULL, fractions VARCHAR NOT NULL, "
-    "conditions VARCHAR NOT NULL, shift_targets VARCHAR NOT NULL, "
-    "PRIMARY KEY (regime, encoder, dataset))"
-)
+PLAN_TABLE = PLAN.name
+PLAN_DDL = PLAN.ddl()
 #: What the analyses say when a store holds no recorded plan.
 NO_PLAN_NOTE = (
     "this results store has no 'plan' table (written before crsbench recorded what each cell "
