@@ -127,7 +127,8 @@ def _fit_dirichlet(
     R = np.stack([dirichlet._penalty(K, a, m) for a, m in zip(lam, mu, strict=True)])
     XT = np.ascontiguousarray(X.T)
     outer = np.einsum("ic,id->icd", X, X).reshape(N, -1)
-    eye = np.eye(K)[:, :, None]
+    ku, lu = np.triu_indices(K)
+    eye_u = (ku == lu).astype(np.float64)[:, None]
 
     def value(theta, idx):
         T = theta.reshape(len(idx), K, K + 1)
@@ -140,8 +141,13 @@ def _fit_dirichlet(
         P = np.exp(ls)
         Wt = W[fold[idx]]
         g = np.matmul(P * Wt - YW[fold[idx]], X) / m + 2.0 * R[idx] * theta.reshape(b, K, -1)
-        S = (P[:, :, None, :] * eye - P[:, :, None, :] * P[:, None, :, :]) * Wt[:, :, None, :]
-        H = (S.reshape(b * K * K, N) @ outer).reshape(b, K, K, K + 1, K + 1) / m[:, :, :, None, None]
+        # Hessian block (k, l) = Σ_i w_i (p_ik δ_kl − p_ik p_il) x_i x_iᵀ / n, symmetric in (k, l)
+        Pw = P * Wt
+        S = eye_u * Pw[:, ku] - Pw[:, ku] * P[:, lu]  # (b, pairs, N), the pairs k ≤ l
+        M = (S.reshape(-1, N) @ outer).reshape(b, len(ku), K + 1, K + 1) / m[:, :, :, None]
+        H = np.empty((b, K, K, K + 1, K + 1))
+        H[:, ku, lu] = M
+        H[:, lu, ku] = M
         H = H.transpose(0, 1, 3, 2, 4).reshape(b, K * (K + 1), -1)
         return g.reshape(b, -1), H + _diag(2.0 * R[idx].reshape(b, -1))
 
