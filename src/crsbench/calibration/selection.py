@@ -31,9 +31,9 @@ from crsbench.core.types import check_task
 from crsbench.core.validation import check_features, check_targets
 
 _EPS = 1e-15
-#: Candidates whose CV losses differ by at most this much tie: the earlier in the grid is kept.
-#: (Dirichlet with K = 2, a multi-label label's fit, does not depend on λ at all: its λ
-#: candidates differ only by float rounding, ~1e-16, in either solver.)
+#: Candidates whose CV losses differ by at most this fraction tie: the earlier in the grid is
+#: kept. (Dirichlet with K = 2, e.g. a multi-label label's fit, does not depend on λ at all:
+#: its λ candidates differ only by float rounding, ~1e-16 relative, in either solver.)
 TIE_TOL = 1e-12
 
 
@@ -182,8 +182,8 @@ def _choose(spec: _Spec, Z: np.ndarray, y: np.ndarray, strata: np.ndarray) -> _C
     """Best candidate by CV NLL; refitted on all rows only if it beats the identity map.
 
     Candidates are compared in grid order: a later one replaces the best only if its CV loss
-    is lower by more than :data:`TIE_TOL`, so of tied candidates the first in the grid is kept;
-    the identity map wins a tie with the best (strict ``<``).
+    is lower by more than a fraction :data:`TIE_TOL` of the best, so of tied candidates the
+    first in the grid is kept; the identity map wins a tie with the best (strict ``<``).
     """
     task, grid = spec.task, spec.grid
     kfold = StratifiedKFold(spec.n_folds, shuffle=True, random_state=spec.seed)
@@ -194,7 +194,7 @@ def _choose(spec: _Spec, Z: np.ndarray, y: np.ndarray, strata: np.ndarray) -> _C
     for g, params in enumerate(grid):
         oof = _oof_one_by_one(spec, params, Z, y, folds) if oof_all is None else oof_all[g]
         loss = row_nll(oof, y, task).mean()
-        if loss < best_loss - TIE_TOL:
+        if loss < best_loss * (1.0 - TIE_TOL):
             best_loss, best_params = loss, params
     model = None
     if best_loss < identity:
