@@ -126,8 +126,9 @@ def _fit_dirichlet(
     YW = Y.T[None] * W  # (F, K, N)
     R = np.stack([dirichlet._penalty(K, a, m) for a, m in zip(lam, mu, strict=True)])
     XT = np.ascontiguousarray(X.T)
-    outer = np.einsum("ic,id->icd", X, X).reshape(N, -1)
     ku, lu = np.triu_indices(K)
+    cu, du = np.triu_indices(K + 1)
+    outer = X[:, cu] * X[:, du]  # the products x_c x_d, c ≤ d
     eye_u = (ku == lu).astype(np.float64)[:, None]
 
     def value(theta, idx):
@@ -141,13 +142,14 @@ def _fit_dirichlet(
         P = np.exp(ls)
         Wt = W[fold[idx]]
         g = np.matmul(P * Wt - YW[fold[idx]], X) / m + 2.0 * R[idx] * theta.reshape(b, K, -1)
-        # Hessian block (k, l) = Σ_i w_i (p_ik δ_kl − p_ik p_il) x_i x_iᵀ / n, symmetric in (k, l)
+        # Hessian block (k, l) = Σ_i w_i (p_ik δ_kl − p_ik p_il) x_i x_iᵀ / n: symmetric in
+        # (k, l) and within a block, so only k ≤ l and c ≤ d are computed
         Pw = P * Wt
         S = eye_u * Pw[:, ku] - Pw[:, ku] * P[:, lu]  # (b, pairs, N), the pairs k ≤ l
-        M = (S.reshape(-1, N) @ outer).reshape(b, len(ku), K + 1, K + 1) / m[:, :, :, None]
+        M = (S.reshape(-1, N) @ outer).reshape(b, len(ku), len(cu)) / m
         H = np.empty((b, K, K, K + 1, K + 1))
-        H[:, ku, lu] = M
-        H[:, lu, ku] = M
+        for k, l, c, d in ((ku, lu, cu, du), (lu, ku, cu, du), (ku, lu, du, cu), (lu, ku, du, cu)):
+            H[:, k[:, None], l[:, None], c, d] = M
         H = H.transpose(0, 1, 3, 2, 4).reshape(b, K * (K + 1), -1)
         return g.reshape(b, -1), H + _diag(2.0 * R[idx].reshape(b, -1))
 
