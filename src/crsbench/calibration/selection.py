@@ -7,6 +7,8 @@ is strictly below the identity map's, otherwise the identity map is kept. Multi-
 label on its own (its labelled rows, folds stratified by that label), so one label can keep
 the identity while another is recalibrated. A split with fewer rows of some class than the
 protocol's minimum raises :class:`CalibrationSplitTooSmall` instead of returning a map.
+The candidates × folds fits of Dirichlet calibration and vector scaling are solved together
+(:mod:`crsbench.calibration.batched`); ``batched=False`` fits them one by one (the reference).
 """
 
 from __future__ import annotations
