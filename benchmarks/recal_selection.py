@@ -27,7 +27,7 @@ from threadpoolctl import threadpool_limits
 from crsbench.calibration import fit_recalibrator
 from crsbench.protocol import PROBE_BLAS_THREADS
 
-REPEATS = 5
+REPEATS = 7
 N_TEST = 500
 
 
