@@ -33,6 +33,9 @@ from crsbench.calibration.scaling import VectorScaling
 #: Newton's stopping rule for vector scaling (largest gradient entry).
 VECTOR_GTOL = 1e-10
 VECTOR_MAX_ITER = 100
+#: Largest per-problem array (elements) of one Newton batch: problems are solved in chunks of
+#: at most this many N·K² elements (32 MB of float64), so large calibration splits fit memory.
+MAX_BATCH_ELEMENTS = 1 << 22
 
 Folds = Sequence[tuple[np.ndarray, np.ndarray]]
 
@@ -158,13 +161,9 @@ def _fit_dirichlet(
     T0 = np.tile(np.column_stack([np.eye(K), np.zeros(K)]).ravel(), (B, 1))
     skip = _single_class(Y, mask)[fold] if task == "multilabel" else np.zeros(B, dtype=bool)
     newton = (lam > 0) & (mu > 0) & ~skip
-    theta, ok = newton_batch(
-        BatchObjective(value, derivatives),
-        T0,
-        dirichlet.NEWTON_GTOL,
-        dirichlet.NEWTON_MAX_ITER,
-        newton,
-    )
+    objective = BatchObjective(value, derivatives)
+    gtol, max_iter = dirichlet.NEWTON_GTOL, dirichlet.NEWTON_MAX_ITER
+    theta, ok = _newton_chunked(objective, T0, gtol, max_iter, newton, N * K * K)
     for i in np.flatnonzero(~ok & ~skip):
         rows = mask[fold[i]] > 0
         Wi, bi = dirichlet._bfgs(X[rows, :K], Y[rows], lam[i], mu[i], 1000)
@@ -187,7 +186,7 @@ def _fit_vector(
         objective = _vector_binary(Z[:, 0], y[:, 0], mask, fold, n, reg)
         skip = _single_class(y, mask)[fold]
     theta0 = np.tile(np.r_[np.ones(K), np.zeros(K)], (B, 1))
-    theta, ok = newton_batch(objective, theta0, VECTOR_GTOL, VECTOR_MAX_ITER, ~skip)
+    theta, ok = _newton_chunked(objective, theta0, VECTOR_GTOL, VECTOR_MAX_ITER, ~skip, N * K * K)
     for i in np.flatnonzero(~ok & ~skip):
         train = folds[fold[i]][0]
         c = VectorScaling(task=task, input="logits", reg=float(reg[i])).fit(Z[train], y[train])
@@ -248,6 +247,26 @@ def _vector_binary(z, t, mask, fold, n, reg) -> BatchObjective:
         return g, np.stack([np.column_stack([hzz, hz]), np.column_stack([hz, h1])], axis=1)
 
     return BatchObjective(value, derivatives)
+
+
+def _newton_chunked(
+    objective: BatchObjective,
+    theta0: np.ndarray,
+    gtol: float,
+    max_iter: int,
+    eligible: np.ndarray,
+    elements: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`newton_batch` over chunks of the eligible problems (``elements`` per problem)."""
+    idx = np.flatnonzero(eligible)
+    size = max(1, MAX_BATCH_ELEMENTS // max(elements, 1))
+    theta, ok = theta0.copy(), np.zeros(len(theta0), dtype=bool)
+    for start in range(0, len(idx), size):
+        chunk = np.zeros(len(theta0), dtype=bool)
+        chunk[idx[start : start + size]] = True
+        solved, converged = newton_batch(objective, theta0, gtol, max_iter, chunk)
+        theta[chunk], ok[chunk] = solved[chunk], converged[chunk]
+    return theta, ok
 
 
 def _log_softmax(L: np.ndarray) -> np.ndarray:

@@ -183,3 +183,18 @@ def test_single_class_fitting_rows_keep_the_identity_map():
     ):
         oof = oof_batched(method, grid, z, y, "multilabel", folds)
         np.testing.assert_allclose(oof[0, :2], expit(z[:2]), rtol=1e-12)
+
+
+def test_chunked_batches_give_the_same_answer(monkeypatch):
+    """Problems solved a few at a time (large calibration splits) equal one batch."""
+    from crsbench.calibration import batched as mod
+
+    Z, y = _multiclass(5, 125, seed=5)
+    folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(Z, y))
+    for method in ("dirichlet", "vector"):
+        grid = PROTOCOL.grids[method]
+        whole = oof_batched(method, grid, Z, y, "multiclass", folds)
+        monkeypatch.setattr(mod, "MAX_BATCH_ELEMENTS", 7 * 125 * 25)  # 7 problems a chunk
+        chunked = oof_batched(method, grid, Z, y, "multiclass", folds)
+        monkeypatch.undo()
+        np.testing.assert_allclose(chunked, whole, rtol=1e-12)
