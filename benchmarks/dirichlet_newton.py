@@ -2,7 +2,9 @@
 
 Three demo-sized calibration problems (ISIC-like 8 classes × 144 rows, APTOS-like 5 × 90,
 CheXpert-like 14 labels × 88 rows), each the protocol's whole CV selection
-(``fit_recalibrator("dirichlet", ...)``: 25 (lambda, mu) points × 5 folds + the refit). Every
+(``fit_recalibrator("dirichlet", ..., batched=False)``: 25 (lambda, mu) points × 5 folds +
+the refit, each fitted one by one by the calibrator, whose solver this compares;
+``benchmarks/recal_selection.py`` times the batched selection). Every
 problem is run ``REPEATS`` times with each solver, alternating; prints each time, the median
 ratio BFGS / Newton and the largest difference of the recalibrated test probabilities.
 
@@ -40,7 +42,7 @@ def timed(solver: str, p, y, task: str, test):
         dirichlet._newton = lambda *a: None  # fit_dirichlet falls back to BFGS
     try:
         t0 = time.perf_counter()
-        fit = fit_recalibrator("dirichlet", p, y, task, 0)
+        fit = fit_recalibrator("dirichlet", p, y, task, 0, batched=False)
         return time.perf_counter() - t0, fit.predict_proba(test)
     finally:
         dirichlet._newton = newton

@@ -7,6 +7,8 @@ is strictly below the identity map's, otherwise the identity map is kept. Multi-
 label on its own (its labelled rows, folds stratified by that label), so one label can keep
 the identity while another is recalibrated. A split with fewer rows of some class than the
 protocol's minimum raises :class:`CalibrationSplitTooSmall` instead of returning a map.
+The candidates × folds fits of Dirichlet calibration and vector scaling are solved together
+(:mod:`crsbench.calibration.batched`); ``batched=False`` fits them one by one (the reference).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from scipy.special import expit, softmax
 from sklearn.model_selection import StratifiedKFold
 
 from crsbench.calibration.base import CalibratorBase, to_logits
+from crsbench.calibration.batched import oof_batched
 from crsbench.calibration.recal_settings import (
     RecalProtocol,
     check_calibration_size,
@@ -30,6 +33,10 @@ from crsbench.core.types import check_task
 from crsbench.core.validation import check_features, check_targets
 
 _EPS = 1e-15
+#: Candidates whose CV losses differ by at most this fraction tie: the earlier in the grid is
+#: kept. (Dirichlet with K = 2, e.g. a multi-label label's fit, does not depend on λ at all:
+#: its λ candidates differ only by float rounding, ~1e-16 relative, in either solver.)
+TIE_TOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,7 @@ def fit_recalibrator(
     seed: int,
     protocol: RecalProtocol | None = None,
     input: str = "auto",
+    batched: bool = True,
 ) -> RecalibrationFit:
     """Fit ``method`` on calibration-split scores with CV-chosen regularisation.
 
@@ -126,6 +134,10 @@ def fit_recalibrator(
     protocol : RecalProtocol, optional
         Default: the packaged ``recal_v1.yaml``.
     input : {"auto", "probs", "logits"}
+    batched : bool, default True
+        Fit the grid × folds problems of Dirichlet calibration and vector scaling together
+        (:mod:`crsbench.calibration.batched`); False fits each with the calibrator itself,
+        one by one (the reference path; the same choice and probabilities to ~1e-9).
 
     Returns
     -------
@@ -143,46 +155,68 @@ def fit_recalibrator(
     yy = check_targets(y, task, S.shape[0], "y", S.shape[1])
     check_calibration_size(yy, task, S.shape[1], proto.min_per_class)
     Z = to_logits(S, task, input)
-    grid = proto.grids[method]
+    spec = _Spec(method if batched else "", cls, proto.grids[method], task, proto.n_folds, seed)
     if task == "multiclass":
-        choices: Sequence[_Choice] = [_choose(cls, grid, Z, yy, task, yy, proto.n_folds, seed)]
+        choices: Sequence[_Choice] = [_choose(spec, Z, yy, yy)]
     else:
         choices = []
         for j in range(Z.shape[1]):
             m = ~np.isnan(yy[:, j])
             t = yy[m, j : j + 1]
-            choices.append(
-                _choose(cls, grid, Z[m, j : j + 1], t, task, t[:, 0], proto.n_folds, seed)
-            )
+            choices.append(_choose(spec, Z[m, j : j + 1], t, t[:, 0]))
     return RecalibrationFit(method, task, input, S.shape[1], tuple(choices), proto, int(seed))
 
 
-def _choose(
-    cls: type,
-    grid: Sequence[Mapping[str, float]],
-    Z: np.ndarray,
-    y: np.ndarray,
-    task: str,
-    strata: np.ndarray,
-    n_folds: int,
-    seed: int,
-) -> _Choice:
-    """Best candidate by CV NLL; refitted on all rows only if it beats the identity map."""
-    folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(Z, strata))
+@dataclass(frozen=True)
+class _Spec:
+    """What one CV choice fits: the batched solver's method name ("" for one by one), the
+    calibrator class, its candidate grid, the task, the number of folds and their seed."""
+
+    batched: str
+    cls: type
+    grid: Sequence[Mapping[str, float]]
+    task: str
+    n_folds: int
+    seed: int
+
+
+def _choose(spec: _Spec, Z: np.ndarray, y: np.ndarray, strata: np.ndarray) -> _Choice:
+    """Best candidate by CV NLL; refitted on all rows only if it beats the identity map.
+
+    Candidates are compared in grid order: a later one replaces the best only if its CV loss
+    is lower by more than a fraction :data:`TIE_TOL` of the best, so of tied candidates the
+    first in the grid is kept; the identity map wins a tie with the best (strict ``<``).
+    """
+    task, grid = spec.task, spec.grid
+    kfold = StratifiedKFold(spec.n_folds, shuffle=True, random_state=spec.seed)
+    folds = list(kfold.split(Z, strata))
     identity = row_nll(softmax(Z, axis=1) if task == "multiclass" else expit(Z), y, task).mean()
+    oof_all = oof_batched(spec.batched, grid, Z, y, task, folds)
     best_loss, best_params = np.inf, grid[0]
-    for params in grid:
-        oof = np.empty_like(Z)
-        for train, held in folds:
-            c = cls(task=task, input="logits", **params).fit(Z[train], y[train])
-            oof[held] = c.predict_proba(Z[held])
+    for g, params in enumerate(grid):
+        oof = _oof_one_by_one(spec, params, Z, y, folds) if oof_all is None else oof_all[g]
         loss = row_nll(oof, y, task).mean()
-        if loss < best_loss:
+        if loss < best_loss * (1.0 - TIE_TOL):
             best_loss, best_params = loss, params
     model = None
     if best_loss < identity:
-        model = cls(task=task, input="logits", **best_params).fit(Z, y)
+        model = spec.cls(task=task, input="logits", **best_params).fit(Z, y)
     return _Choice(model, best_params, float(identity), float(best_loss))
+
+
+def _oof_one_by_one(
+    spec: _Spec,
+    params: Mapping[str, float],
+    Z: np.ndarray,
+    y: np.ndarray,
+    folds: Sequence[tuple[np.ndarray, np.ndarray]],
+) -> np.ndarray:
+    """Out-of-fold probabilities of one candidate, one calibrator fit per fold."""
+    oof = np.empty_like(Z)
+    for train, held in folds:
+        c = spec.cls(task=spec.task, input="logits", **params).fit(Z[train], y[train])
+        oof[held] = c.predict_proba(Z[held])
+    return oof
 
 
 def row_nll(P: np.ndarray, y: np.ndarray, task: str) -> np.ndarray:
