@@ -25,6 +25,7 @@ from crsbench.store.outputs import (
     refuse_protected,
     write_marker,
 )
+from crsbench.store.reader import is_results_store
 
 #: Everything crsbench writes directly under an output directory (``cohort.json`` and
 #: ``verdict.html``: a cohort profile's).
@@ -43,20 +44,7 @@ def _is_within(path: Path, root: Path) -> bool:
 
 
 def _has_store(out: Path) -> bool:
-    store = out / STORE_FILE
-    if not store.is_file():
-        return False
-    import duckdb
-
-    try:
-        con = duckdb.connect(str(store), read_only=True)
-    except duckdb.Error:
-        return True  # a damaged store is still ours: the store's own checks explain it
-    try:
-        q = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'"
-        return bool(con.execute(q).fetchall()[0][0])
-    finally:
-        con.close()
+    return is_results_store(out / STORE_FILE)
 
 
 def is_crsbench_output(out: Path) -> bool:

@@ -20,35 +20,8 @@ import pandas as pd
 from crsbench.protocol import CLEAN, PAPER_CONDITIONS, PAPER_SHIFTS, RETENTION_FRACTIONS, SHIFT
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.store.cards import CARDS_TABLE, CardFacts
-from crsbench.store.files import STORE_FILE
-from crsbench.store.prediction_layout import (
-    BLOBS_TABLE,
-    EVAL_SPLIT,
-    PREDICTION_TABLES,
-    PREDICTIONS_TABLE,
-    SPLIT_META_TABLE,
-    SPLITS_TABLE,
-    VAL_SPLIT,
-    decode_matrix,
-)
-from crsbench.store.reader import read_queries
-
-_MAIN = (
-    f"FROM runs r JOIN {PREDICTIONS_TABLE} p ON p.run_key = r.run_key "
-    f"WHERE p.split IN ('{EVAL_SPLIT}', '{VAL_SPLIT}') AND r.regime = 'frozen' AND r.probe = 'logistic' "
-    "AND abs(r.layer - 1.0) < 1e-9 AND r.recalibrator = 'none'"
-)
-_QUERIES = {
-    "rows": "SELECT r.encoder, r.dataset, r.eval_dataset, r.seed, r.fraction, r.condition, "
-    f"r.severity, p.split, p.split_key, p.prob_key {_MAIN}",
-    "blobs": f"SELECT * FROM {BLOBS_TABLE} WHERE prob_key IN (SELECT p.prob_key {_MAIN})",
-    "splits": f"SELECT * FROM {SPLITS_TABLE} WHERE split_key IN (SELECT p.split_key {_MAIN})",
-}
-_NEEDS = {name: ("runs", *PREDICTION_TABLES) for name in _QUERIES}
-_QUERIES["meta"] = (f"SELECT * FROM {SPLIT_META_TABLE} "
-                    f"WHERE split_key IN (SELECT p.split_key {_MAIN})")  # fmt: skip
-_NEEDS["meta"] = (*_NEEDS["rows"], SPLIT_META_TABLE)
-_QUERIES[CARDS_TABLE] = f"SELECT * FROM {CARDS_TABLE}"
+from crsbench.store.prediction_layout import EVAL_SPLIT, VAL_SPLIT, decode_matrix
+from crsbench.store.prediction_reader import read_main_predictions
 
 
 @dataclass
@@ -206,8 +179,7 @@ def _read(
     store_dir: str | Path, cells: Sequence[tuple[str, str]], seed_list: Sequence[int]
 ) -> StorePredictions:
     """:func:`load_store_predictions` itself."""
-    path = Path(store_dir) / STORE_FILE
-    found = read_queries(path, _QUERIES, _NEEDS)
+    found = read_main_predictions(store_dir)
     if "rows" not in found:
         return StorePredictions(available=False)
     rows = found["rows"]

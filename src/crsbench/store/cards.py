@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from crsbench.store.tables import CARDS
+from crsbench.store.table_specs import CARDS
 
 #: Table name of the card facts.
 CARDS_TABLE = CARDS.name

@@ -30,7 +30,7 @@ from crsbench.store.prediction_layout import (
     encode_matrix,
     encode_probabilities,
 )
-from crsbench.store.tables import BLOBS, PREDICTIONS, SPLIT_META, SPLITS
+from crsbench.store.table_specs import BLOBS, PREDICTIONS, SPLIT_META, SPLITS
 
 DDL: dict[str, str] = {t.name: t.ddl() for t in (SPLITS, BLOBS, PREDICTIONS, SPLIT_META)}
 #: Every table a batch inserts (the metadata table is optional for readers).

@@ -15,7 +15,7 @@ import pandas as pd
 
 from crsbench.core.errors import StoreError
 from crsbench.store.schema import Transaction
-from crsbench.store.tables import QUARANTINE
+from crsbench.store.table_specs import QUARANTINE
 
 QUARANTINE_COLUMNS: tuple[str, ...] = QUARANTINE.names
 QUARANTINE_DDL = QUARANTINE.ddl()

@@ -131,14 +131,21 @@ def check_runs(runs: pd.DataFrame, source: str = "runs") -> pd.DataFrame:
     return runs
 
 
+#: The main protocol's probe, layer and recalibrator (with the frozen regime): the rows
+#: :func:`select_runs` keeps by default and whose predictions the store keeps.
+MAIN_PROBE = "logistic"
+MAIN_LAYER = 1.0
+NO_RECALIBRATION = "none"
+
+
 def select_runs(
     runs: pd.DataFrame,
     regime: str = FROZEN,
-    probe: str | None = "logistic",
-    layer: float | None = 1.0,
+    probe: str | None = MAIN_PROBE,
+    layer: float | None = MAIN_LAYER,
     fraction: float | None = 1.0,
     condition: str | None = CLEAN,
-    recalibrator: str | None = "none",
+    recalibrator: str | None = NO_RECALIBRATION,
     own_eval: bool | None = True,
 ) -> pd.DataFrame:
     """The rows of ``runs`` matching every given filter (``None`` = any value).
@@ -164,6 +171,25 @@ def select_runs(
     elif own_eval is False:
         keep &= runs["eval_dataset"] != runs["dataset"]
     return runs.loc[keep]
+
+
+def is_results_store(path: str | Path) -> bool:
+    """Whether the file ``path`` is a crsbench results store: a DuckDB file with a ``meta``
+    table, or one DuckDB cannot open (a damaged store is still crsbench's: the store's own
+    checks explain it)."""
+    import duckdb
+
+    if not Path(path).is_file():
+        return False
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error:
+        return True
+    try:
+        q = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'"
+        return bool(con.execute(q).fetchall()[0][0])
+    finally:
+        con.close()
 
 
 def read_meta(store_dir: str | Path) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pyarrow as pa
 from crsbench.core.diskio import disk_error_in_text
 from crsbench.core.errors import StoreError
 from crsbench.store.columns import GROUP_COLUMNS, METRIC_COLUMNS, RUNS_BY_NAME, RUNS_TABLE
-from crsbench.store.tables import META
+from crsbench.store.table_specs import META
 
 #: The Arrow type of each SQL type the store's columns use.
 ARROW_TYPES: dict[str, pa.DataType] = {

@@ -22,7 +22,7 @@ import pandas as pd
 
 from crsbench.core.errors import StoreError
 from crsbench.protocol import FROZEN
-from crsbench.store.tables import PLAN
+from crsbench.store.table_specs import PLAN
 
 #: Table name of the recorded plan.
 PLAN_TABLE = PLAN.name

@@ -1,4 +1,4 @@
-"""The side tables' DDL and Arrow schemas are derived from store/tables.py: the derived tables
+"""The side tables' DDL and Arrow schemas are derived from store/table_specs.py: the derived tables
 have exactly the columns, types, nullability and keys of the statements written out by hand
 before (kept here as the reference), and a batch in the derived Arrow schema inserts."""
 
@@ -8,7 +8,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from crsbench.store.tables import TABLES
+from crsbench.store.table_specs import TABLES
 
 #: The statements as they were written by hand in cards.py, quarantine.py, plan.py,
 #: schema.py and predictions.py before the declaration.
