@@ -36,10 +36,9 @@ from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.scoring.axes import has_clean_row, seed_means
 from crsbench.scoring.planned import planned_axes
 from crsbench.stats.agreement import rank1_agreement, rank_agreement
+from crsbench.store.reader import MAIN_PROBE  # every other probe is a control probe
 from crsbench.store.stored_plan import StoredPlan
 
-#: The probe of the main protocol; every other ``probe`` value in the store is a control probe.
-MAIN_PROBE = "logistic"
 #: ``dataset`` value of the rows that compare the encoders' means over all their cells.
 OVERALL = "overall"
 #: Ranking name → column of the per-cell table it ranks by.

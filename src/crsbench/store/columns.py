@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from crsbench.store.table_specs import RELIABILITY
+
 #: Version of the ``runs`` / ``metrics`` / ``meta`` table layout.
 SCHEMA_VERSION = 1
 #: The largest value of an ``INTEGER`` column (DuckDB's 32-bit integer: ``seed``, ``severity``).
@@ -126,7 +128,5 @@ GROUP_COLUMNS: tuple[str, ...] = tuple(c for c in IDENTITY_COLUMNS if c != "seed
 #: Columns two appends of the same ``run_key`` must agree on.
 PAYLOAD_COLUMNS: tuple[str, ...] = tuple(c for c in RUN_COLUMNS if c not in VOLATILE_COLUMNS)
 #: Table ``reliability``: one row per reliability-diagram bin of a clean, full-label run.
-RELIABILITY_TABLE = "reliability"
-RELIABILITY_COLUMNS: tuple[str, ...] = (
-    "encoder", "dataset", "seed", "recalibrator", "bin", "conf", "acc", "count",
-)  # fmt: skip
+RELIABILITY_TABLE = RELIABILITY.name
+RELIABILITY_COLUMNS: tuple[str, ...] = RELIABILITY.names

@@ -18,6 +18,7 @@ import pandas as pd
 from crsbench.protocol import ECE_BINS
 from crsbench.store.columns import IDENTITY_COLUMNS, RELIABILITY_COLUMNS, RELIABILITY_TABLE
 from crsbench.store.reader import select_runs
+from crsbench.store.table_specs import RELIABILITY
 
 
 def reliability_bins(
@@ -79,7 +80,8 @@ def rebuild_reliability_table(con: Any) -> int:
     frame = reliability_frame(kept)
     con.register("_reliability", frame)
     try:
-        con.execute(f"CREATE OR REPLACE TABLE {RELIABILITY_TABLE} AS SELECT * FROM _reliability")
+        con.execute(RELIABILITY.ddl(replace=True))
+        con.execute(f"INSERT INTO {RELIABILITY_TABLE} SELECT * FROM _reliability")
     finally:
         con.unregister("_reliability")
     return len(frame)

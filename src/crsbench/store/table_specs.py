@@ -1,6 +1,7 @@
 """The store's other tables, declared once: each column's name and SQL type, and the key.
 
-Table ``runs`` has its own declaration with per-row rules (:mod:`crsbench.store.columns`);
+Table ``runs`` has its own declaration with per-row rules (:mod:`crsbench.store.columns`),
+and ``metrics`` is derived from it (its group columns and each metric's mean, std and count);
 every other table the writer creates is a :class:`TableSpec` here, and its ``CREATE TABLE``
 statement and Arrow schema are derived from it (:meth:`TableSpec.ddl`, :meth:`TableSpec.arrow`),
 never written out by hand. Every column of these tables is ``NOT NULL``.
@@ -26,6 +27,8 @@ ARROW_TYPES: dict[str, pa.DataType] = {
     "BLOB": pa.binary(),
     "VARCHAR[]": pa.list_(pa.string()),
     "TIMESTAMP": pa.timestamp("us"),
+    "BIGINT": pa.int64(),
+    "DOUBLE": pa.float64(),
 }
 
 
@@ -42,12 +45,14 @@ class TableSpec:
         """The column names, in order."""
         return tuple(name for name, _ in self.columns)
 
-    def ddl(self) -> str:
-        """``CREATE TABLE IF NOT EXISTS``, every column ``NOT NULL``, with the key if any."""
+    def ddl(self, replace: bool = False) -> str:
+        """``CREATE TABLE IF NOT EXISTS`` (``replace``: ``CREATE OR REPLACE TABLE``), every
+        column ``NOT NULL``, with the key if any."""
         cols = [f"{name} {sql} NOT NULL" for name, sql in self.columns]
         if self.key:
             cols.append(f"PRIMARY KEY ({', '.join(self.key)})")
-        return f"CREATE TABLE IF NOT EXISTS {self.name} ({', '.join(cols)})"
+        head = "CREATE OR REPLACE TABLE" if replace else "CREATE TABLE IF NOT EXISTS"
+        return f"{head} {self.name} ({', '.join(cols)})"
 
     def arrow(self) -> pa.Schema:
         """The Arrow schema of a batch of rows of this table."""
@@ -101,7 +106,16 @@ SPLIT_META = TableSpec(
     (("split_key", "VARCHAR"), ("attribute", "VARCHAR"), ("vals", "VARCHAR[]")),
     ("split_key", "attribute"),
 )
+#: One row per reliability-diagram bin of a clean, full-label run, rebuilt from the runs'
+#: details after every write (:mod:`crsbench.store.reliability`).
+RELIABILITY = TableSpec(
+    "reliability",
+    (("encoder", "VARCHAR"), ("dataset", "VARCHAR"), ("seed", "BIGINT"),
+     ("recalibrator", "VARCHAR"), ("bin", "BIGINT"), ("conf", "DOUBLE"), ("acc", "DOUBLE"),
+     ("count", "BIGINT")),
+)  # fmt: skip
 #: Every table declared here, by name.
 TABLES: dict[str, TableSpec] = {
-    t.name: t for t in (CARDS, QUARANTINE, PLAN, META, SPLITS, BLOBS, PREDICTIONS, SPLIT_META)
+    t.name: t
+    for t in (CARDS, QUARANTINE, PLAN, META, SPLITS, BLOBS, PREDICTIONS, SPLIT_META, RELIABILITY)
 }

@@ -40,6 +40,10 @@ HAND_WRITTEN = {
 def _layout(ddl: str, name: str) -> tuple[list, list]:
     con = duckdb.connect()
     con.execute(ddl)
+    return _layout_of(con, name)
+
+
+def _layout_of(con: duckdb.DuckDBPyConnection, name: str) -> tuple[list, list]:
     cols = con.execute(
         "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
         "WHERE table_name = ? ORDER BY ordinal_position", [name]
@@ -52,7 +56,31 @@ def _layout(ddl: str, name: str) -> tuple[list, list]:
 
 
 def test_every_hand_written_table_is_declared() -> None:
-    assert set(TABLES) == set(HAND_WRITTEN)
+    assert set(TABLES) == {*HAND_WRITTEN, "reliability"}
+
+
+def test_the_reliability_table_is_rebuilt_in_its_declared_layout() -> None:
+    """The table is rebuilt from the runs' details: the declared column types (those pandas
+    inferred before the declaration), every column filled, as many rows as bins."""
+    import json
+
+    from crsbench.store.reliability import rebuild_reliability_table
+    from crsbench.store.schema import runs_ddl
+
+    con = duckdb.connect()
+    con.execute(runs_ddl())
+    details = json.dumps({"reliability": {"bin": [0, 3], "conf": [0.1, 0.7],
+                                          "acc": [0.0, 1.0], "count": [4, 2]}})  # fmt: skip
+    con.execute(
+        "INSERT INTO runs VALUES ('e', 'd', 'd', 0, 'frozen', 'logistic', 1.0, 1.0, 'clean', 0, "
+        "'none', 0.8, 0.1, 0.2, 0.5, NULL, NULL, 'k', ?, 'v', 'r', 'dr', 'v1', 0.1, "
+        "now()::TIMESTAMP, 1, ?)", ["0" * 64, details]
+    )  # fmt: skip
+    assert rebuild_reliability_table(con) == 2
+    cols, _ = _layout_of(con, "reliability")
+    assert [(n, t) for n, t, _ in cols] == list(TABLES["reliability"].columns)
+    rows = con.execute("SELECT bin, conf, acc, count FROM reliability ORDER BY bin").fetchall()
+    assert rows == [(0, 0.1, 0.0, 4), (3, 0.7, 1.0, 2)]
 
 
 @pytest.mark.parametrize("name", sorted(HAND_WRITTEN))
@@ -60,11 +88,11 @@ def test_the_derived_table_equals_the_hand_written_one(name: str) -> None:
     assert _layout(TABLES[name].ddl(), name) == _layout(HAND_WRITTEN[name], name)
 
 
-@pytest.mark.parametrize("name", sorted(HAND_WRITTEN))
+@pytest.mark.parametrize("name", sorted(TABLES))
 def test_a_batch_in_the_derived_arrow_schema_inserts(name: str) -> None:
     spec = TABLES[name]
-    example = {"VARCHAR": "x", "INTEGER": 1, "BLOB": b"\x00", "VARCHAR[]": ["a"],
-               "TIMESTAMP": pa.scalar(0, pa.timestamp("us")).as_py()}  # fmt: skip
+    example = {"VARCHAR": "x", "INTEGER": 1, "BIGINT": 2, "DOUBLE": 0.5, "BLOB": b"\x00",
+               "VARCHAR[]": ["a"], "TIMESTAMP": pa.scalar(0, pa.timestamp("us")).as_py()}  # fmt: skip
     batch = pa.Table.from_pylist([{n: example[t] for n, t in spec.columns}], schema=spec.arrow())
     con = duckdb.connect()
     con.execute(spec.ddl())
