@@ -1,7 +1,7 @@
 """Every scoring path holds the cells to the recorded plan, not to what the store holds.
 
 One test per path (``score_runs``, the LoRA regime comparison, the validity analyses, the
-control probes, the anchors freeze, the report's verdict) on a real results store written with
+control probes, the anchors freeze, the report's at-a-glance table) on a real results store written with
 the planner's plan (:func:`crsbench.runs.plan.recorded_plan`), in which no cell evaluated a
 planned shift target or one encoder's planned cell was not run. Each asserts the NaN and its
 reason under the plan, and what the store alone would have (silently) scored.
@@ -160,14 +160,14 @@ def test_freezing_anchors_leaves_cells_missing_a_planned_shift_out_of_the_panel(
     assert blind.panel_by_dataset["chexpert"].shape == (3, 4)
 
 
-def test_the_reports_verdict_scores_chexpert_against_the_plan(tmp_path: Path) -> None:
+def test_the_reports_at_a_glance_scores_chexpert_against_the_plan(tmp_path: Path) -> None:
     df = simulate_runs(n_encoders=3, datasets=("isic2019", "chexpert"), seeds=2, rng_seed=6)
     _runs, store = _store(_without_mimic(df), tmp_path, _plan(tmp_path, df))
     data = report_data(store, n_replicates=20, interval="seed-only")
     assert data.plan_notes == []  # the store records its plan
     out = BeyondData()
     _add_at_a_glance(data, out)
-    asked = set(zip(out.verdict["dataset"], out.verdict["question"], strict=True))
+    asked = set(zip(out.at_a_glance["dataset"], out.at_a_glance["question"], strict=True))
     # no CheXpert cell is complete (R lacks MIMIC): no axis or CRS question of CheXpert;
     # the report lists its encoders as incomplete, with the reason
     axis_questions = {"pick", "discrimination", "calibration", "label_efficiency", "robustness"}
