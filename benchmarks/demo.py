@@ -3,11 +3,15 @@
 The slow test ``tests/integration/test_demo_stages.py`` checks what the demo produces; its time
 depends on the host and the load, so it is measured here::
 
-    python benchmarks/demo.py [--runs 3]
+    python benchmarks/demo.py [--runs 3] [--against REV]
 
 Each run's printed time (from the process start) and its process wall time are listed with the
 load average before it. Last line: ``demo_median_s=<median printed> budget_s=<DEMO_BUDGET_S>
 ratio=<median / budget>``.
+
+``--against REV`` also times the demo of another commit (checked out into a temporary git
+worktree, run with the same interpreter), alternating old and new run by run so both see the
+same host speed, and adds ``against_median_s=<old median> speedup=<old median / new median>``.
 """
 
 from __future__ import annotations
@@ -27,14 +31,19 @@ from crsbench.cli.demo_workflow import DEMO_BUDGET_S
 _PRINTED = re.compile(r"demo finished in ([0-9.]+) s")
 
 
-def one_demo(out: Path) -> tuple[float, float]:
-    """Run the demo into ``out``; its printed seconds and its process wall seconds."""
+def one_demo(out: Path, src: Path | None = None) -> tuple[float, float]:
+    """Run the demo into ``out`` (the crsbench of ``src`` when given: its ``src/`` first on
+    the path); its printed seconds and its process wall seconds."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "crsbench.cli", "demo", "--out", str(out)],
         capture_output=True,
         text=True,
         check=False,
+        env=env,
     )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
@@ -45,23 +54,50 @@ def one_demo(out: Path) -> tuple[float, float]:
     return float(match.group(1)), wall
 
 
+def timed(src: Path | None) -> tuple[float, float, str]:
+    """One demo of ``src``'s crsbench (None: the installed one) in a fresh folder; printed
+    seconds, wall seconds and the load average before it."""
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    with tempfile.TemporaryDirectory(prefix="crsbench-demo-") as tmp:
+        seconds, wall = one_demo(Path(tmp) / "demo", src)
+    return seconds, wall, load
+
+
+def old_tree(rev: str, into: Path) -> Path:
+    """A detached git worktree of ``rev`` in ``into``; its ``src`` folder."""
+    repo = Path(__file__).resolve().parents[1]
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", "-f", str(into), rev],
+                   check=True, capture_output=True)  # fmt: skip
+    return into / "src"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the demo ``--runs`` times; print every run and the median against the budget."""
+    """Run the demo ``--runs`` times (alternating with ``--against``'s tree when given); print
+    every run and the median against the budget."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--against", default=None, help="a git revision to time side by side")
     args = parser.parse_args(argv)
-    printed: list[float] = []
-    print(f"{'run':>3s} {'printed s':>9s} {'wall s':>7s}  load average before")
-    for i in range(1, args.runs + 1):
-        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-        with tempfile.TemporaryDirectory(prefix="crsbench-demo-") as tmp:
-            seconds, wall = one_demo(Path(tmp) / "demo")
-        printed.append(seconds)
-        print(f"{i:3d} {seconds:9.1f} {wall:7.1f}  {load}", flush=True)
-    median = statistics.median(printed)
-    print(
-        f"demo_median_s={median:.1f} budget_s={DEMO_BUDGET_S:.0f} ratio={median / DEMO_BUDGET_S:.2f}"
-    )
+    with tempfile.TemporaryDirectory(prefix="crsbench-old-") as tmp:
+        old_src = old_tree(args.against, Path(tmp) / "tree") if args.against else None
+        trees = [("new", None)] + ([(args.against, old_src)] if old_src else [])
+        printed: dict[str, list[float]] = {name: [] for name, _ in trees}
+        print(f"{'run':>3s} {'tree':>10s} {'printed s':>9s} {'wall s':>7s}  load average before")
+        for i in range(1, args.runs + 1):
+            for name, src in trees if i % 2 else trees[::-1]:
+                seconds, wall, load = timed(src)
+                printed[name].append(seconds)
+                print(f"{i:3d} {name[:10]:>10s} {seconds:9.1f} {wall:7.1f}  {load}", flush=True)
+        if old_src is not None:
+            repo = Path(__file__).resolve().parents[1]
+            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force",
+                            str(old_src.parent)], check=False, capture_output=True)  # fmt: skip
+    median = statistics.median(printed["new"])
+    line = f"demo_median_s={median:.1f} budget_s={DEMO_BUDGET_S:.0f} ratio={median / DEMO_BUDGET_S:.2f}"
+    if args.against:
+        old = statistics.median(printed[args.against])
+        line += f" against_median_s={old:.1f} speedup={old / median:.2f}"
+    print(line)
     return 0
 
 
