@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -10,6 +13,7 @@ from torch import nn
 
 from crsbench.core.errors import DataError
 from crsbench.core.types import check_task
+from crsbench.features.forward_threads import ForwardThreads, forward_threads, in_order
 
 
 class LoraClassifier(nn.Module):
@@ -37,6 +41,8 @@ class LoraClassifier(nn.Module):
             raise DataError(f"a multi-class head must have >= 2 outputs. Got {n_outputs} instead.")
         self.backbone = encoder.module
         self._preprocess = encoder.preprocess
+        #: whether forward passes may run in two threads at once (the encoder's flag)
+        self.concurrent_forwards = bool(getattr(encoder, "concurrent_forwards", False))
         self.head = nn.Linear(int(encoder.embed_dim), int(n_outputs)).to(encoder.device)
         self.to(encoder.device)
         # as the frozen extraction: channels-last for convolutional encoders (and on CUDA);
@@ -153,17 +159,15 @@ def predict_proba(
 ) -> np.ndarray:
     """Probabilities of ``images[rows]`` (uint8 ``N×3×S×S`` source), float64 ``len(rows)×K``.
 
-    Inference mode, bf16 autocast on CUDA; the model is left in eval mode.
+    Inference mode, bf16 autocast on CUDA; the model is left in eval mode. On CPU the batches'
+    forward passes run side by side (:mod:`crsbench.features.forward_threads`).
     """
-    import torch
-
     model.eval()
-    out = []
-    cuda = model.device.type == "cuda"
-    with torch.inference_mode(), torch.autocast("cuda", torch.bfloat16, enabled=cuda):
-        for i in range(0, len(rows), batch_size):
-            batch = images[np.asarray(rows[i : i + batch_size])]
-            out.append(model.probabilities(model.logits_from_images(batch)).float().cpu().numpy())
+    batches = (
+        (images[np.asarray(rows[i : i + batch_size])],) for i in range(0, len(rows), batch_size)
+    )
+    with _inference(model) as forwards:
+        out = list(in_order(forwards, partial(_probabilities, model), batches))
     k = model.head.out_features
     return np.concatenate(out).astype(np.float64) if out else np.zeros((0, k))
 
@@ -176,19 +180,39 @@ def predict_proba_conditions(
     Each batch is decoded once and every condition is scored from it; returns one float64
     ``len(rows)×K`` array per condition, in the source's condition order.
     """
-    import torch
-
     model.eval()
     n_cond = int(images.n_conditions)
     out: list[list[np.ndarray]] = [[] for _ in range(n_cond)]
-    cuda = model.device.type == "cuda"
-    with torch.inference_mode(), torch.autocast("cuda", torch.bfloat16, enabled=cuda):
+
+    def per_condition() -> Iterator[tuple[Any]]:
         for i in range(0, len(rows), batch_size):
             batch = images[np.asarray(rows[i : i + batch_size])]
             if n_cond == 1:
                 batch = batch[:, None]
             for k in range(n_cond):
-                logits = model.logits_from_images(batch[:, k])
-                out[k].append(model.probabilities(logits).float().cpu().numpy())
+                yield (batch[:, k],)
+
+    with _inference(model) as forwards:
+        for j, probs in enumerate(
+            in_order(forwards, partial(_probabilities, model), per_condition())
+        ):
+            out[j % n_cond].append(probs)
     k_out = model.head.out_features
     return [np.concatenate(o).astype(np.float64) if o else np.zeros((0, k_out)) for o in out]
+
+
+def _probabilities(model: LoraClassifier, batch: Any) -> np.ndarray:
+    return model.probabilities(model.logits_from_images(batch)).float().cpu().numpy()
+
+
+@contextmanager
+def _inference(model: LoraClassifier) -> Iterator[ForwardThreads]:
+    """Inference mode, bf16 autocast on CUDA, and the forward threads for ``model``."""
+    cuda = model.device.type == "cuda"
+    n = forward_threads(torch.get_num_threads(), cuda, model.concurrent_forwards)
+    with (
+        torch.inference_mode(),
+        torch.autocast("cuda", torch.bfloat16, enabled=cuda),
+        ForwardThreads(torch, n) as forwards,
+    ):
+        yield forwards

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,11 @@ class Backbone:
         Side of the square input this build expects (tiny builds use a small one).
     weight_files : tuple of Path
         Files the weights came from (hashed for ``weights_hash``); empty for random/tiny builds.
+    concurrent_forwards : bool
+        Whether ``module(x)`` may run in two threads at once (on CPU the extraction runs a few
+        forward passes side by side). True for modules whose forward keeps no state between
+        calls (every timm, Hugging Face and open_clip model in eval mode); set False for one
+        that does.
     """
 
     module: Any
@@ -58,6 +64,7 @@ class Backbone:
     pool: Callable[[Any], Any]
     input_size: int
     weight_files: tuple[Path, ...] = field(default_factory=tuple)
+    concurrent_forwards: bool = True
 
 
 def preprocessing_of(card: EncoderCard, input_size: int) -> Preprocessing:
@@ -101,6 +108,8 @@ class Encoder:
     input_size : int
         Input side of *this* build (``card.input_size`` unless ``tiny``).
     preprocess_hash : str
+    concurrent_forwards : bool
+        Whether :meth:`forward_features` may run in two threads at once (the backbone's flag).
     """
 
     def __init__(self, card: EncoderCard, backbone: Backbone, device: str = "cpu") -> None:
@@ -115,6 +124,7 @@ class Encoder:
         self._pool = backbone.pool
         self._weight_files = backbone.weight_files
         self.input_size = backbone.input_size
+        self.concurrent_forwards = bool(backbone.concurrent_forwards)
         self.preprocessing = preprocessing_of(card, backbone.input_size)
         self.preprocess_hash = self.preprocessing.sha256()
         self._weights_hash: str | None = None
@@ -202,13 +212,15 @@ class Encoder:
         wanted = sorted(set(float(d) for d in depths))
         caught: dict[float, torch.Tensor] = {}
         handles = []
+        caller = threading.get_ident()  # a pass in another thread fires these hooks too
         for d in wanted:
             if d == 1.0:
                 continue
             block = self._blocks[tap_index(d, self.n_blocks)]
 
             def hook(_m: Any, _inp: Any, out: Any, d: float = d) -> None:
-                caught[d] = _block_output(out)
+                if threading.get_ident() == caller:
+                    caught[d] = _block_output(out)
 
             handles.append(block.register_forward_hook(hook))
         try:

@@ -14,6 +14,7 @@ import numpy as np
 from crsbench.core.errors import EncoderError
 from crsbench.datasets.bounds import ImageBounds
 from crsbench.encoders.fold import batchnorm_folded
+from crsbench.features.forward_threads import ForwardThreads, forward_threads, in_order
 from crsbench.features.loader import DecodeSet, collate, shard_batches
 
 #: On CPU, a forward pass takes at most this many input pixels (8 images at 224²): larger
@@ -154,10 +155,14 @@ def run_pending(job: PendingWork) -> int:
         dynamic_ncols=True,
     )
     fold = batchnorm_folded(job.encoder) if job.fold_batchnorm else nullcontext(0)
-    with fold, job.torch.inference_mode():
+    n_forward = forward_threads(
+        job.torch.get_num_threads(), job.on_cuda, getattr(job.encoder, "concurrent_forwards", False)
+    )
+    how = _Stream(needed, row_to_shard, envelope, chunk)
+    with fold, job.torch.inference_mode(), ForwardThreads(job.torch, n_forward) as forwards:
         if module is not None and job.channels_last:  # after the fold: folded weights too
             module.to(memory_format=job.torch.channels_last)
-        n_done = _stream(job, loader, bar, _Stream(needed, row_to_shard, envelope, chunk))
+        n_done = _stream(job, loader, bar, how, forwards)
     bar.close()
     return n_done
 
@@ -173,37 +178,58 @@ class _Stream:
     chunk: int
 
 
-def _stream(job: PendingWork, loader: Any, bar: Any, how: _Stream) -> int:
-    """Encode every batch the loader yields; commit each shard as soon as it is complete."""
-    needed, row_to_shard = how.needed, how.row_to_shard
+def _stream(job: PendingWork, loader: Any, bar: Any, how: _Stream, forwards: ForwardThreads) -> int:
+    """Encode every batch the loader yields (the forward passes in ``forwards``' threads); take
+    the results in the loader's order; commit each shard as soon as it is complete."""
     buf: dict[int, dict[str, Any]] = {}
+    encode = partial(_batch_features, job, how.chunk)
     n_done = 0
-    for batch in loader:
-        rows_all = batch["rows"] + [r for r, _ in batch["failed"]]
-        s = row_to_shard[rows_all[0]]
-        st = buf.setdefault(s, {"rows": [], "feats": {}, "failed": [], "seen": 0})
-        st["seen"] += len(rows_all)
-        for r, f in batch["failed"]:
-            st["failed"].append(
-                {
-                    "row": r + 1,
-                    "image_id": job.ids[r],
-                    "path": job.paths[r],
-                    "dataset_revision": job.dataset_revision,
-                    **f,
-                }
-            )
-        if batch["images"] is not None:
-            feats = _encode(job, batch["images"], how.chunk)
-            st["rows"].extend(batch["rows"])
-            for k, ci in enumerate(needed):
-                for di in range(len(job.deps)):
-                    st["feats"].setdefault((ci, di), []).append(feats[di][k])
-        bar.update(len(rows_all))
-        n_done += len(rows_all)
-        if st["seen"] == len(job.shards[s]):
-            _commit_shard(job, s, buf.pop(s), how.envelope)
+    for batch, feats in in_order(forwards, encode, ((batch,) for batch in loader)):
+        n_done += _take(job, bar, how, buf, batch, feats)
     return n_done
+
+
+def _batch_features(
+    job: PendingWork, chunk: int, batch: dict[str, Any]
+) -> tuple[dict[str, Any], list[list[np.ndarray]] | None]:
+    """A loader batch and its features (None when every image of it failed to decode)."""
+    images = batch["images"]
+    return batch, (None if images is None else _encode(job, images, chunk))
+
+
+def _take(
+    job: PendingWork,
+    bar: Any,
+    how: _Stream,
+    buf: dict[int, dict[str, Any]],
+    batch: dict[str, Any],
+    feats: list[list[np.ndarray]] | None,
+) -> int:
+    """File one batch's features and failures under its shard; commit the shard when complete.
+    Returns the batch's rows."""
+    rows_all = batch["rows"] + [r for r, _ in batch["failed"]]
+    s = how.row_to_shard[rows_all[0]]
+    st = buf.setdefault(s, {"rows": [], "feats": {}, "failed": [], "seen": 0})
+    st["seen"] += len(rows_all)
+    for r, f in batch["failed"]:
+        st["failed"].append(
+            {
+                "row": r + 1,
+                "image_id": job.ids[r],
+                "path": job.paths[r],
+                "dataset_revision": job.dataset_revision,
+                **f,
+            }
+        )
+    if feats is not None:
+        st["rows"].extend(batch["rows"])
+        for k, ci in enumerate(how.needed):
+            for di in range(len(job.deps)):
+                st["feats"].setdefault((ci, di), []).append(feats[di][k])
+    bar.update(len(rows_all))
+    if st["seen"] == len(job.shards[s]):
+        _commit_shard(job, s, buf.pop(s), how.envelope)
+    return len(rows_all)
 
 
 def _encode(job: PendingWork, images: Any, batch_size: int) -> list[list[np.ndarray]]:
