@@ -6,7 +6,10 @@ depends on the host and the load, so it is measured here::
     python benchmarks/demo.py [--runs 3] [--against REV]
 
 Each run's printed time (from the process start) and its process wall time are listed with the
-load average before it. Last line: ``demo_median_s=<median printed> budget_s=<DEMO_BUDGET_S>
+load average before it, the host's speed just before it (``host s``: the best of three timings of
+a fixed single-threaded reference, pure Python and a small matrix product; lower is faster; this
+machine's hosts differ about 2x and one host's speed moves within the hour) and the share of the
+CPU time the hypervisor gave to other guests during it (``steal %``, from /proc/stat). Last line: ``demo_median_s=<median printed> budget_s=<DEMO_BUDGET_S>
 ratio=<median / budget>``.
 
 ``--against REV`` also times the demo of another commit (checked out into a temporary git
@@ -54,13 +57,54 @@ def one_demo(out: Path, src: Path | None = None) -> tuple[float, float]:
     return float(match.group(1)), wall
 
 
+def host_reference_s() -> float:
+    """Seconds of a fixed single-threaded reference (best of three): a pure-Python loop and
+    small float64 matrix products, under a second on this machine."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    a = np.random.default_rng(0).standard_normal((160, 160))
+    best = float("inf")
+    with threadpool_limits(1):
+        for _ in range(3):
+            t0 = time.perf_counter()
+            total = 0
+            for i in range(10_000_000):
+                total += i & 7
+            for _ in range(1_500):
+                a = np.tanh(a @ a / 160.0)
+            best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def cpu_counters() -> list[int] | None:
+    """The first line of /proc/stat as numbers (None where there is none)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            return [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+
+
+def steal_share(before: list[int] | None, after: list[int] | None) -> str:
+    """Percent of CPU time stolen by the hypervisor between two :func:`cpu_counters`."""
+    if before is None or after is None or len(before) < 8:
+        return "-"
+    delta = [b - a for a, b in zip(before, after, strict=False)]
+    total = sum(delta[:8])
+    return f"{100 * delta[7] / total:.1f}" if total > 0 else "-"
+
+
 def timed(src: Path | None) -> tuple[float, float, str]:
     """One demo of ``src``'s crsbench (None: the installed one) in a fresh folder; printed
-    seconds, wall seconds and the load average before it."""
+    seconds, wall seconds, and what was around it: the load average before it, the host
+    reference's seconds and the steal share during it."""
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    host = host_reference_s()
+    before = cpu_counters()
     with tempfile.TemporaryDirectory(prefix="crsbench-demo-") as tmp:
         seconds, wall = one_demo(Path(tmp) / "demo", src)
-    return seconds, wall, load
+    return seconds, wall, f"{host:6.2f} {steal_share(before, cpu_counters()):>7s}  {load}"
 
 
 def old_tree(rev: str, into: Path) -> Path:
@@ -82,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         old_src = old_tree(args.against, Path(tmp) / "tree") if args.against else None
         trees = [("new", None)] + ([(args.against, old_src)] if old_src else [])
         printed: dict[str, list[float]] = {name: [] for name, _ in trees}
-        print(f"{'run':>3s} {'tree':>10s} {'printed s':>9s} {'wall s':>7s}  load average before")
+        print(f"{'run':>3s} {'tree':>10s} {'printed s':>9s} {'wall s':>7s} {'host s':>6s} "
+              f"{'steal %':>7s}  load average before")  # fmt: skip
         for i in range(1, args.runs + 1):
             for name, src in trees if i % 2 else trees[::-1]:
                 seconds, wall, load = timed(src)
