@@ -273,8 +273,10 @@ def extract(
     the same degraded pixels (:mod:`crsbench.features.resolution`). Images are encoded in
     batches under ``torch.inference_mode()`` (bf16 autocast and channels-last on CUDA); all
     depths come from one forward pass. Work is committed per shard of ``shard_size`` images,
-    so a killed run resumes at the first uncommitted shard; memory is bounded by one shard
-    plus the loader's prefetch, whatever the dataset size.
+    so a killed run resumes at the first uncommitted shard; memory is bounded by one shard,
+    up to three batches in the forward threads (on CPU two passes run side by side,
+    :mod:`crsbench.features.forward_threads`) and the loader's prefetch, whatever the dataset
+    size.
 
     Parameters
     ----------

@@ -84,12 +84,14 @@ class ForwardThreads:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
-        if self._saved_threads is not None:
-            self.torch.set_num_threads(self._saved_threads)
-            self._saved_threads = None
+        try:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+                self._pool = None
+        finally:  # also when the wait is interrupted
+            if self._saved_threads is not None:
+                self.torch.set_num_threads(self._saved_threads)
+                self._saved_threads = None
 
     @property
     def in_flight(self) -> int:

@@ -115,11 +115,14 @@ def encoder_throughput(encoder: Any, n_images: int = 8, batch_size: int = 8) -> 
     """
     import torch
 
+    from crsbench.core.workers import available_cores
     from crsbench.features.engine import use_channels_last
     from crsbench.features.forward_threads import ForwardThreads, forward_threads, in_order
 
     size = int(encoder.input_size)
     cuda = str(encoder.device).startswith("cuda")
+    if not cuda:  # as the extraction: torch counts the machine's cores, not a cgroup quota's
+        torch.set_num_threads(min(torch.get_num_threads(), available_cores()))
     threads = forward_threads(torch.get_num_threads(), cuda, encoder.concurrent_forwards)
     batch = min(batch_size, n_images)
     n_images = max(n_images, threads * batch)
@@ -129,18 +132,21 @@ def encoder_throughput(encoder: Any, n_images: int = 8, batch_size: int = 8) -> 
         encoder.module.to(memory_format=torch.channels_last)
         x = x.contiguous(memory_format=torch.channels_last)
     params = sum(p.numel() for p in encoder.module.parameters()) / 1e6
-    encoder.forward_features(x)  # warm-up: allocator, kernels, lazy init
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
     passes = [min(batch, n_images - i) for i in range(0, n_images, batch)]
-    with _PeakRss() as rss, ForwardThreads(torch, threads) as forwards:
-        t0 = time.perf_counter()
-        for _ in in_order(forwards, encoder.forward_features, ((x[:k],) for k in passes)):
+    with ForwardThreads(torch, threads) as forwards:
+        # warm-up, a pass per thread at its thread count: allocator, kernels, lazy init
+        for _ in in_order(forwards, encoder.forward_features, [(x,)] * threads):
             pass
         if cuda:
             torch.cuda.synchronize()
-        seconds = time.perf_counter() - t0
+            torch.cuda.reset_peak_memory_stats()
+        with _PeakRss() as rss:
+            t0 = time.perf_counter()
+            for _ in in_order(forwards, encoder.forward_features, ((x[:k],) for k in passes)):
+                pass
+            if cuda:
+                torch.cuda.synchronize()
+            seconds = time.perf_counter() - t0
     peak = torch.cuda.max_memory_allocated() / 2**20 if cuda else rss.peak
     return Throughput(
         encoder=encoder.card.name,

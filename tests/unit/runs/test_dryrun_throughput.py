@@ -21,4 +21,4 @@ def test_throughput_times_at_least_one_pass_per_forward_thread(threads, monkeypa
     )
     got = dryrun.encoder_throughput(enc, n_images=3, batch_size=3)
     assert got.img_per_s > 0 and got.memory_kind == "process_rss" and got.peak_mem_mb > 0
-    assert shapes == [3] + [3] * threads  # the warm-up, then one pass of 3 per thread
+    assert shapes == [3] * threads + [3] * threads  # a warm-up, then a pass of 3, per thread
