@@ -25,22 +25,23 @@ RHO, PREV = 0.3, 0.3
 MU_TEST, MU_SHIFT = 1.5, 1.0
 
 
-def _split(rng, name: str, n_patients: int, mu: float, n_labels: int = 1):
+def _split(rng, name: str, n_patients: int, mu: float, n_labels: int = 1, prev: float = PREV):
     """Patients with 1-2 images, a patient-level label per column, scores N(mu, 1) for
     positives and N(0, 1) for negatives (marginally), correlated within a patient."""
     per = rng.integers(1, 3, n_patients)
     groups = np.repeat(np.arange(n_patients), per)
-    y_pat = (rng.random((n_patients, n_labels)) < PREV).astype(float)
+    y_pat = (rng.random((n_patients, n_labels)) < prev).astype(float)
     u = rng.standard_normal((n_patients, n_labels))[groups]
     y = y_pat[groups]
     z = mu * y + np.sqrt(RHO) * u + np.sqrt(1 - RHO) * rng.standard_normal(y.shape)
     return EvalSplit(name, groups.astype(str), y), 1 / (1 + np.exp(-z))
 
 
-def _cell(rng, n_test: int, n_val: int = 400, n_shift: int | None = None, n_labels: int = 1):
-    val = _split(rng, "val", n_val, MU_TEST, n_labels)
-    test = _split(rng, "test", n_test, MU_TEST, n_labels)
-    shift = _split(rng, "target", n_shift or n_test, MU_SHIFT, n_labels)
+def _cell(rng, n_test: int, n_val: int = 400, n_shift: int | None = None, n_labels: int = 1,
+          prev: float = PREV):  # fmt: skip
+    val = _split(rng, "val", n_val, MU_TEST, n_labels, prev)
+    test = _split(rng, "test", n_test, MU_TEST, n_labels, prev)
+    shift = _split(rng, "target", n_shift or n_test, MU_SHIFT, n_labels, prev)
     return CellPredictions("enc", "src", "multilabel", test[0], (0,), test[1], val=val,
                            extra_shifts=(shift,))  # fmt: skip
 
@@ -78,18 +79,25 @@ def test_interval_replicates_equal_a_loop_over_resampled_rows():
         (2 * point - q_hi, 2 * point - q_lo), abs=1e-12)  # fmt: skip
 
 
-def coverage(n_worlds: int, n_patients: int, n_replicates: int, seed: int) -> float:
-    """Share of planted worlds whose interval holds the population loss at the picked
-    threshold, Φ(μ_test − z) − Φ(μ_shift − z) (z the threshold on the logit scale)."""
+def coverage(
+    n_worlds: int, n_patients: int, n_replicates: int, seed: int, n_labels: int = 1,
+    prev: float = PREV,
+) -> float:  # fmt: skip
+    """Share of planted intervals that hold the population loss at the picked threshold,
+    Φ(μ_test − z) − Φ(μ_shift − z) (z the threshold on the logit scale); with ``n_labels`` > 1
+    every label of a multi-label cell (resampled together) counts."""
     rng = np.random.default_rng(seed)
     hits = []
     for w in range(n_worlds):
-        cell = _cell(rng, n_patients)
-        ci = sensitivity_loss_intervals({("enc", "src"): cell}, n_replicates=n_replicates,
-                                        seed=w).iloc[0]  # fmt: skip
-        z = np.log(1 / validation_thresholds(cell, "sensitivity", 0.9)[0, 0] - 1) * -1
-        truth = norm.cdf(MU_TEST - z) - norm.cdf(MU_SHIFT - z)
-        hits.append(ci["lost_ci_low"] <= truth <= ci["lost_ci_high"])
+        cell = _cell(rng, n_patients, n_labels=n_labels, prev=prev)
+        tab = sensitivity_loss_intervals({("enc", "src"): cell}, n_replicates=n_replicates,
+                                         seed=w)  # fmt: skip
+        thresholds = validation_thresholds(cell, "sensitivity", 0.9)
+        for j in range(n_labels):
+            ci = tab.iloc[j]
+            z = np.log(1 / thresholds[0, j] - 1) * -1
+            truth = norm.cdf(MU_TEST - z) - norm.cdf(MU_SHIFT - z)
+            hits.append(ci["lost_ci_low"] <= truth <= ci["lost_ci_high"])
     return float(np.mean(hits))
 
 
