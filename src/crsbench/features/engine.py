@@ -206,10 +206,9 @@ def _encode_pending(plan: _Plan, shards: _Shards) -> int:
     """Decode, perturb and encode the shards not yet cached; return the images decoded."""
     import torch
 
-    from crsbench.core.workers import available_cores
+    from crsbench.features.forward_threads import cap_torch_threads
 
-    if not plan.on_cuda:  # torch counts the machine's cores, not a cgroup quota's
-        torch.set_num_threads(min(torch.get_num_threads(), available_cores()))
+    cap_torch_threads(torch, plan.on_cuda)
     s = plan.settings
     work = PendingWork(
         encoder=plan.encoder, torch=torch, cache=plan.cache, ids=plan.ids, paths=plan.paths,

@@ -26,6 +26,15 @@ T = TypeVar("T")
 CPU_FORWARD_THREADS = 2
 
 
+def cap_torch_threads(torch: Any, on_cuda: bool) -> None:
+    """On CPU, cap torch's intra-op threads to the usable cores (torch counts the machine's
+    cores, not a cgroup quota's: :func:`crsbench.core.workers.available_cores`)."""
+    from crsbench.core.workers import available_cores
+
+    if not on_cuda:
+        torch.set_num_threads(min(torch.get_num_threads(), available_cores()))
+
+
 def forward_threads(torch_threads: int, on_cuda: bool, concurrent: bool) -> int:
     """How many forward passes run at once.
 

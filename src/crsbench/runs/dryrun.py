@@ -115,14 +115,17 @@ def encoder_throughput(encoder: Any, n_images: int = 8, batch_size: int = 8) -> 
     """
     import torch
 
-    from crsbench.core.workers import available_cores
     from crsbench.features.engine import use_channels_last
-    from crsbench.features.forward_threads import ForwardThreads, forward_threads, in_order
+    from crsbench.features.forward_threads import (
+        ForwardThreads,
+        cap_torch_threads,
+        forward_threads,
+        in_order,
+    )
 
     size = int(encoder.input_size)
     cuda = str(encoder.device).startswith("cuda")
-    if not cuda:  # as the extraction: torch counts the machine's cores, not a cgroup quota's
-        torch.set_num_threads(min(torch.get_num_threads(), available_cores()))
+    cap_torch_threads(torch, cuda)  # as the extraction
     threads = forward_threads(torch.get_num_threads(), cuda, encoder.concurrent_forwards)
     batch = min(batch_size, n_images)
     n_images = max(n_images, threads * batch)
