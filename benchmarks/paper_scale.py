@@ -39,14 +39,15 @@ STEPS = ("score", "analyze", "report")
 
 def planned_frame(n_encoders: int):
     """The paper config's planned run identities (first ``n_encoders`` encoders) as a
-    frame, and each probe dataset's (task, label names)."""
+    frame, each probe dataset's (task, label names), and the plan the store records."""
     from importlib.resources import files
 
     import pandas as pd
 
     from crsbench.config import load_config
     from crsbench.datasets import DATASETS
-    from crsbench.runs.plan import plan_cells
+    from crsbench.runs.plan import plan_cells, recorded_plan
+    from crsbench.store.stored_plan import StoredPlan
 
     cfg = load_config(str(files("crsbench.resources").joinpath("configs/paper.yaml")))
     modalities = {n: DATASETS.get(n).card.modality for n in cfg.datasets}
@@ -55,15 +56,16 @@ def planned_frame(n_encoders: int):
     rows = [i.as_dict() for c in cells if c.encoder in keep for i in c.identities]
     cards = {d: (DATASETS.get(d).card.task, tuple(DATASETS.get(d).card.label_names))
              for d in cfg.probe_datasets}  # fmt: skip
-    return pd.DataFrame(rows), cards
+    plan = StoredPlan.ordered(c for c in recorded_plan(cfg, modalities) if c.encoder in keep)
+    return pd.DataFrame(rows), cards, plan
 
 
 def write_step(store: Path, scale: float, n_encoders: int) -> None:
     """Plan, plant and write the store (run in its own process); print its counts as JSON."""
     from crsbench.testing.planned_store import write_planned_store
 
-    planned, cards = planned_frame(n_encoders)
-    written = write_planned_store(store, planned, cards, scale=scale)
+    planned, cards, plan = planned_frame(n_encoders)
+    written = write_planned_store(store, planned, cards, scale=scale, plan=plan)
     print(json.dumps({"planned": len(planned), "records": written.n_records,
                       "predictions": written.n_predictions}))  # fmt: skip
 
@@ -97,8 +99,9 @@ def _child_env() -> dict[str, str]:
 
 
 def step_command(step: str, store: Path, replicates: int, other: int) -> list[str]:
-    """The CLI command of ``step`` (analyze at ``replicates``, score and report at ``other``)."""
-    reps = replicates if step == "analyze" else other
+    """The CLI command of ``step``: analyze and report at ``replicates`` (their shared default,
+    so the report reads what analyze stored, as a user's two commands do), score at ``other``."""
+    reps = other if step == "score" else replicates
     out = ["--out", str(store / step)]
     return ["-m", "crsbench.cli", step, "--store", str(store), "--replicates", str(reps), *out]
 
@@ -177,9 +180,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--scale", action="append", type=lambda s: float(Fraction(s)),
                     help="Test-set size factor (repeatable; default 1/16, 1/4 and 1).")  # fmt: skip
     ap.add_argument("--encoders", type=int, default=15, help="First N encoders of the panel.")
-    ap.add_argument("--replicates", type=int, default=10_000, help="analyze --replicates.")
+    ap.add_argument("--replicates", type=int, default=10_000,
+                    help="analyze and report --replicates (their CLI default).")  # fmt: skip
     ap.add_argument("--other-replicates", type=int, default=2_000,
-                    help="score and report --replicates (their CLI default).")  # fmt: skip
+                    help="score --replicates (its CLI default).")  # fmt: skip
     ap.add_argument("--steps", type=lambda s: tuple(s.split(",")), default=STEPS,
                     help="Steps to time, of score,analyze,report (default all).")  # fmt: skip
     ap.add_argument("--out", type=Path, help="Folder of the stores (default: a temp folder).")

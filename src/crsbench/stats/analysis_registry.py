@@ -11,6 +11,8 @@ table is empty (its ``why_empty``). Anything else fails the command.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,8 @@ import pandas as pd
 from crsbench.core.errors import CrsbenchError
 from crsbench.scoring.anchors import Anchors
 from crsbench.store.stored_plan import StoredPlan
+
+log = logging.getLogger(__name__)
 
 #: What an analysis returns: its table, or its table and its headline.
 Result: TypeAlias = pd.DataFrame | tuple[pd.DataFrame, dict]
@@ -114,12 +118,13 @@ def evaluate(
     gets each headline (else the table's first 20 rows), ``summary["skipped"]`` each reason."""
     tables: dict[str, pd.DataFrame] = {}
     for analysis in registry:
-        before = set(inputs.side)
+        before, started = set(inputs.side), time.perf_counter()
         try:
             result = analysis.run(inputs)
         except CrsbenchError as exc:  # a documented reason (too few encoders, no target, ...)
             summary["skipped"][analysis.name] = str(exc)  # anything else fails the command
             result = None
+        log.info("analysis %s: %.1f s", analysis.name, time.perf_counter() - started)
         tables.update({k: v for k, v in inputs.side.items() if k not in before})
         if result is None:
             continue

@@ -8,9 +8,12 @@ Three tables (``docs/config_and_store.md``, "Per-sample predictions"):
 - ``prediction_blobs``: one probability matrix (rows in the split's order), keyed by the
   sha256 of its content, so the full-label fit that every seed shares is stored once. It is
   float32 when that is lossless for the metrics (every column's order and ties, the ECE bin
-  and the top class of every row are those of the float64 values), else float64
-  (``dtype``): probabilities that differ by less than float32 resolution, as a collapsed
-  feature gives, would otherwise tie and change the AUROC.
+  and, for a multi-class matrix, the top class of every row are those of the float64 values),
+  else float64 (``dtype``). Two probabilities closer than float32's resolution (thousands of
+  continuous values in a column always have some) would round to one value and tie where the
+  AUROC saw an order: the larger is stored a few float32 steps up
+  (:func:`order_preserving_float32`, at most :data:`MAX_NUDGE` from its float64 value), and
+  only a matrix that still changes a metric stays float64.
 - ``split_metadata``: the subgroup attributes of a split's rows (``sex``, ``age``, ``view``,
   ``site``; :mod:`crsbench.datasets.subgroup_attributes`), one row per (split, attribute), values in the
   split's order; optional (stores written before it have none).
@@ -38,6 +41,12 @@ PREDICTION_TABLES: tuple[str, ...] = (SPLITS_TABLE, BLOBS_TABLE, PREDICTIONS_TAB
 BLOB_DTYPE = np.dtype("<f4")
 #: The exact fallback of a probability matrix that float32 would change.
 EXACT_DTYPE = np.dtype("<f8")
+#: The most a stored float32 probability may move from its float64 value to keep the order
+#: (a few float32 steps; the ECE moves by less).
+MAX_NUDGE = 1e-6
+#: Passes of :func:`order_preserving_float32` (each settles one more value of a run of ties
+#: that float32 made; runs are a few values long).
+_MAX_PASSES = 64
 #: The split a run record is scored on (its test rows, or the shift target's rows) and the
 #: validation split of the same model (kept for operating points picked on validation).
 EVAL_SPLIT = "test"
@@ -54,9 +63,10 @@ def encode_matrix(values: np.ndarray) -> bytes:
     return np.ascontiguousarray(arr, dtype=BLOB_DTYPE).tobytes()
 
 
-def _same_for_metrics(exact: np.ndarray, small: np.ndarray) -> bool:
-    """Whether ``small`` has the order and ties of every column, the ECE bins and the top
-    class of every row of ``exact`` (then AUROC is identical and ECE equal to rounding)."""
+def _same_for_metrics(exact: np.ndarray, small: np.ndarray, multiclass: bool = True) -> bool:
+    """Whether ``small`` has the order and ties of every column, the ECE bins and (when
+    ``multiclass``) the top class of every row of ``exact`` (then AUROC is identical and ECE
+    equal to rounding)."""
     order = np.argsort(exact, axis=0, kind="stable")
     a = np.take_along_axis(exact, order, axis=0)
     b = np.take_along_axis(small, order, axis=0)
@@ -69,17 +79,50 @@ def _same_for_metrics(exact: np.ndarray, small: np.ndarray) -> bool:
         np.searchsorted(edges, exact, "right"), np.searchsorted(edges, small, "right")
     ):
         return False
-    return bool(np.array_equal(exact.argmax(axis=1), small.argmax(axis=1)))
+    return not multiclass or bool(np.array_equal(exact.argmax(axis=1), small.argmax(axis=1)))
 
 
-def encode_probabilities(prob: np.ndarray) -> tuple[bytes, str]:
-    """A probability matrix as bytes and its dtype (``"<f4"`` when lossless, else ``"<f8"``)."""
+def order_preserving_float32(exact: np.ndarray) -> np.ndarray:
+    """``exact`` (2-D float64) as float32 with every column's order and ties kept.
+
+    Rounding to float32 ties two values closer than its resolution. Walking each column in
+    the order of ``exact``, a value above its predecessor is moved to the next float32 above
+    the predecessor's stored value where rounding left it at or below it, and a value tied
+    with its predecessor takes the predecessor's stored value; a run of such values settles
+    one value per pass. Values move by a few float32 steps where float32 collapsed them and
+    not at all elsewhere; the caller checks the bound and the metrics.
+    """
+    order = np.argsort(exact, axis=0, kind="stable")
+    a = np.take_along_axis(exact, order, axis=0)
+    b = a.astype(np.float32)
+    both = np.isfinite(a[:-1]) & np.isfinite(a[1:])  # NaN stays NaN, compared with nothing
+    rises = np.diff(a, axis=0) > 0
+    for _ in range(_MAX_PASSES):
+        step = np.diff(b, axis=0)
+        below, split = both & rises & (step <= 0), both & ~rises & (step != 0)
+        if not (below.any() or split.any()):
+            break
+        i, j = np.nonzero(below)
+        b[i + 1, j] = np.nextafter(b[i, j], np.float32(np.inf))
+        i, j = np.nonzero(split)
+        b[i + 1, j] = b[i, j]
+    out = np.empty_like(b)
+    np.put_along_axis(out, order, b, axis=0)
+    return out
+
+
+def encode_probabilities(prob: np.ndarray, task: str = "multiclass") -> tuple[bytes, str]:
+    """A probability matrix as bytes and its dtype: ``"<f4"`` (the order-preserving float32
+    values) when lossless for the metrics of ``task``, else ``"<f8"``."""
     exact = np.asarray(prob, dtype=np.float64)
     if exact.ndim == 1:
         exact = exact[:, None]
-    small = exact.astype(BLOB_DTYPE)
-    if _same_for_metrics(exact, small.astype(np.float64)):
-        return np.ascontiguousarray(small).tobytes(), BLOB_DTYPE.str
+    small = order_preserving_float32(exact)
+    wide = small.astype(np.float64)
+    moved = np.abs(wide - exact)
+    close = not moved.size or bool(np.all(moved[np.isfinite(moved)] <= MAX_NUDGE))
+    if close and _same_for_metrics(exact, wide, multiclass=task != "multilabel"):
+        return np.ascontiguousarray(small, dtype=BLOB_DTYPE).tobytes(), BLOB_DTYPE.str
     return np.ascontiguousarray(exact, dtype=EXACT_DTYPE).tobytes(), EXACT_DTYPE.str
 
 

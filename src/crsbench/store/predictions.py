@@ -112,7 +112,7 @@ def prediction_batch(
                 meta += _meta_rows(rows)
             pk = hashed.get(id(prob))
             if pk is None:
-                data, dtype = encode_probabilities(prob)
+                data, dtype = encode_probabilities(prob, rows.task)
                 pk = content_key([str(prob.shape), dtype, data])
                 hashed[id(prob)] = pk
                 n, k = (prob.shape[0], 1) if prob.ndim == 1 else prob.shape

@@ -14,7 +14,7 @@ from crsbench.core.diskio import disk_error
 from crsbench.core.errors import StoreError
 from crsbench.store.files import STORE_FILE, locked_store
 from crsbench.store.lock import StoreLock
-from crsbench.store.outputs import MARKER_NAME, is_marked
+from crsbench.store.maintenance import maintenance_lock, store_folder
 from crsbench.store.predictions import restore_predictions
 from crsbench.store.reliability import rebuild_reliability_table
 from crsbench.store.schema import Transaction
@@ -75,32 +75,6 @@ def _healthy(store: Path) -> bool:
         return False
     finally:
         con.close()
-
-
-def _store_folder(out_dir: Path | str) -> Path:
-    """The store's folder, refused when missing, a file, or not crsbench's."""
-    folder = Path(out_dir).expanduser().absolute()
-    if not folder.is_dir():
-        what = "is a file" if folder.exists() else "does not exist"
-        raise StoreError(
-            f"{folder} {what}; give the output directory that holds {STORE_FILE} "
-            "(`crsbench run --out`)."
-        )
-    if not is_marked(folder):
-        raise StoreError(
-            f"{folder} holds no results store ({STORE_FILE}) and was not written by crsbench "
-            f"(no {MARKER_NAME} marker); `crsbench store repair` changes nothing there."
-        )
-    return folder
-
-
-def _lock(folder: Path) -> StoreLock:
-    lock = StoreLock(folder)
-    try:
-        lock.acquire()
-    except StoreError as exc:
-        raise StoreError(f"{exc} `crsbench store repair` never touches a store in use.") from None
-    return lock
 
 
 def _move_damaged(store: Path) -> list[tuple[Path, Path]]:
@@ -180,10 +154,10 @@ def repair_store(out_dir: Path | str) -> RepairReport:
         The folder is missing or not crsbench's, the store is in use, or the export is
         damaged too.
     """
-    folder = _store_folder(out_dir)
+    folder = store_folder(out_dir, "crsbench store repair")
     store = folder / STORE_FILE
     report = RepairReport(store=store)
-    lock = _lock(folder)
+    lock = maintenance_lock(folder, "crsbench store repair")
     try:
         if _healthy(store):
             report.healthy = True

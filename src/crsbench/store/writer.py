@@ -30,6 +30,7 @@ from crsbench.store.columns import (
     RUN_COLUMNS,
     SCHEMA_VERSION,
 )
+from crsbench.store.compact import compact_quietly
 from crsbench.store.conflicts import batch_repeats_keys, conflict_message, first_row
 from crsbench.store.export import export_store
 from crsbench.store.files import STORE_FILE, damaged_store, locked_store, refuse_newer_schema
@@ -368,8 +369,9 @@ class ResultsStore:
 
     # ------------------------------------------------------------------ lifetime
 
-    def close(self) -> None:
-        """Checkpoint and close the database, then release the lock."""
+    def close(self, *, compact: bool = False) -> None:
+        """Checkpoint and close the database, with ``compact`` give its free blocks back to
+        the disk (:func:`crsbench.store.compact.compact_quietly`), then release the lock."""
         con, self._con = self._con, None
         try:
             if con is not None:
@@ -377,8 +379,10 @@ class ResultsStore:
                     try:
                         con.execute("CHECKPOINT").fetchall()
                     except duckdb.Error:
-                        pass
+                        compact = False
                 con.close()
+                if compact and self.mode == "rw":
+                    compact_quietly(self.path)
         finally:
             if self._lock is not None:
                 self._lock.release()
@@ -387,8 +391,8 @@ class ResultsStore:
     def __enter__(self) -> ResultsStore:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.close(compact=exc_type is None)
 
     def __del__(self) -> None:  # pragma: no cover - safety net
         if getattr(self, "_con", None) is not None or getattr(self, "_lock", None) is not None:

@@ -29,6 +29,7 @@ from crsbench.store.files import STORE_FILE
 from crsbench.store.prediction_layout import EVAL_SPLIT, SHIFT_SPLIT, VAL_SPLIT
 from crsbench.store.predictions import SplitRows, prediction_batch
 from crsbench.store.records import make_run_key
+from crsbench.store.stored_plan import StoredPlan
 from crsbench.testing.simulated_store import (
     SHIFT_TARGET,
     SIMULATED_CONFIG_HASH,
@@ -205,6 +206,7 @@ def write_planned_store(
     cards: Mapping[str, tuple[str, tuple[str, ...]]],
     scale: float = 1.0,
     seed: int = 0,
+    plan: StoredPlan | None = None,
 ) -> WrittenStore:
     """Write the planned identities with planted metrics and predictions, one cell per batch.
 
@@ -220,6 +222,8 @@ def write_planned_store(
         Multiplies every split size of :data:`PAPER_SIZES`.
     seed : int
         Seed of the planted metrics and predictions.
+    plan : StoredPlan, optional
+        What each cell must hold, recorded as ``crsbench run`` records it.
     """
     from crsbench.store.writer import ResultsStore
 
@@ -241,5 +245,7 @@ def write_planned_store(
             st.append_frame(cell.reset_index(drop=True), batch)
         st.aggregate()
         st.record_cards(facts)
+        if plan is not None:
+            st.record_plan(plan)
         n_records = st.count()
     return WrittenStore(Path(store_dir) / STORE_FILE, n_records, n_pred)
