@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import pstats
+import re
 import shutil
 import subprocess
 import sys
@@ -70,10 +71,10 @@ def write_step(store: Path, scale: float, n_encoders: int) -> None:
                       "predictions": written.n_predictions}))  # fmt: skip
 
 
-def run_child(cmd: list[str], profile: Path | None = None) -> tuple[float, float, str]:
+def run_child(cmd: list[str], profile: Path | None = None) -> tuple[float, float, str, str]:
     """Run ``cmd`` (a Python command line after the interpreter); return wall seconds, peak
-    RSS in MiB of that process (``ru_maxrss`` from ``wait4``) and its stdout. Raises on a
-    non-zero exit."""
+    RSS in MiB of that process (``ru_maxrss`` from ``wait4``), its stdout and its stderr.
+    Raises on a non-zero exit."""
     prof = ["-m", "cProfile", "-o", str(profile)] if profile else []
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
@@ -86,7 +87,7 @@ def run_child(cmd: list[str], profile: Path | None = None) -> tuple[float, float
         if proc.returncode:
             raise RuntimeError(f"{' '.join(cmd[:3])} failed ({proc.returncode}):\n"
                                f"{err.read()[-3000:]}")  # fmt: skip
-        return wall, usage.ru_maxrss / 1024, out.read()
+        return wall, usage.ru_maxrss / 1024, out.read(), err.read()
 
 
 def _child_env() -> dict[str, str]:
@@ -102,8 +103,20 @@ def step_command(step: str, store: Path, replicates: int, other: int) -> list[st
     """The CLI command of ``step``: analyze and report at ``replicates`` (their shared default,
     so the report reads what analyze stored, as a user's two commands do), score at ``other``."""
     reps = other if step == "score" else replicates
-    out = ["--out", str(store / step)]
+    out = ["--out", str(store / step), "--verbose"]
     return ["-m", "crsbench.cli", step, "--store", str(store), "--replicates", str(reps), *out]
+
+
+def analysis_times(stderr: str) -> dict[str, float]:
+    """Seconds per analysis from a step's ``--verbose`` log (``analysis NAME: S s``)."""
+    found = re.findall(r"analysis (\w+): ([0-9.]+) s", stderr)
+    return {name: float(s) for name, s in found}
+
+
+def dominant(parts: dict[str, float], top: int = 3) -> str:
+    """The ``top`` analyses by time, as ``name s``."""
+    ranked = sorted(parts.items(), key=lambda kv: -kv[1])[:top]
+    return ", ".join(f"{name} {s:.0f} s" for name, s in ranked)
 
 
 def measure_scale(scale: float, args: argparse.Namespace, root: Path) -> dict:
@@ -112,7 +125,7 @@ def measure_scale(scale: float, args: argparse.Namespace, root: Path) -> dict:
     prof = (lambda s: args.profile / f"{s}-{scale:g}.prof") if args.profile else (lambda s: None)
     script = [str(Path(__file__).resolve()), "--write-store", str(store), "--scale", str(scale),
               "--encoders", str(args.encoders)]  # fmt: skip
-    wall, peak, out = run_child(script, prof("write"))
+    wall, peak, out, _ = run_child(script, prof("write"))
     counts = json.loads(out.strip().splitlines()[-1])
     row = {"scale": _label(scale), **counts, "write_s": wall, "peak": [peak],
            "store_mib": _mib(store), "load": [os.getloadavg()[0]]}  # fmt: skip
@@ -121,8 +134,9 @@ def measure_scale(scale: float, args: argparse.Namespace, root: Path) -> dict:
         if step not in args.steps:
             continue
         cmd = step_command(step, store, args.replicates, args.other_replicates)
-        wall, peak, _ = run_child(cmd, prof(step))
+        wall, peak, _, err = run_child(cmd, prof(step))
         row[f"{step}_s"], row["peak"] = wall, [*row["peak"], peak]
+        row[f"{step}_parts"] = analysis_times(err)
         row["load"].append(os.getloadavg()[0])
     if not args.keep:
         shutil.rmtree(store)
@@ -209,9 +223,14 @@ def main(argv: list[str] | None = None) -> int:
     for scale in scales:
         rows.append(measure_scale(scale, args, root))
         print(f"scale {rows[-1]['scale']} done: {format_row(rows[-1])}", flush=True)
+        parts = rows[-1].get("analyze_parts") or {}
+        print(f"scale {rows[-1]['scale']} analyze: {dominant(parts, top=6)}", flush=True)
     print_table(rows)
     for row in rows:
         print(f"scale {row['scale']}: " + "; ".join(goal_lines(row)))
+        for step in STEPS:
+            if row.get(f"{step}_parts"):
+                print(f"scale {row['scale']} {step} dominated by: {dominant(row[step + '_parts'])}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     if args.profile:

@@ -31,9 +31,15 @@ from crsbench.protocol import (  # defined once there
     MIN_SUBGROUP_PATIENTS,
 )
 from crsbench.stats.cell_pool import map_cells
-from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
+from crsbench.stats.cell_predictions import CellPredictions
 from crsbench.stats.intervals import percentile_interval
-from crsbench.stats.resample import patient_index, replicate_ids, resample_counts_for
+from crsbench.stats.subgroup_resampling import (
+    CellResampling,
+    SplitResampling,
+    cell_resampling,
+    n_patients,
+    own_rows,
+)
 from crsbench.stats.subgroup_tests import (
     ALPHA,
     DEFAULT_SUBGROUP_PERMUTATIONS,
@@ -44,15 +50,7 @@ from crsbench.stats.subgroup_tests import (
     permuted_labels,
 )
 from crsbench.stats.subgroup_values import ShiftTerm, auroc_on, values_on
-from crsbench.stats.weighted_metrics import ReplicateWeights
 
-#: Age bands in years: (lower bound inclusive, upper bound exclusive, name).
-AGE_BANDS: tuple[tuple[float, float, str], ...] = (
-    (0.0, 40.0, "<40"),
-    (40.0, 60.0, "40-59"),
-    (60.0, 80.0, "60-79"),
-    (80.0, float("inf"), "80+"),
-)
 #: Bootstrap replicates of the subgroup intervals (the CLI passes ``--replicates``).
 DEFAULT_SUBGROUP_REPLICATES = 200
 TOO_SMALL = "too small"
@@ -63,93 +61,15 @@ SELECT_ON: dict[str, str] = {"auroc": "auroc", "ece": "ece_debiased",
                              "robustness_drop": "robustness_drop"}  # fmt: skip
 
 
-def age_band(ages: np.ndarray) -> np.ndarray:
-    """The :data:`AGE_BANDS` name of each age (str years; blank or unparseable → blank)."""
-    years = pd.to_numeric(pd.Series(np.asarray(ages, dtype=str)), errors="coerce").to_numpy()
-    out = np.full(len(years), "", dtype=object)
-    for lo, hi, name in AGE_BANDS:
-        out[(years >= lo) & (years < hi)] = name
-    return out.astype(str)
-
-
-def subgroup_labels(split: EvalSplit) -> dict[str, np.ndarray]:
-    """Attribute → subgroup of each row of ``split`` (ages banded; blank = not recorded)."""
-    out = {}
-    for attr, vals in split.metadata.items():
-        out["age_band" if attr == "age" else attr] = (
-            age_band(vals) if attr == "age" else np.asarray(vals, dtype=str)
-        )
-    return out
-
-
-def _n_patients(split: EvalSplit, rows: np.ndarray) -> int:
-    return len(np.unique(split.groups[rows]))
-
-
-@dataclass(frozen=True)
-class _Split:
-    """One split's rows with their bootstrap counts (``(B, patients)``), each row's patient
-    column and the subgroup labels."""
-
-    split: EvalSplit
-    prob: np.ndarray
-    counts: np.ndarray
-    inverse: np.ndarray
-    labels: dict[str, np.ndarray]
-
-    def weights(self, rows: np.ndarray) -> ReplicateWeights:
-        """Point (all ones) then every replicate, for ``rows``."""
-        ones = np.ones((1, self.counts.shape[1]), dtype=self.counts.dtype)
-        return ReplicateWeights.of(np.vstack([ones, self.counts]), self.inverse[rows])
-
-
-def _resampled(split: EvalSplit, prob: np.ndarray, ids: np.ndarray, seed: int) -> _Split:
-    patients, inverse = patient_index(split.groups)
-    counts = resample_counts_for(split.dataset, len(patients), ids, seed)
-    return _Split(split, prob, counts, inverse, subgroup_labels(split))
-
-
-@dataclass(frozen=True)
-class _Ctx:
-    """One cell's resampling (test and each shift target) and the analysis settings."""
-
-    cell: CellPredictions
-    test: _Split
-    targets: list[_Split]
-    min_patients: int
-    min_ece_patients: int
-    n_permutations: int
-    seed: int
-
-    def overall_drop(self, t: _Split) -> np.ndarray:
-        """``(1 + B,)`` the cell's clean AUROC minus its AUROC on target ``t``."""
-        all_test, all_t = np.arange(len(self.test.inverse)), np.arange(len(t.inverse))
-        clean = auroc_on(self.cell, self.test.split, self.cell.clean, all_test,
-                         self.test.weights(all_test))  # fmt: skip
-        return clean - auroc_on(self.cell, t.split, t.prob, all_t, t.weights(all_t))
-
-
-def _context(cell: CellPredictions, n_rep: int, seed: int, sizes: tuple[int, int, int]) -> _Ctx:
-    ids = replicate_ids(n_rep)
-    test = _resampled(cell.test, cell.clean, ids, seed)
-    targets = [_resampled(split, prob, ids, seed) for split, prob in cell.shifts]
-    return _Ctx(cell, test, targets, *sizes, seed)
-
-
-def _own_rows(ctx: _Ctx, t: _Split, attr: str, value: str) -> np.ndarray | None:
-    """Rows of the subgroup on target ``t`` when it has at least the minimum of patients."""
-    lab = t.labels.get(attr)
-    rows = np.flatnonzero(lab == value) if lab is not None else np.array([], dtype=int)
-    return rows if _n_patients(t.split, rows) >= ctx.min_patients else None
-
-
-def _boot_values(ctx: _Ctx, attr: str, value: str, rows: np.ndarray) -> dict[str, np.ndarray]:
+def _boot_values(
+    ctx: CellResampling, attr: str, value: str, rows: np.ndarray
+) -> dict[str, np.ndarray]:
     """``(1 + B,)`` AUROC, ECE, debiased ECE and R of the subgroup ``rows`` (point first);
     ``shift_own``: how many shift drops are the subgroup's own. ECE is NaN below
     ``min_ece_patients``."""
     shifts, own = [], 0
     for t in ctx.targets:
-        trows = _own_rows(ctx, t, attr, value)
+        trows = own_rows(ctx, t, attr, value)
         if trows is None:
             shifts.append(ShiftTerm(np.nan, False, ctx.overall_drop(t)))
         else:
@@ -157,18 +77,18 @@ def _boot_values(ctx: _Ctx, attr: str, value: str, rows: np.ndarray) -> dict[str
             shifts.append(ShiftTerm(tauc, True, np.nan))
             own += 1
     vals: dict = values_on(ctx.cell, rows, ctx.test.weights(rows), shifts)
-    if _n_patients(ctx.test.split, rows) < ctx.min_ece_patients:
+    if n_patients(ctx.test.split, rows) < ctx.min_ece_patients:
         vals["ece"] = vals["ece_debiased"] = np.full(len(vals["ece"]), np.nan)
     vals["shift_own"] = own
     return vals
 
 
-def _perm_shift(ctx: _Ctx, t: _Split, attr: str, names: list[str]) -> ShiftTerm:
+def _perm_shift(ctx: CellResampling, t: SplitResampling, attr: str, names: list[str]) -> ShiftTerm:
     """Target ``t``'s term of R for every (subgroup, reassignment): the target's own labels
     reassigned among its patients (an independent stream), or the cell's overall drop."""
     lab = t.labels.get(attr)
     overall = float(ctx.overall_drop(t)[0])
-    own = [lab is not None and _own_rows(ctx, t, attr, v) is not None for v in names]
+    own = [lab is not None and own_rows(ctx, t, attr, v) is not None for v in names]
     if not any(own):
         return ShiftTerm(np.nan, False, overall)
     perm = permuted_labels(lab, t.split.groups, ctx.n_permutations, ctx.seed,
@@ -182,7 +102,7 @@ def _perm_shift(ctx: _Ctx, t: _Split, attr: str, names: list[str]) -> ShiftTerm:
     return ShiftTerm(tauc, np.repeat(own, ctx.n_permutations + 1), overall)
 
 
-def _perm_values(ctx: _Ctx, attr: str, names: list[str]) -> dict[str, np.ndarray]:
+def _perm_values(ctx: CellResampling, attr: str, names: list[str]) -> dict[str, np.ndarray]:
     """``(G, 1 + P)`` AUROC, debiased ECE and R of the reported subgroups ``names`` of
     ``attr`` under the observed labels (column 0) and each reassignment."""
     lab, split = ctx.test.labels[attr], ctx.test.split
@@ -193,17 +113,17 @@ def _perm_values(ctx: _Ctx, attr: str, names: list[str]) -> dict[str, np.ndarray
     shifts = [_perm_shift(ctx, t, attr, names) for t in ctx.targets]
     vals = values_on(ctx.cell, np.arange(len(lab)), w, shifts, plug_in=False)
     out = {k: v.reshape(len(names), -1) for k, v in vals.items()}
-    small = [_n_patients(split, np.flatnonzero(lab == v)) < ctx.min_ece_patients for v in names]
+    small = [n_patients(split, np.flatnonzero(lab == v)) < ctx.min_ece_patients for v in names]
     out["ece_debiased"][np.asarray(small)] = np.nan
     return out
 
 
-def _cell_subgroups(ctx: _Ctx, level: float) -> tuple[list[dict], dict]:
+def _cell_subgroups(ctx: CellResampling, level: float) -> tuple[list[dict], dict]:
     cell, rows, reps = ctx.cell, [], {}
     for attr, lab in ctx.test.labels.items():
         for value in sorted(set(lab) - {""}):
             idx = np.flatnonzero(lab == value)
-            n_pat = _n_patients(cell.test, idx)
+            n_pat = n_patients(cell.test, idx)
             row = {"encoder": cell.encoder, "dataset": cell.dataset, "attribute": attr,
                    "subgroup": value, "n_images": len(idx), "n_patients": n_pat}  # fmt: skip
             if n_pat < ctx.min_patients:
@@ -239,7 +159,7 @@ WORST_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def _worst_row(ctx: _Ctx, attr: str, metric: str, m: np.ndarray, perm: np.ndarray, level):
+def _worst_row(ctx: CellResampling, attr: str, metric: str, m: np.ndarray, perm: np.ndarray, level):
     """One row of the worst table: the worst subgroup, the gap and its permutation test."""
     names = [v for _, v in _reported(ctx, attr)]
     worst, at = _extreme(m, WORST_IS_MAX[metric])
@@ -256,14 +176,14 @@ def _worst_row(ctx: _Ctx, attr: str, metric: str, m: np.ndarray, perm: np.ndarra
             "real_difference": bool(p < ALPHA)}  # fmt: skip
 
 
-def _reported(ctx: _Ctx, attr: str) -> list[tuple[str, str]]:
+def _reported(ctx: CellResampling, attr: str) -> list[tuple[str, str]]:
     """Reported subgroups of ``attr`` (at least ``min_patients``), sorted."""
     lab = ctx.test.labels[attr]
     return [(attr, v) for v in sorted(set(lab) - {""})
-            if _n_patients(ctx.test.split, np.flatnonzero(lab == v)) >= ctx.min_patients]  # fmt: skip
+            if n_patients(ctx.test.split, np.flatnonzero(lab == v)) >= ctx.min_patients]  # fmt: skip
 
 
-def _worst(ctx: _Ctx, reps: dict, level: float) -> list[dict]:
+def _worst(ctx: CellResampling, reps: dict, level: float) -> list[dict]:
     """Worst subgroup, gap and permutation p-value per attribute and axis (ECE debiased)."""
     out = []
     for attr in sorted({a for a, _ in reps}):
@@ -276,7 +196,7 @@ def _worst(ctx: _Ctx, reps: dict, level: float) -> list[dict]:
     return out
 
 
-def _worst_axes(ctx: _Ctx, reps: dict) -> dict[str, tuple[np.ndarray, str]]:
+def _worst_axes(ctx: CellResampling, reps: dict) -> dict[str, tuple[np.ndarray, str]]:
     """Per axis, the worst over every reported subgroup of every attribute: ``(1 + B,)``
     values and the point's worst subgroup as ``attribute=value`` (ECE: the debiased ECE of
     subgroups with at least ``min_ece_patients``; without one, the whole test set's, ``all``)."""
@@ -387,7 +307,7 @@ def _one_cell(
 ) -> tuple[list[dict], list[dict], dict[str, tuple[np.ndarray, str]] | None]:
     """One cell's subgroup rows, worst rows and worst-over-attributes axes (None: none)."""
     sizes = (settings.min_patients, settings.min_ece_patients, settings.n_permutations)
-    ctx = _context(cell, settings.n_replicates, settings.seed, sizes)
+    ctx = cell_resampling(cell, settings.n_replicates, settings.seed, sizes)
     rows, reps = _cell_subgroups(ctx, settings.level)
     return rows, _worst(ctx, reps, settings.level), _worst_axes(ctx, reps) if reps else None
 

@@ -20,7 +20,8 @@ from crsbench.stats.operating_points import (
     threshold_for_sensitivity,
     threshold_for_specificity,
 )
-from crsbench.stats.subgroups import TOO_SMALL, age_band, subgroup_analysis
+from crsbench.stats.subgroup_resampling import age_band
+from crsbench.stats.subgroups import TOO_SMALL, subgroup_analysis
 
 
 def _binary(p1: np.ndarray) -> np.ndarray:

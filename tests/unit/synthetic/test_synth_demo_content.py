@@ -15,10 +15,11 @@ from crsbench.calibration.recal_settings import check_calibration_size, load_rec
 from crsbench.config import load_packaged_config
 from crsbench.datasets.subgroup_attributes import subgroup_columns
 from crsbench.datasets.synthetic import write_all
+from crsbench.protocol import MIN_SUBGROUP_PATIENTS
 from crsbench.runs.outdir import claim_output_dir
 from crsbench.runs.prepare import prepare_datasets
 from crsbench.stats.operating_point_settings import load_operating_point_settings
-from crsbench.stats.subgroups import MIN_SUBGROUP_PATIENTS, age_band
+from crsbench.stats.subgroup_resampling import age_band
 
 #: The protocol's probe datasets of the demo that record no subgroup attribute in their real
 #: release (APTOS 2019's train.csv has only id_code and diagnosis).
