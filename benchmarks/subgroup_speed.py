@@ -1,9 +1,11 @@
 """The subgroup analysis, side by side: the current weights against the previous ones.
 
 A subgroup's replicate kernels used to read the bootstrap counts of every test patient (the
-rows outside the subgroup weighed 0), and each target's overall drop was recomputed for every
-subgroup lacking the target's rows. Now a subgroup reads only its own patients' counts and
-the drops are computed once per cell. This script writes a planted paper-size store (the
+rows outside the subgroup weighed 0), each target's overall drop was recomputed for every
+subgroup lacking the target's rows, and the debiased ECE made one product per label column
+over every replicate (``_reference_kernels.reference_debiased_ece``). Now a subgroup reads only
+its own patients' counts, the drops are computed once per cell, and the debiased ECE's
+columns share one product per block of replicates. This script writes a planted paper-size store (the
 first ``--encoders`` encoders of the paper config at ``--scale`` of the paper's test-set sizes,
 :mod:`benchmarks.paper_scale`'s writer), loads its per-sample predictions, and runs
 :func:`crsbench.stats.subgroups.subgroup_analysis` in this process (``n_jobs=1``) with the
@@ -53,13 +55,16 @@ def _previous_drop(self, t):
 def previous():
     """The previous behaviour patched into the resampling classes."""
     from crsbench.stats import subgroup_resampling as sr
+    from crsbench.stats import subgroup_values as sv
+    from crsbench.stats._reference_kernels import reference_debiased_ece
 
-    saved = sr.SplitResampling.weights, sr.CellResampling.overall_drop
+    saved = sr.SplitResampling.weights, sr.CellResampling.overall_drop, sv.weighted_debiased_ece
     sr.SplitResampling.weights, sr.CellResampling.overall_drop = _previous_weights, _previous_drop
+    sv.weighted_debiased_ece = reference_debiased_ece
     try:
         yield
     finally:
-        sr.SplitResampling.weights, sr.CellResampling.overall_drop = saved
+        sr.SplitResampling.weights, sr.CellResampling.overall_drop, sv.weighted_debiased_ece = saved
 
 
 def load_cells(store: Path) -> dict:

@@ -16,7 +16,15 @@ import numpy as np
 
 from crsbench.stats.replicate_auroc import _binary_columns
 from crsbench.stats.replicate_weights import ReplicateWeights
-from crsbench.stats.weighted_metrics import N_BINS, _patient_bin_sums, _shrunk_gap_shift
+from crsbench.stats.weighted_metrics import (
+    N_BINS,
+    _column_mean,
+    _debiased_from_sums,
+    _ece_columns,
+    _patient_bin_stats,
+    _patient_bin_sums,
+    _shrunk_gap_shift,
+)
 
 _CACHE_ELEMENTS = 1 << 18
 _ECE_BLOCK_ELEMENTS = 1 << 20
@@ -157,3 +165,19 @@ def reference_two_pass_replicates(cell, ids, seed_counts, seed=0, chunk=1_000):
         extras.append({k: seed_mean(v, sc) for k, v in more.items()})
     joined = {k: np.concatenate([e[k] for e in extras]) for k in extras[0]}
     return np.concatenate(axes), np.concatenate(shrunk), joined
+
+
+def _debiased_column(conf, acc, w: ReplicateWeights, rows, n_bins) -> np.ndarray:
+    """One column's debiased ECE per replicate: one product with every replicate's weights
+    converted to float64 at once."""
+    per_patient = _patient_bin_stats(conf, acc, w, rows, n_bins).reshape(-1, n_bins, 5)
+    sums = np.tensordot(w.counts.astype(np.float64), per_patient, axes=(1, 0))  # (B, bins, 5)
+    return _debiased_from_sums(sums)
+
+
+def reference_debiased_ece(y, prob, task, w, n_bins: int = N_BINS) -> np.ndarray:
+    """The debiased ECE as it was before the columns shared their products: one tensor
+    product per label column over all replicates."""
+    rw = ReplicateWeights.of(w)
+    parts = [_debiased_column(c, a, rw, r, n_bins) for c, a, r in _ece_columns(y, prob, task)]
+    return _column_mean(np.array(parts), rw.n_replicates)

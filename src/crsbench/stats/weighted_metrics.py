@@ -110,8 +110,9 @@ def _mean_abs_normal(mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
     return np.where(sd > 0, folded, np.abs(mu))
 
 
-def _debiased_binned_ece(conf, acc, w: ReplicateWeights, rows, n_bins) -> np.ndarray:
-    """Debiased ECE of each replicate (:func:`weighted_debiased_ece`) for one column."""
+def _patient_bin_stats(conf, acc, w: ReplicateWeights, rows, n_bins) -> np.ndarray:
+    """Per (weight column, bin) of one ECE column: images, gap sum, its square, gap sum ×
+    images and images squared, ``(m, bins · 5)`` (the debiased ECE's per-patient terms)."""
     bins = _bins(conf, n_bins)
     idx = np.arange(len(conf)) if rows is None else np.asarray(rows)
     patients, cell = np.unique(w.inverse[idx] * n_bins + bins, return_inverse=True)
@@ -122,15 +123,36 @@ def _debiased_binned_ece(conf, acc, w: ReplicateWeights, rows, n_bins) -> np.nda
     per_patient[p_idx, b_idx] = np.stack(
         [n_imgs, gap_sum, gap_sum**2, gap_sum * n_imgs, n_imgs**2], axis=1
     )
-    sums = np.tensordot(w.counts.astype(np.float64), per_patient, axes=(1, 0))  # (B, bins, 5)
+    return per_patient.reshape(len(per_patient), n_bins * 5)
+
+
+def _debiased_from_sums(sums: np.ndarray) -> np.ndarray:
+    """Debiased ECE per leading index of ``sums`` (``(..., bins, 5)`` replicate sums)."""
     mass, gap, g2, gn, n2 = np.moveaxis(sums, -1, 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(mass > 0, gap / mass, 0.0)
         # cluster-robust variance of the bin mean (a patient's images are one cluster)
         var = np.where(mass > 0, (g2 - 2 * mean * gn + mean**2 * n2) / mass**2, 0.0)
         terms = mass * (2 * np.abs(mean) - _mean_abs_normal(mean, np.sqrt(np.maximum(var, 0))))
-        total = mass.sum(axis=1)
-        return np.where(total > 0, terms.sum(axis=1) / total, np.nan)
+        total = mass.sum(axis=-1)
+        return np.where(total > 0, terms.sum(axis=-1) / total, np.nan)
+
+
+def _debiased_binned_eces(columns, w: ReplicateWeights, n_bins: int) -> np.ndarray:
+    """Debiased ECE (:func:`weighted_debiased_ece`) of each ``(conf, acc, rows)`` column and
+    replicate, ``(columns, B)``: the per-patient terms of up to :data:`_ECE_GROUP` columns
+    are one right-hand side, multiplied by each block of replicates' weights once."""
+    stats = [_patient_bin_stats(conf, acc, w, rows, n_bins) for conf, acc, rows in columns]
+    out = np.empty((len(stats), w.n_replicates))
+    step = max(1, _ECE_BLOCK_ELEMENTS // max(w.n_columns, 1))
+    for g0 in range(0, len(stats), _ECE_GROUP):
+        rhs = np.concatenate(stats[g0 : g0 + _ECE_GROUP], axis=1)
+        n_group = rhs.shape[1] // (n_bins * 5)
+        for start in range(0, w.n_replicates, step):
+            prod = w.counts[start : start + step].astype(np.float64) @ rhs
+            sums = prod.reshape(len(prod), n_group, n_bins, 5)
+            out[g0 : g0 + n_group, start : start + step] = _debiased_from_sums(sums).T
+    return out
 
 
 def _ece_columns(y, prob, task):
@@ -152,15 +174,6 @@ def _column_mean(parts: np.ndarray, n_replicates: int) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmean(parts, axis=0)
-
-
-def _per_column_ece(y, prob, task, w, n_bins, column_fn) -> np.ndarray:
-    """``column_fn`` over the ECE's columns, averaged."""
-    rw = ReplicateWeights.of(w)
-    parts = [
-        column_fn(conf, acc, rw, rows, n_bins) for conf, acc, rows in _ece_columns(y, prob, task)
-    ]
-    return _column_mean(np.array(parts), rw.n_replicates)
 
 
 def _batched_ece(y, prob, task, w, n_bins, worlds) -> np.ndarray:
@@ -199,7 +212,9 @@ def weighted_debiased_ece(
     bin mean's standard error, cluster-robust over patients), same bins and weights as
     :func:`weighted_ece`. For intervals only: the reported ECE stays the plug-in.
     """
-    return _per_column_ece(y, prob, task, w, n_bins, _debiased_binned_ece)
+    rw = ReplicateWeights.of(w)
+    parts = _debiased_binned_eces(list(_ece_columns(y, prob, task)), rw, n_bins)
+    return _column_mean(parts, rw.n_replicates)
 
 
 def weighted_shrunk_ece(

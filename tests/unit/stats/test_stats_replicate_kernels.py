@@ -101,3 +101,27 @@ def test_ece_and_shrunk_ece_match_the_previous_kernel(task):
     for new, old in ((weighted_ece, ref.reference_ece),
                      (weighted_shrunk_ece, ref.reference_shrunk_ece)):  # fmt: skip
         np.testing.assert_allclose(new(y, p, task, rw), old(y, p, task, rw), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("task", ["multilabel", "multiclass"])
+def test_debiased_ece_shared_across_columns_and_blocks_matches_one_product_per_column(
+    task, monkeypatch
+):
+    from crsbench.stats import weighted_metrics
+
+    rng = np.random.default_rng(17)
+    n = 900
+    if task == "multilabel":
+        y, p = _data(rng, n, 11, 0.25, None)  # two groups of columns (8 + 3)
+        y[rng.random((n, 11)) < 0.15] = np.nan
+    else:
+        y, p = rng.integers(0, 5, n), rng.dirichlet(np.ones(5), n)
+    rw, _ = _weights(rng, n, 57)
+    expected = ref.reference_debiased_ece(y, p, task, rw)
+    np.testing.assert_allclose(
+        weighted_metrics.weighted_debiased_ece(y, p, task, rw), expected, rtol=1e-12, atol=0
+    )
+    monkeypatch.setattr(weighted_metrics, "_ECE_BLOCK_ELEMENTS", 7 * rw.n_columns)  # 9 blocks
+    np.testing.assert_allclose(
+        weighted_metrics.weighted_debiased_ece(y, p, task, rw), expected, rtol=1e-12, atol=0
+    )
