@@ -4,6 +4,7 @@ perturbation changes."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from crsbench.report.collapse import details_html
@@ -52,6 +53,16 @@ def _few_names(rows: pd.DataFrame, shown: int = 5) -> str:
     return ", ".join(names[:shown]) + more
 
 
+def _too_few(lost: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:
+    """Per row of ``keys``, the labels with too few positives named with their counts ("" for
+    none; a store where every label has enough has no such label at all)."""
+    few = lost[lost["status"] != "ok"] if "status" in lost else lost.iloc[:0]
+    if few.empty:
+        return np.full(len(keys), "", dtype=object)
+    named = few.groupby(list(keys.columns))[["label", "n_positives"]].apply(_few_names)
+    return named.reindex(pd.MultiIndex.from_frame(keys)).fillna("").to_numpy()
+
+
 def transfer_summary(lost: pd.DataFrame) -> pd.DataFrame:
     """Per (encoder, dataset, shift target): labels with enough positives (of all), mean
     sensitivity on test and on the target over them, the label losing most (by name) with its
@@ -70,11 +81,7 @@ def transfer_summary(lost: pd.DataFrame) -> pd.DataFrame:
     keeps = lost.groupby(key, sort=True)["keeps_operating_point"].first()
     out["keeps"] = [("not decided" if pd.isna(k) else "yes" if k else "no")
                     for k in keeps.reindex(pd.MultiIndex.from_frame(out[key]))]  # fmt: skip
-    few = lost[lost["status"] != "ok"] if "status" in lost else lost.iloc[:0]
-    named = few.groupby(key)[["label", "n_positives"]].apply(_few_names)
-    out["too few positives"] = (
-        named.reindex(pd.MultiIndex.from_frame(out[key])).fillna("").to_numpy()
-    )
+    out["too few positives"] = _too_few(lost, out[key])
     out["labels"] = [f"{int(d) if pd.notna(d) else 0} of {n}"
                      for d, n in zip(out["decided"], out["labels"], strict=True)]  # fmt: skip
     return out.drop(columns="decided").rename(columns={
