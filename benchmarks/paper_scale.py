@@ -9,7 +9,8 @@ them for. ``--scale`` multiplies the **test-set sizes** (every evaluation split:
 validation, shift targets; :data:`~crsbench.testing.planned_store.PAPER_SIZES`); the record
 count stays the plan's. ``--encoders N`` keeps the first N encoders of the panel (fewer
 records, for a quick check). Each step runs in its own process; its wall time and peak RSS
-(``ru_maxrss`` of that child) are measured::
+(the larger of the largest process's ``ru_maxrss`` and the sampled proportional set size of the
+step's process tree) are measured::
 
     python benchmarks/paper_scale.py [--scale 1/16 --scale 1/4 --scale 1] [--replicates 10000]
 
@@ -71,23 +72,76 @@ def write_step(store: Path, scale: float, n_encoders: int) -> None:
                       "predictions": written.n_predictions}))  # fmt: skip
 
 
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (Linux ``/proc``; children of every thread)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*/children"):
+            try:
+                todo += [int(c) for c in task.read_text().split()]
+            except OSError:
+                continue
+    return out
+
+
+def tree_pss_mib(pid: int) -> float:
+    """Proportional set size of ``pid``'s process tree in MiB: the memory the tree really
+    holds (pages a forked worker shares with its parent are counted once)."""
+    total = 0
+    for p in _tree(pid):
+        try:
+            text = Path(f"/proc/{p}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        total += next((int(line.split()[1]) for line in text.splitlines()
+                       if line.startswith("Pss:")), 0)  # fmt: skip
+    return total / 1024
+
+
+class PeakSampler:
+    """The largest :func:`tree_pss_mib` of a process tree, sampled every ``every`` seconds."""
+
+    def __init__(self, pid: int, every: float = 1.0) -> None:
+        import threading
+
+        self.pid, self.every, self.peak = pid, every, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.peak = max(self.peak, tree_pss_mib(self.pid))
+
+    def stop(self) -> float:
+        """Stop sampling; the peak in MiB."""
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
 def run_child(cmd: list[str], profile: Path | None = None) -> tuple[float, float, str, str]:
     """Run ``cmd`` (a Python command line after the interpreter); return wall seconds, peak
-    RSS in MiB of that process (``ru_maxrss`` from ``wait4``), its stdout and its stderr.
-    Raises on a non-zero exit."""
+    memory in MiB (the larger of the largest process's RSS, ``ru_maxrss`` from ``wait4``, and
+    the process tree's sampled proportional set size: a step and its bootstrap workers
+    together), its stdout and its stderr. Raises on a non-zero exit."""
     prof = ["-m", "cProfile", "-o", str(profile)] if profile else []
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, *prof, *cmd], stdout=out, stderr=err,
                                 env=_child_env())  # fmt: skip
+        sampler = PeakSampler(proc.pid)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
+        tree_peak = sampler.stop()
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0), err.seek(0)
         if proc.returncode:
             raise RuntimeError(f"{' '.join(cmd[:3])} failed ({proc.returncode}):\n"
                                f"{err.read()[-3000:]}")  # fmt: skip
-        return wall, usage.ru_maxrss / 1024, out.read(), err.read()
+        return wall, max(usage.ru_maxrss / 1024, tree_peak), out.read(), err.read()
 
 
 def _child_env() -> dict[str, str]:
