@@ -59,7 +59,11 @@ def _too_few(lost: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:
     few = lost[lost["status"] != "ok"] if "status" in lost else lost.iloc[:0]
     if few.empty:
         return np.full(len(keys), "", dtype=object)
-    named = few.groupby(list(keys.columns))[["label", "n_positives"]].apply(_few_names)
+    named = few.groupby(list(keys.columns), dropna=False)[["label", "n_positives"]].apply(
+        _few_names
+    )
+    if not isinstance(named, pd.Series) or named.empty:
+        return np.full(len(keys), "", dtype=object)
     return named.reindex(pd.MultiIndex.from_frame(keys)).fillna("").to_numpy()
 
 

@@ -13,13 +13,15 @@ read-only) the store is left as it was and only the copy is removed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from crsbench.core.diskio import disk_error_in_text, remove_quietly
-from crsbench.core.errors import DiskError, StoreError
+from crsbench.core.errors import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -64,14 +66,29 @@ def free_blocks(path: Path) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+def _why_not(path: Path) -> str:
+    """Why ``path`` is never compacted ("" when it may be): a write-ahead log beside it (not
+    checkpointed), or a link (the rename would put a file where the user's link was)."""
+    if path.is_symlink():
+        return "it is a symbolic link"
+    if Path(f"{path}.wal").exists():
+        return "a write-ahead log is beside it"
+    return "" if path.is_file() else "it is not a file"
+
+
 def worth_compacting(path: Path) -> bool:
     """Whether the free blocks of ``path`` reach :data:`MIN_FREE_SHARE` and
-    :data:`MIN_FREE_BYTES` (never for a file with a write-ahead log beside it)."""
-    if Path(f"{path}.wal").exists() or not path.is_file():
+    :data:`MIN_FREE_BYTES` (never when :func:`_why_not` names a reason)."""
+    if _why_not(path):
         return False
     free, total = free_blocks(path)
     share = free / total if total else 0.0
     return share >= MIN_FREE_SHARE and free * path.stat().st_size / max(total, 1) >= MIN_FREE_BYTES
+
+
+def _literal(path: Path) -> str:
+    """``path`` as an SQL string literal (a quote in a folder name doubled)."""
+    return "'" + str(path).replace("'", "''") + "'"
 
 
 def _copy(source: Path, target: Path) -> None:
@@ -80,8 +97,8 @@ def _copy(source: Path, target: Path) -> None:
 
     con = duckdb.connect()
     try:
-        con.execute(f"ATTACH '{source}' AS old (READ_ONLY)")
-        con.execute(f"ATTACH '{target}' AS new")
+        con.execute(f"ATTACH {_literal(source)} AS old (READ_ONLY)")
+        con.execute(f"ATTACH {_literal(target)} AS new")
         con.execute("COPY FROM DATABASE old TO new")
     finally:
         con.close()
@@ -93,8 +110,8 @@ def _check_same_rows(source: Path, target: Path) -> None:
 
     con = duckdb.connect()
     try:
-        con.execute(f"ATTACH '{source}' AS old (READ_ONLY)")
-        con.execute(f"ATTACH '{target}' AS new (READ_ONLY)")
+        con.execute(f"ATTACH {_literal(source)} AS old (READ_ONLY)")
+        con.execute(f"ATTACH {_literal(target)} AS new (READ_ONLY)")
         names = con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = 'old' ORDER BY 1"
         ).fetchall()
@@ -128,21 +145,25 @@ def compact_store_file(path: Path | str, *, force: bool = False) -> CompactResul
     DiskError
         The disk refused the copy (full, read-only); ``path`` is unchanged.
     StoreError
-        A table's rows differ after the copy; ``path`` is unchanged.
+        ``path`` is a link or has a write-ahead log beside it, or a table's rows differ
+        after the copy; ``path`` is unchanged.
     """
     path = Path(path)
+    if why := _why_not(path):
+        raise StoreError(f"cannot compact {path}: {why}.")
+    for stale in path.parent.glob(f".{path.name}.compacting-*"):  # a copy a killed run left
+        remove_quietly(stale)
     free, total = free_blocks(path)
     before = path.stat().st_size
-    if not (force or worth_compacting(path)) or Path(f"{path}.wal").exists():
+    if not (force or worth_compacting(path)):
         return CompactResult(path, before, before, free, total, compacted=False)
     tmp = path.with_name(f".{path.name}.compacting-{os.getpid()}")
-    remove_quietly(tmp)
     try:
         _copy(path, tmp)
         _check_same_rows(path, tmp)
         _sync(tmp)
+        os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
         os.replace(tmp, path)
-        _sync(path.parent)
     except Exception as exc:
         disk = disk_error_in_text(exc, path.parent, needed=before - free * before // max(total, 1))
         if disk is not None:
@@ -151,20 +172,20 @@ def compact_store_file(path: Path | str, *, force: bool = False) -> CompactResul
     finally:
         remove_quietly(tmp)
         remove_quietly(Path(f"{tmp}.wal"))
+    with contextlib.suppress(OSError):  # renamed already: a folder that cannot be synced
+        _sync(path.parent)
     return CompactResult(path, before, path.stat().st_size, free, total, compacted=True)
 
 
 def compact_quietly(path: Path) -> CompactResult | None:
-    """:func:`compact_store_file` on a clean close: a refusing disk or a failed copy leaves
-    the store as it is with one warning (the store is complete either way); None when not
-    worth it."""
-    import duckdb
-
+    """:func:`compact_store_file` on a clean close: a refusing disk, a failed copy or any
+    other error leaves the store as it is with one warning (the store is complete either
+    way; Ctrl-C still interrupts); None when not worth it."""
     try:
         if not worth_compacting(path):
             return None
         result = compact_store_file(path)
-    except (DiskError, StoreError, duckdb.Error) as exc:
+    except Exception as exc:  # optional work on a complete store: never fail the command
         log.warning("left %s uncompacted: %s", path, exc)
         return None
     log.info(result.line())

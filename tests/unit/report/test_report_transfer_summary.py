@@ -32,3 +32,11 @@ def test_labels_below_the_minimum_are_named_fewest_first():
     out = transfer_summary(_lost(["ok", "too few positives", "too few positives"]))
     assert out["too few positives"].tolist() == ["L1 (4), L2 (5)"]
     assert out["labels with enough positives"].tolist() == ["1 of 3"]
+
+
+def test_rows_without_a_shift_target_name_are_left_out_without_failing():
+    lost = pd.concat([_lost(["ok", "too few positives"]),
+                      _lost(["too few positives"]).assign(shift_target=None)])  # fmt: skip
+    out = transfer_summary(lost)
+    assert out["shift_target"].tolist() == ["mimic_cxr"]
+    assert out["too few positives"].tolist() == ["L1 (4)"]

@@ -89,3 +89,10 @@ def test_nan_stays_nan_and_takes_no_part_in_the_order():
     x = np.array([[0.3], [np.nan], [0.3 + 1e-12], [0.7]])
     y = order_preserving_float32(x)
     assert np.isnan(y[1, 0]) and y[0, 0] < y[2, 0] < y[3, 0]
+
+
+def test_values_beyond_float32_and_empty_matrices():
+    _, dtype = _roundtrip(np.array([[1e39], [0.5]]), "multilabel")
+    assert dtype == "<f8"
+    y, dtype = _roundtrip(np.zeros((3, 0)), "multiclass")
+    assert dtype == "<f4" and y.shape == (3, 0)

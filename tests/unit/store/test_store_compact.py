@@ -137,3 +137,40 @@ def test_the_command_compacts_and_refuses_a_folder_crsbench_did_not_write(tmp_pa
     result = CliRunner().invoke(app, ["store", "compact", "--store", str(tmp_path / "mine")])
     assert result.exit_code == 2 and "not written by crsbench" in result.output
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+
+
+def test_a_quote_in_the_folder_a_kept_mode_and_a_leftover_copy_removed(tmp_path, low_thresholds):
+    out = tmp_path / "q'uote"
+    rows = _store_with_free_blocks(out)
+    path = out / STORE_FILE
+    path.chmod(0o640)
+    stale = out / f".{STORE_FILE}.compacting-999999"
+    stale.write_bytes(b"left by a killed run")
+    assert compact_store(out).compacted
+    assert not stale.exists() and oct(path.stat().st_mode & 0o777) == "0o640"
+    pd.testing.assert_frame_equal(_runs(out), rows)
+
+
+def test_a_linked_store_is_never_replaced(tmp_path, low_thresholds):
+    _store_with_free_blocks(tmp_path / "real")
+    (tmp_path / "linked").mkdir()
+    for name in os.listdir(tmp_path / "real"):
+        if name != STORE_FILE:
+            os.symlink(tmp_path / "real" / name, tmp_path / "linked" / name)
+    os.symlink(tmp_path / "real" / STORE_FILE, tmp_path / "linked" / STORE_FILE)
+    with pytest.raises(StoreError, match="symbolic link"):
+        compact_store_file(tmp_path / "linked" / STORE_FILE)
+    assert (tmp_path / "linked" / STORE_FILE).is_symlink()
+
+
+def test_any_error_on_a_clean_close_only_warns(tmp_path, low_thresholds, monkeypatch, caplog):
+    rows = _store_with_free_blocks(tmp_path)
+
+    def busy(source: Path, target: Path) -> None:
+        raise OSError(16, "Device or resource busy")
+
+    monkeypatch.setattr(compact_module, "_copy", busy)
+    with ResultsStore(tmp_path, HASH):
+        pass
+    assert "left" in caplog.text and "uncompacted" in caplog.text
+    pd.testing.assert_frame_equal(_runs(tmp_path), rows)
