@@ -116,9 +116,9 @@ def _load(folders: list[Path]) -> CoverageRun:
     """The records of earlier ``--out`` folders (one scenario's disjoint world ranges add)."""
     runs = []
     for folder in folders:
-        for hits in sorted(folder.glob("*.hits.csv")):
-            stem = hits.name[: -len(".hits.csv")]
-            runs.append(CoverageRun(*(pd.read_csv(folder / f"{stem}.{f}.csv") for f in FIELDS)))
+        for hits in sorted(folder.glob("*.hits.csv*")):  # .csv, or .csv.gz as kept in git
+            stem, ext = hits.name.split(".hits.", 1)
+            runs.append(CoverageRun(*(pd.read_csv(folder / f"{stem}.{f}.{ext}") for f in FIELDS)))
     return combine(runs)
 
 
