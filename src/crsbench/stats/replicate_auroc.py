@@ -165,6 +165,8 @@ def weighted_auroc_columns(
     replicates are evaluated in blocks (:attr:`ReplicateWeights.block_size`), every column of
     a block reading the same transposed weights.
     """
+    if _unit(w):  # the point estimate: one replicate, every row once
+        return np.array([[_unit_auroc(t, s)] for _, t, s in columns]).reshape(len(columns), 1)
     plans = [_plan(t, s, w, r) for r, t, s in columns]
     acc = np.int32 if w.kernel_dtype is np.int16 else w.kernel_dtype
     out = np.empty((len(plans), w.n_replicates))
@@ -174,6 +176,29 @@ def weighted_auroc_columns(
         for j, plan in enumerate(plans):
             out[j, start : start + size] = _block_auroc(plan, wt, acc)
     return out
+
+
+def _unit(w: ReplicateWeights) -> bool:
+    """One replicate in which every row weighs 1 (the test set as drawn)."""
+    c = w.counts
+    return c.shape[0] == 1 and c.size > 0 and c.dtype != np.float64 and bool((c == 1).all())
+
+
+def _unit_auroc(target, score) -> float:
+    """The AUROC of one column with every row weighing 1: the same integer sums as
+    :func:`_block_auroc` (the smaller class's midranks against the larger class, exact), so
+    the same value to the last bit, without building the replicate plan."""
+    minority = np.asarray(target).astype(bool)
+    s = np.asarray(score)
+    if 2 * int(minority.sum()) > len(minority):
+        minority, s = ~minority, -s
+    _, maj_rows, lo, hi = _segments(minority, s)
+    n_min, n_maj = int(minority.sum()), len(maj_rows)
+    if n_min == 0 or n_maj == 0:
+        return float("nan")
+    # smaller-class rows above each larger-class row, twice, plus those level with it
+    num = 2 * n_min * n_maj - int(lo.sum(dtype=np.int64)) - int(hi.sum(dtype=np.int64))
+    return num / float(2 * n_min * n_maj)
 
 
 def weighted_auroc_column(

@@ -223,6 +223,7 @@ def _candidate_hits(name, w, cells, res: PatientBootstrapResult, truth: Truth, l
             u = (min(lo, pw["ci_low"]), max(hi, pw["ci_high"]))
             out.append(_hit(name, w, "candidate: basic + percentile", LEADER_GAP, *u, gap))
     out += _two_world_hits(name, w, cells, res, truth, level, first, second)
+    out += _ece_candidate_hits(name, w, res, truth, level)
     pop = truth.axes.set_index(["encoder", "dataset"])
     lo_b, hi_b = basic_interval(res.point_axes, res.axes, level)
     r = res.r_interval(level, percentile=True)
@@ -236,6 +237,35 @@ def _candidate_hits(name, w, cells, res: PatientBootstrapResult, truth: Truth, l
         out.append(_hit(name, w, "candidate: logit basic", "auroc", lo, hi, truth_d))
         out.append(_hit(name, w, "candidate: basic + percentile", "robustness_drop", r.low[i],
                         r.high[i], pop.loc[key, "robustness_drop"]))  # fmt: skip
+    return out
+
+
+def _ece_candidate_hits(name, w, res: PatientBootstrapResult, truth: Truth, level) -> list:
+    """C's interval: the basic interval of each world alone (as drawn; shrunk) and the
+    midpoint of the two worlds' intervals, beside the union that is printed."""
+    if not res.point_ece_shrunk.size:
+        return []
+    e = AXES.index("ece")
+    pop = truth.axes.set_index(["encoder", "dataset"])["ece"]
+    lo, hi = basic_interval(res.point_axes[:, e], res.axes[:, :, e], level)
+    alpha = (1 - level) / 2
+    s_lo = res.point_axes[:, e] - (np.nanquantile(res.ece_shrunk, 1 - alpha, axis=0)
+                                   - res.point_ece_shrunk)  # fmt: skip
+    s_hi = res.point_axes[:, e] - (np.nanquantile(res.ece_shrunk, alpha, axis=0)
+                                   - res.point_ece_shrunk)  # fmt: skip
+    out = []
+    for i, key in enumerate(res.cell_keys):
+        t = pop[key]
+        out.append(_hit(name, w, "candidate: ECE basic", "ece", max(lo[i], 0), hi[i], t))
+        out.append(_hit(name, w, "candidate: ECE shrunk world", "ece", max(s_lo[i], 0), s_hi[i], t))
+        out.append(_hit(name, w, "candidate: ECE midpoint", "ece", max((lo[i] + s_lo[i]) / 2, 0),
+                        (hi[i] + s_hi[i]) / 2, t))  # fmt: skip
+    for (enc, ds, key), reps in res.extras.items():
+        if key.startswith(SHIFT_ECE_INCREASE):
+            point = np.array([res.point_extras[(enc, ds, key)]])
+            a, b = (float(v[0]) for v in basic_interval(point, reps[:, None], level))
+            out.append(_hit(name, w, "candidate: ECE basic", SHIFT_ECE_TARGET, a, b,
+                            truth.extras[(enc, ds)][key]))  # fmt: skip
     return out
 
 

@@ -125,3 +125,28 @@ def test_debiased_ece_shared_across_columns_and_blocks_matches_one_product_per_c
     np.testing.assert_allclose(
         weighted_metrics.weighted_debiased_ece(y, p, task, rw), expected, rtol=1e-12, atol=0
     )
+
+
+def test_the_test_set_as_drawn_takes_a_direct_path_bit_identical_to_the_replicate_kernel():
+    """One replicate of unit weights (point estimates) skips the replicate plan; its value
+    equals the plan kernel's to the last bit and sklearn's to 1e-12 (ties, both balances, a
+    column with one class, patients of several images)."""
+    rng = np.random.default_rng(7)
+    for trial in range(400):
+        n = int(rng.integers(2, 80))
+        y = (rng.random(n) < rng.uniform(0.02, 0.98)).astype(float)
+        s = rng.integers(0, 6, n).astype(float) if trial % 2 else rng.random(n)
+        groups = rng.integers(0, max(n // 3, 1), n).astype(str)
+        patients, inverse = patient_index(groups)
+        w = ReplicateWeights.of(np.ones((1, len(patients)), dtype=np.int32), inverse)
+        assert replicate_auroc._unit(w)
+        fast = replicate_auroc.weighted_auroc_columns([(None, y, s)], w)[0, 0]
+        plan = replicate_auroc._plan(y, s, w, None)
+        slow = replicate_auroc._block_auroc(plan, w.transposed(0, w.block_size), np.int32)[0]
+        if 0 < y.sum() < n:
+            assert fast == slow
+            assert fast == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+        else:
+            assert np.isnan(fast) and np.isnan(slow)
+    twice = ReplicateWeights.of(np.full((1, 5), 2, dtype=np.int32))
+    assert not replicate_auroc._unit(twice)
