@@ -79,6 +79,9 @@ class AxisReplicates:
         ``(n_cells,)`` point and ``(B, n_cells)`` replicates of the ECE in the shrunk
         bootstrap world: the leader's ECE interval is then
         :func:`crsbench.stats.intervals.ece_interval` (test-patient bootstrap only).
+    ece_reach : numpy.ndarray or None
+        ``(n_cells,)`` the ECE interval's reach towards the shrunk world
+        (:func:`crsbench.stats.intervals.ece_reach`; None: 1 for every cell).
     extras : dict (encoder, dataset, name) → (point, ``(B,)`` replicates), optional
         The JPEG drop and shift ECE increases on the same resamples (test-patient bootstrap:
         :attr:`crsbench.stats.patient_bootstrap.PatientBootstrapResult.extras`); without
@@ -91,6 +94,7 @@ class AxisReplicates:
     method: str
     basic: bool
     ece_shrunk: tuple[np.ndarray, np.ndarray] | None = None
+    ece_reach: np.ndarray | None = None
     extras: dict[tuple[str, str, str], tuple[float, np.ndarray]] | None = None
 
 
@@ -130,9 +134,11 @@ def from_patient_bootstrap(result: object) -> AxisReplicates:
     ece = (shrunk, np.asarray(result.ece_shrunk)) if shrunk.size else None
     reps, points = getattr(result, "extras", {}), getattr(result, "point_extras", {})
     extras = {k: (points[k], np.asarray(v)) for k, v in reps.items() if k in points}
+    reach = np.asarray(getattr(result, "ece_reach", np.empty(0)))
     return AxisReplicates(list(result.cell_keys), np.asarray(result.point_axes),
                           np.asarray(result.axes), TEST_PATIENTS_X_SEEDS, basic=True,
-                          ece_shrunk=ece, extras=extras or None)  # fmt: skip
+                          ece_shrunk=ece, ece_reach=reach if reach.size else None,
+                          extras=extras or None)  # fmt: skip
 
 
 def axis_replicates_of(unc: object) -> AxisReplicates | None:
@@ -292,8 +298,9 @@ def _ece_lead_interval(reps: AxisReplicates, level: float):
     s_point, s_rep = reps.ece_shrunk
 
     def interval(i: int) -> tuple[float, float, float]:
+        reach = 1.0 if reps.ece_reach is None else float(reps.ece_reach[i])
         lo, hi = ece_interval(reps.point[[i], c], reps.replicates[:, [i], c], s_point[[i]],
-                              s_rep[:, [i]], level)  # fmt: skip
+                              s_rep[:, [i]], level, reach)  # fmt: skip
         return float(lo[0]), float(hi[0]), _centre(reps.point[i, c], reps.replicates[:, i, c])
 
     return interval

@@ -7,7 +7,8 @@ computed, written there, and read back, so that a command that computed them and
 them see the same tables. The key (:func:`analysis_inputs`) hashes every input the tables
 depend on: the store's rows (runs, plan, cards, predictions, subgroup metadata, reliability,
 meta), the anchors (version, bounds, weights, reference panels), the replicate count, the
-seed, the interval, the encoder groups, and the crsbench version. The worker count is not
+seed, the interval, the encoder groups, the crsbench version and :data:`ANALYSIS_METHODS`
+(so files computed by an earlier method are not read back). The worker count is not
 part of it: results do not depend on it. Beside the analyses, the tables hold what the HTML
 report shows (:mod:`crsbench.stats.report_tables`), so the report only reads.
 
@@ -39,6 +40,11 @@ from crsbench.store.computed import (
     write_computed,
 )
 
+#: The methods' revision, in every key: changed whenever an analysis or interval method
+#: changes its numbers within one crsbench version (2026-12-02: the multi-label ECE
+#: interval's reach, :data:`crsbench.stats.intervals.MULTILABEL_ECE_REACH`).
+ANALYSIS_METHODS = "2026-12-02"
+
 
 def analysis_inputs(
     store: str | Path,
@@ -61,6 +67,7 @@ def analysis_inputs(
         "interval": str(interval),
         "groups": None if groups is None else sorted(groups.items()),
         "crsbench": __version__,
+        "methods": ANALYSIS_METHODS,
     }
 
 
@@ -197,6 +204,7 @@ def verdict_inputs(store: str | Path, compare: str | Path | None, interval: str)
         "interval": str(interval),
         "n_replicates": N_REPLICATES,
         "crsbench": __version__,
+        "methods": ANALYSIS_METHODS,
     }
 
 

@@ -47,6 +47,7 @@ from crsbench.stats.intervals import (
     basic_interval,
     corrected_estimate,
     ece_interval,
+    ece_reach,
     reflected_replicates,
 )
 from crsbench.stats.resample import (
@@ -85,6 +86,9 @@ class PatientBootstrapResult(BootstrapResult):
     ece_shrunk, point_ece_shrunk : numpy.ndarray
         ``(B, n_cells)`` and ``(n_cells,)`` seed-mean ECE of the shrunk bootstrap world
         (:func:`crsbench.stats.weighted_metrics.weighted_shrunk_ece`), for the ECE interval.
+    ece_reach : numpy.ndarray
+        ``(n_cells,)`` how far each cell's ECE interval reaches towards the shrunk world's
+        (:func:`crsbench.stats.intervals.ece_reach`; empty: 1 for every cell).
     extras, point_extras : dict (encoder, dataset, name) → ``(B,)`` array / float
         The verdict's other values (:data:`JPEG_DROP`, :data:`SHIFT_ECE_INCREASE` + target)
         on the same resamples, and as drawn.
@@ -96,6 +100,7 @@ class PatientBootstrapResult(BootstrapResult):
     n_patients: dict[str, int] = field(default_factory=dict)
     ece_shrunk: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
     point_ece_shrunk: np.ndarray = field(default_factory=lambda: np.empty(0))
+    ece_reach: np.ndarray = field(default_factory=lambda: np.empty(0))
     extras: dict[tuple[str, str, str], np.ndarray] = field(default_factory=dict)
     point_extras: dict[tuple[str, str, str], float] = field(default_factory=dict)
 
@@ -120,8 +125,10 @@ class PatientBootstrapResult(BootstrapResult):
         lo[:, d], hi[:, d] = auroc_interval(self.axes[:, :, d], level)
         if self.point_ece_shrunk.size:
             c = AXES.index("ece")
+            reach = self.ece_reach if self.ece_reach.size else 1.0
             lo[:, c], hi[:, c] = ece_interval(self.point_axes[:, c], self.axes[:, :, c],
-                                              self.point_ece_shrunk, self.ece_shrunk, level)  # fmt: skip
+                                              self.point_ece_shrunk, self.ece_shrunk, level,
+                                              reach)  # fmt: skip
         if self.extras:
             r = self.r_interval(level)
             c = AXES.index("robustness_drop")
@@ -271,6 +278,7 @@ def patient_seed_bootstrap(
         extras=extras,
         point_extras=pextras,
         point_ece_shrunk=np.array([seed_mean(cell_shrunk_ece(c, None), ones)[0] for c in cells]),
+        ece_reach=ece_reach([c.task for c in cells]),
     )
 
 

@@ -260,12 +260,19 @@ def _ece_candidate_hits(name, w, res: PatientBootstrapResult, truth: Truth, leve
         out.append(_hit(name, w, "candidate: ECE shrunk world", "ece", max(s_lo[i], 0), s_hi[i], t))
         out.append(_hit(name, w, "candidate: ECE midpoint", "ece", max((lo[i] + s_lo[i]) / 2, 0),
                         (hi[i] + s_hi[i]) / 2, t))  # fmt: skip
+        for f in (0.5, 0.6, 0.75, 0.9):
+            f_lo, f_hi = lo[i] + f * (s_lo[i] - lo[i]), hi[i] + f * (s_hi[i] - hi[i])
+            m = "candidate: ECE basic + midpoint" if f == 0.5 else f"candidate: ECE basic + {f:g}"
+            out.append(_hit(name, w, m, "ece", max(min(lo[i], f_lo), 0), max(hi[i], f_hi), t))
     for (enc, ds, key), reps in res.extras.items():
         if key.startswith(SHIFT_ECE_INCREASE):
             point = np.array([res.point_extras[(enc, ds, key)]])
             a, b = (float(v[0]) for v in basic_interval(point, reps[:, None], level))
-            out.append(_hit(name, w, "candidate: ECE basic", SHIFT_ECE_TARGET, a, b,
-                            truth.extras[(enc, ds)][key]))  # fmt: skip
+            t = truth.extras[(enc, ds)][key]
+            out.append(_hit(name, w, "candidate: ECE basic", SHIFT_ECE_TARGET, a, b, t))
+            c, d = percentile_interval(reps, level)
+            out.append(_hit(name, w, "candidate: ECE midpoint", SHIFT_ECE_TARGET, (a + c) / 2,
+                            (b + d) / 2, t))  # fmt: skip
     return out
 
 

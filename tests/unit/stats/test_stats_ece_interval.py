@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crsbench.stats.intervals import basic_interval, ece_interval
+from crsbench.stats.intervals import (
+    MULTILABEL_ECE_REACH,
+    basic_interval,
+    ece_interval,
+    ece_reach,
+)
 from crsbench.stats.patient_bootstrap import patient_seed_bootstrap
 from crsbench.stats.resample import patient_index, resample_counts_for
 from crsbench.stats.weighted_metrics import (
@@ -64,6 +69,19 @@ def test_ece_interval_is_the_union_and_not_below_zero():
     assert lo[0] == 0.0
 
 
+def test_a_multi_label_ece_interval_reaches_part_of_the_way_to_the_shrunk_world():
+    reps = np.linspace(0.04, 0.08, 1001)[:, None]  # basic [0.021, 0.059]
+    shrunk = np.linspace(0.0, 0.05, 1001)[:, None]  # shrunk world [0.01125, 0.05875]
+    lo, hi = ece_interval(np.array([0.05]), reps, np.array([0.01]), shrunk, reach=0.6)
+    # lower end 0.021 + 0.6 * (0.01125 - 0.021) = 0.01515; the upper stays the basic 0.059
+    assert (lo[0], hi[0]) == pytest.approx((0.01515, 0.059))
+    full = ece_interval(np.array([0.05]), reps, np.array([0.01]), shrunk, reach=1.0)
+    assert full == ece_interval(np.array([0.05]), reps, np.array([0.01]), shrunk)
+    np.testing.assert_array_equal(
+        ece_reach(["multilabel", "multiclass", "binary"]), [MULTILABEL_ECE_REACH, 1.0, 1.0]
+    )
+
+
 def _ece_hits(world, n_rep: int, seed: int, pop) -> tuple[list[bool], list[bool]]:
     union, basic = [], []
     for c in world.cells:
@@ -108,8 +126,9 @@ def test_axis_intervals_use_the_ece_interval():
     res = patient_seed_bootstrap(world.cells, n_replicates=200, seed=0)
     ci = res.axis_intervals()
     ece = ci[ci["axis"] == "ece"].reset_index(drop=True)
+    np.testing.assert_array_equal(res.ece_reach, ece_reach([c.task for c in world.cells]))
     lo, hi = ece_interval(res.point_axes[:, 1], res.axes[:, :, 1], res.point_ece_shrunk,
-                          res.ece_shrunk)  # fmt: skip
+                          res.ece_shrunk, reach=res.ece_reach)  # fmt: skip
     np.testing.assert_allclose(ece["ci_low"], lo)
     np.testing.assert_allclose(ece["ci_high"], hi)
     b_lo, b_hi = basic_interval(res.point_axes[:, 1], res.axes[:, :, 1])
@@ -132,7 +151,8 @@ def test_verdict_leader_ece_interval_is_the_ece_interval():
     i = [e for e, _ in res.cell_keys].index(row["leader"])
     assert row["value"] == pytest.approx(res.point_axes[:, 1].min())
     lo, hi = ece_interval(res.point_axes[[i], 1], res.axes[:, [i], 1],
-                          res.point_ece_shrunk[[i]], res.ece_shrunk[:, [i]])  # fmt: skip
+                          res.point_ece_shrunk[[i]], res.ece_shrunk[:, [i]],
+                          reach=res.ece_reach[i])  # fmt: skip
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((lo[0], hi[0]), abs=1e-15)
     b_lo, _ = basic_interval(res.point_axes[[i], 1], res.axes[:, [i], 1])
     assert row["ci_low"] <= max(b_lo[0], 0.0)  # never narrower than the basic one
