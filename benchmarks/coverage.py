@@ -77,6 +77,8 @@ def main() -> None:
                         help="also the interval methods compared on the tuning worlds")  # fmt: skip
     parser.add_argument("--first-world", type=int, default=0, help="run worlds from this one")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--markdown", action="store_true",
+                        help="with --from-csv: one Markdown table, targets x scenarios")  # fmt: skip
     parser.add_argument(
         "--from-csv",
         type=Path,
@@ -86,7 +88,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.from_csv:
-        _summarise(_load(args.from_csv))
+        run = _load(args.from_csv)
+        print(_markdown(run)) if args.markdown else _summarise(run)
         return
     names = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     stream, kappas = (TUNING if args.tune else REPORTING), KAPPAS
@@ -120,6 +123,32 @@ def _load(folders: list[Path]) -> CoverageRun:
             stem, ext = hits.name.split(".hits.", 1)
             runs.append(CoverageRun(*(pd.read_csv(folder / f"{stem}.{f}.{ext}") for f in FIELDS)))
     return combine(runs)
+
+
+def _markdown(run: CoverageRun) -> str:
+    """The printed intervals' coverage (test patients × seeds, and the CRS seed-only) as one
+    Markdown table: a row per target, a column per scenario, ``coverage ± se (worlds)``;
+    then R's bias per scenario."""
+    cov = run.coverage().reset_index()
+    keep = cov["method"].isin([TEST_PATIENTS_X_SEEDS, SEED_ONLY]) & ~(
+        (cov["method"] == SEED_ONLY) & (cov["target"] != "CRS")
+    )
+    cov = cov[keep]
+    label = cov["target"].where(
+        cov["method"] == TEST_PATIENTS_X_SEEDS, cov["target"] + ", seed-only"
+    )
+    cells = cov.assign(row=label, cell=[f"{c:.3f} ± {e:.3f} ({w})" for c, e, w in
+                                        zip(cov["coverage"], cov["se"], cov["worlds"], strict=True)])  # fmt: skip
+    table = cells.pivot(index="row", columns="scenario", values="cell").fillna("–")
+    bias = run.r_bias()
+    table.loc["plug-in R bias (share of R)"] = [
+        f"{bias.loc[s, 'bias']:+.4f} ± {bias.loc[s, 'bias_se']:.4f} ({bias.loc[s, 'relative_bias']:+.0%})"
+        for s in table.columns
+    ]  # fmt: skip
+    head = "| target | " + " | ".join(table.columns) + " |"
+    rule = "|---" * (len(table.columns) + 1) + "|"
+    rows = [f"| {i} | " + " | ".join(r) + " |" for i, r in table.iterrows()]
+    return "\n".join([head, rule, *rows])
 
 
 def _summarise(run: CoverageRun, printed: bool = False) -> None:

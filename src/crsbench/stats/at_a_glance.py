@@ -43,7 +43,7 @@ from crsbench.stats.intervals import (
 )
 from crsbench.stats.patient_bootstrap import SEED_ONLY, TEST_PATIENTS_X_SEEDS
 from crsbench.stats.replicate_values import JPEG_DROP, SHIFT_ECE_INCREASE
-from crsbench.stats.robustness_interval import cell_r_drops, r_interval
+from crsbench.stats.robustness_interval import cell_r_drops, r_interval, r_percentile_cells
 from crsbench.store.reader import select_runs
 
 #: (key, question as the report asks it, value, True when higher is better).
@@ -330,9 +330,11 @@ def _r_lead_interval(reps: AxisReplicates, level: float):
         return None
     c = AXES.index("robustness_drop")
 
+    pct = r_percentile_cells(reps.cell_keys, extras)
+
     def interval(i: int) -> tuple[float, float, float]:
         r = r_interval(reps.point[[i], c], reps.replicates[:, [i], c], [points[i]], [drops[i]],
-                       level)  # fmt: skip
+                       level, percentile=pct[[i]])  # fmt: skip
         return float(r.low[0]), float(r.high[0]), float(reps.point[i, c] - r.bias[0])
 
     return interval

@@ -95,7 +95,7 @@ def _cell_axes(
     if extras is not None and jpeg:
         extras[JPEG_DROP] = np.mean(jpeg, axis=0)
     if extras is not None:
-        add_r_drops(drops, extras)
+        add_r_drops(drops, extras, n_shift=len(shifts))
     if drops:
         stack = np.stack(drops, axis=-1)
         r = 0.5 * stack.mean(axis=-1) + 0.5 * stack.max(axis=-1)

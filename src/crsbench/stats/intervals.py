@@ -81,10 +81,13 @@ def basic_interval(
 MULTILABEL_ECE_REACH = 0.6
 
 
-def ece_reach(tasks: Sequence[str]) -> np.ndarray:
+def ece_reach(tasks: Sequence[str], n_labels: Sequence[int]) -> np.ndarray:
     """The reach of each cell's ECE interval towards the shrunk world (:func:`ece_interval`):
-    :data:`MULTILABEL_ECE_REACH` for a multi-label cell, 1 otherwise."""
-    return np.array([MULTILABEL_ECE_REACH if t == "multilabel" else 1.0 for t in tasks])
+    :data:`MULTILABEL_ECE_REACH` for a multi-label cell of two labels or more (a mean of
+    ECEs), 1 otherwise (one ECE: a binary label, stored as one-label multi-label, or a
+    multi-class top-label ECE)."""
+    return np.array([MULTILABEL_ECE_REACH if t == "multilabel" and k > 1 else 1.0
+                     for t, k in zip(tasks, n_labels, strict=True)])  # fmt: skip
 
 
 def ece_interval(

@@ -59,10 +59,10 @@ from crsbench.stats.resample import (
 from crsbench.stats.robustness_interval import (
     CRS_TIE_KAPPA,
     TIE_KAPPA,
-    WITH_PERCENTILE,
     RInterval,
     cell_r_drops,
     r_interval,
+    r_percentile_cells,
     tie_aware_replicates,
 )
 
@@ -105,14 +105,17 @@ class PatientBootstrapResult(BootstrapResult):
     point_extras: dict[tuple[str, str, str], float] = field(default_factory=dict)
 
     def r_interval(
-        self, level: float = 0.95, kappa: float = TIE_KAPPA, percentile: bool = WITH_PERCENTILE
+        self, level: float = 0.95, kappa: float = TIE_KAPPA, percentile: bool | None = None
     ) -> RInterval:
         """Tie-aware interval of each cell's R and the plug-in's estimated bias
-        (:func:`crsbench.stats.robustness_interval.r_interval`), from R's drops in ``extras``."""
+        (:func:`crsbench.stats.robustness_interval.r_interval`), from R's drops in ``extras``;
+        with the percentile interval where R holds a shift drop (``percentile=None``,
+        :func:`crsbench.stats.robustness_interval.r_percentile_cells`), or everywhere / nowhere."""
         c = AXES.index("robustness_drop")
         point, reps = cell_r_drops(self.cell_keys, self.point_extras, self.extras)
+        pct = r_percentile_cells(self.cell_keys, self.extras) if percentile is None else percentile
         return r_interval(self.point_axes[:, c], self.axes[:, :, c], point, reps, level, kappa,
-                          percentile)  # fmt: skip
+                          pct)  # fmt: skip
 
     def axis_intervals(self, level: float = 0.95) -> pd.DataFrame:
         """Bootstrap interval of each cell's four axes: D's is the percentile interval
@@ -278,8 +281,14 @@ def patient_seed_bootstrap(
         extras=extras,
         point_extras=pextras,
         point_ece_shrunk=np.array([seed_mean(cell_shrunk_ece(c, None), ones)[0] for c in cells]),
-        ece_reach=ece_reach([c.task for c in cells]),
+        ece_reach=ece_reach([c.task for c in cells], [_labels(c) for c in cells]),
     )
+
+
+def _labels(cell: CellPredictions) -> int:
+    """Label columns of a cell's test set (1 for a multi-class or one-label cell)."""
+    y = np.asarray(cell.test.y)
+    return int(y.shape[1]) if y.ndim == 2 else 1
 
 
 def crs_replicates(

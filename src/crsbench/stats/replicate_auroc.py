@@ -166,6 +166,10 @@ def weighted_auroc_columns(
     a block reading the same transposed weights.
     """
     if _unit(w):  # the point estimate: one replicate, every row once
+        for r, t, s in columns:
+            n = len(w.inverse) if r is None else len(r)
+            if len(t) != n or len(s) != n:
+                raise IndexError(f"a column has {len(t)} targets and {len(s)} scores for {n} rows")
         return np.array([[_unit_auroc(t, s)] for _, t, s in columns]).reshape(len(columns), 1)
     plans = [_plan(t, s, w, r) for r, t, s in columns]
     acc = np.int32 if w.kernel_dtype is np.int16 else w.kernel_dtype

@@ -25,6 +25,8 @@ SHIFT_ECE_INCREASE = "shift_ece_increase:"
 #: Prefix of each of R's drops (``r_drop:<i>``: the conditions in sorted order, then the shift
 #: targets inside R), read by the interval of R (:mod:`crsbench.stats.robustness_interval`).
 R_DROP = "r_drop:"
+#: Suffix of a shift target's drop among R's (``r_drop:15:shift``).
+R_SHIFT_DROP = ":shift"
 
 
 def per_seed_values(prob: np.ndarray, n_seeds: int, fn) -> np.ndarray:
@@ -71,7 +73,11 @@ def add_shift_calibration(
         extras[SHIFT_ECE_INCREASE + split.dataset] = ece - ref
 
 
-def add_r_drops(drops: Sequence[np.ndarray], extras: dict[str, np.ndarray]) -> None:
-    """Each of R's ``(B, S)`` drops into ``extras`` as :data:`R_DROP` + its 2-digit index."""
+def add_r_drops(
+    drops: Sequence[np.ndarray], extras: dict[str, np.ndarray], n_shift: int = 0
+) -> None:
+    """Each of R's ``(B, S)`` drops into ``extras`` as :data:`R_DROP` + its 2-digit index; the
+    last ``n_shift`` (the shift targets') with :data:`R_SHIFT_DROP` after it."""
     for i, drop in enumerate(drops):
-        extras[f"{R_DROP}{i:02d}"] = drop
+        shift = i >= len(drops) - n_shift
+        extras[f"{R_DROP}{i:02d}{R_SHIFT_DROP if shift else ''}"] = drop

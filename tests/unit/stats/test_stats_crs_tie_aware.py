@@ -11,7 +11,13 @@ import pytest
 from crsbench.scoring.anchors import AXES, load_anchors
 from crsbench.stats.intervals import basic_interval, percentile_interval
 from crsbench.stats.patient_bootstrap import crs_replicates, patient_seed_bootstrap
-from crsbench.stats.robustness_interval import cell_r_drops, r_interval, tie_aware_replicates
+from crsbench.stats.robustness_interval import (
+    cell_r_drops,
+    r_interval,
+    r_percentile_cells,
+    shift_drop_cells,
+    tie_aware_replicates,
+)
 from crsbench.testing.planted import draw_world, planted_parameters, population_table
 
 
@@ -48,6 +54,33 @@ def test_r_union_with_percentile_contains_both():
     assert wide.high[0] == pytest.approx(max(plain.high[0], hi))
     b_lo, b_hi = basic_interval(p, r)
     assert wide.low[0] <= b_lo[0] and wide.high[0] >= b_hi[0]
+
+
+def test_r_takes_the_percentile_interval_only_where_it_holds_a_shift_drop():
+    """Planted CheXpert-like cells (15 conditions + the MIMIC-CXR shift) and ISIC-like ones
+    (conditions only): the printed R interval is the union with the percentile interval on
+    the first and basic ∪ tie-aware on the second, in the bootstrap's intervals and the
+    verdict's (at-a-glance) alike."""
+    from crsbench.stats.at_a_glance import _r_lead_interval, from_patient_bootstrap
+
+    rng = np.random.default_rng(8)
+    params = planted_parameters(2, ("isic2019", "chexpert"), rng)
+    world = draw_world(params, 120, 2, rng, population_table(params))
+    res = patient_seed_bootstrap(world.cells, n_replicates=80, seed=1)
+    has_shift = shift_drop_cells(res.cell_keys, res.extras)
+    assert has_shift.tolist() == [ds == "chexpert" for _, ds in res.cell_keys]
+    np.testing.assert_array_equal(r_percentile_cells(res.cell_keys, res.extras), has_shift)
+    printed = res.r_interval()
+    wide, plain = res.r_interval(percentile=True), res.r_interval(percentile=False)
+    for i, shifted in enumerate(has_shift):
+        want = wide if shifted else plain
+        assert (printed.low[i], printed.high[i]) == (want.low[i], want.high[i])
+    ci = res.axis_intervals().set_index(["encoder", "dataset", "axis"])
+    lead = _r_lead_interval(from_patient_bootstrap(res), 0.95)
+    for i, key in enumerate(res.cell_keys):
+        row = ci.loc[(*key, "robustness_drop")]
+        assert (row["ci_low"], row["ci_high"]) == (printed.low[i], printed.high[i])
+        assert lead(i)[:2] == pytest.approx((printed.low[i], printed.high[i]), abs=1e-15)
 
 
 def test_crs_replicates_change_only_r():

@@ -78,7 +78,8 @@ def test_a_multi_label_ece_interval_reaches_part_of_the_way_to_the_shrunk_world(
     full = ece_interval(np.array([0.05]), reps, np.array([0.01]), shrunk, reach=1.0)
     assert full == ece_interval(np.array([0.05]), reps, np.array([0.01]), shrunk)
     np.testing.assert_array_equal(
-        ece_reach(["multilabel", "multiclass", "binary"]), [MULTILABEL_ECE_REACH, 1.0, 1.0]
+        ece_reach(["multilabel", "multiclass", "multilabel"], [14, 1, 1]),
+        [MULTILABEL_ECE_REACH, 1.0, 1.0],
     )
 
 
@@ -126,7 +127,8 @@ def test_axis_intervals_use_the_ece_interval():
     res = patient_seed_bootstrap(world.cells, n_replicates=200, seed=0)
     ci = res.axis_intervals()
     ece = ci[ci["axis"] == "ece"].reset_index(drop=True)
-    np.testing.assert_array_equal(res.ece_reach, ece_reach([c.task for c in world.cells]))
+    labels = [c.test.y.shape[1] if c.test.y.ndim == 2 else 1 for c in world.cells]
+    np.testing.assert_array_equal(res.ece_reach, ece_reach([c.task for c in world.cells], labels))
     lo, hi = ece_interval(res.point_axes[:, 1], res.axes[:, :, 1], res.point_ece_shrunk,
                           res.ece_shrunk, reach=res.ece_reach)  # fmt: skip
     np.testing.assert_allclose(ece["ci_low"], lo)
