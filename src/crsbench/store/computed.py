@@ -5,8 +5,8 @@ the bootstrap and every analysis once and keeps what it computed in
 ``STORE/computed/<key>.zip``: one Parquet file per table (typed columns, index kept) and a
 ``manifest.json`` with the table names in order, the summary and the inputs the key hashes.
 The key (:func:`input_key`) is the sha256 of those inputs, so a rewritten store, other anchors
-or weights, another replicate count, seed, interval or crsbench version is another key: the
-old file is never read for it. A file is written whole or not at all
+or weights, another replicate count, seed, interval, crsbench version or methods revision
+(``crsbench.stats.compute.ANALYSIS_METHODS``) is another key: the old file is never read for it. A file is written whole or not at all
 (:func:`crsbench.core.diskio.write_atomic`): a compute that fails leaves the tables computed
 before it in place. Writing a file prunes the folder (:func:`prune_computed`): of the files
 crsbench wrote there (named ``<key>.zip``, with a manifest naming that key), the newest
