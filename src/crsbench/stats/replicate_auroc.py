@@ -100,10 +100,17 @@ def _slots(per_seg: np.ndarray, seg: np.ndarray, cap: int):
     return n_slots, first, slot
 
 
+def _signed(score) -> np.ndarray:
+    """``score`` in a type whose negation keeps its order: unsigned integers and booleans
+    (whose ``-s`` wraps around or fails) as int64, anything else as it is."""
+    s = np.asarray(score)
+    return s.astype(np.int64) if s.dtype.kind in "ub" else s
+
+
 def _plan(target, score, w: ReplicateWeights, rows) -> _Plan:
     cols = w.inverse if rows is None else w.inverse[np.asarray(rows)]
     minority = np.asarray(target).astype(bool)
-    s = np.asarray(score)  # compared only: sorted in its own type
+    s = _signed(score)  # compared only: sorted in its own type
     if 2 * int(minority.sum()) > len(minority):  # AUROC(y, s) = AUROC(1 − y, −s), same sums
         minority, s = ~minority, -s
     min_rows, maj_rows, lo, hi = _segments(minority, s)
@@ -193,7 +200,7 @@ def _unit_auroc(target, score) -> float:
     :func:`_block_auroc` (the smaller class's midranks against the larger class, exact), so
     the same value to the last bit, without building the replicate plan."""
     minority = np.asarray(target).astype(bool)
-    s = np.asarray(score)
+    s = _signed(score)
     if 2 * int(minority.sum()) > len(minority):
         minority, s = ~minority, -s
     _, maj_rows, lo, hi = _segments(minority, s)

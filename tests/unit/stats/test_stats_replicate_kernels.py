@@ -150,3 +150,21 @@ def test_the_test_set_as_drawn_takes_a_direct_path_bit_identical_to_the_replicat
             assert np.isnan(fast) and np.isnan(slow)
     twice = ReplicateWeights.of(np.full((1, 5), 2, dtype=np.int32))
     assert not replicate_auroc._unit(twice)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, bool])
+def test_unsigned_and_boolean_scores_keep_their_order(dtype):
+    """The kernels flip a column whose positives are the majority by negating its scores: an
+    unsigned or boolean score must not wrap around (uint8 [0..4] gave 0.333 for an AUROC of 0)."""
+    y = np.array([1, 1, 1, 0, 0, 1], dtype=float)
+    s = np.array([0, 1, 0, 1, 1, 0]).astype(dtype) if dtype is bool else np.array(
+        [0, 1, 2, 3, 4, 2], dtype=dtype)  # fmt: skip
+    want = roc_auc_score(y, s.astype(float))
+    for weights in (np.ones((1, 6), dtype=int), np.array([[1, 2, 0, 1, 1, 3]])):
+        rw = ReplicateWeights.of(weights)
+        got = weighted_auroc_column(y, s, rw)[0]
+        ref_w = weighted_auroc_column(y, s.astype(float), rw)[0]
+        assert got == ref_w
+    assert weighted_auroc_column(y, s, ReplicateWeights.of(np.ones((1, 6), dtype=int)))[0] == (
+        pytest.approx(want, abs=1e-12)
+    )
