@@ -73,8 +73,9 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=200)
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--tune", action="store_true", help="the worlds that choose κ")
-    parser.add_argument("--candidates", action="store_true",
-                        help="also the interval methods compared on the tuning worlds")  # fmt: skip
+    parser.add_argument("--candidates", nargs="?", const="all", default="",
+                        help="also the interval methods compared on the tuning worlds "
+                             "('ece': only C's)")  # fmt: skip
     parser.add_argument("--first-world", type=int, default=0, help="run worlds from this one")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--markdown", action="store_true",

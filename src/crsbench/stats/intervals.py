@@ -75,10 +75,11 @@ def basic_interval(
 #: How far the ECE interval of a macro ECE over several labels (multi-label cells) reaches
 #: from the basic interval towards the shrunk world's: its replicates average the labels'
 #: noise (about √L narrower) while the two worlds stay one bias apart, so the full union
-#: covered 0.99–1.0 of planted multi-label worlds; 0.6 covered 0.917 and 0.958 on the
-#: tuning worlds (0.5: 0.883, 0.933; 0.75: 0.967, 0.983). One ECE (binary, a multi-class
-#: top-label ECE) takes the full union (1.0).
-MULTILABEL_ECE_REACH = 0.6
+#: covered 0.97–1.0 of planted multi-label worlds. On 200 tuning worlds of 40 parameter draws
+#: per CheXpert-like scenario (spread / near-tied drops) 0.8 covered 0.953 and 0.933 (0.6:
+#: 0.908, 0.885; 0.75: 0.942, 0.923; 0.9: 0.975, 0.957; 1: 0.983, 0.970). One ECE (binary, a
+#: multi-class top-label ECE) takes the full union (1.0).
+MULTILABEL_ECE_REACH = 0.8
 
 
 def ece_reach(tasks: Sequence[str], n_labels: Sequence[int]) -> np.ndarray:

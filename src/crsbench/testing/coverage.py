@@ -260,7 +260,7 @@ def _ece_candidate_hits(name, w, res: PatientBootstrapResult, truth: Truth, leve
         out.append(_hit(name, w, "candidate: ECE shrunk world", "ece", max(s_lo[i], 0), s_hi[i], t))
         out.append(_hit(name, w, "candidate: ECE midpoint", "ece", max((lo[i] + s_lo[i]) / 2, 0),
                         (hi[i] + s_hi[i]) / 2, t))  # fmt: skip
-        for f in (0.5, 0.6, 0.75, 0.9):
+        for f in (0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0):
             f_lo, f_hi = lo[i] + f * (s_lo[i] - lo[i]), hi[i] + f * (s_hi[i] - hi[i])
             m = "candidate: ECE basic + midpoint" if f == 0.5 else f"candidate: ECE basic + {f:g}"
             out.append(_hit(name, w, m, "ece", max(min(lo[i], f_lo), 0), max(hi[i], f_hi), t))
@@ -328,14 +328,15 @@ def run_scenario(
     n_pop: int = 60_000,
     progress: Callable[[int], None] | None = None,
     first_world: int = 0,
-    candidates: bool = False,
+    candidates: bool | str = False,
 ) -> CoverageRun:
     """Draw ``n_worlds`` worlds of ``scenario`` (a new parameter draw every
     ``worlds_per_draw``; seed stream :data:`TUNING` or :data:`REPORTING`) and score every
     interval; ``kappas`` adds R's coverage at each tie threshold (method ``R, kappa=…``);
     ``progress(w)`` is called after each world. Worlds ``first_world …`` are drawn (world
     ``w`` is the same in every run, so runs of disjoint ranges add up); ``candidates`` adds
-    the methods compared on the tuning worlds (:func:`_candidate_hits`)."""
+    the methods compared on the tuning worlds (:func:`_candidate_hits`; ``"ece"``: C's only,
+    :func:`_ece_candidate_hits`)."""
     hits, r_points, rank1 = [], [], []
     truth = params = None
     for w in range(first_world, first_world + n_worlds):
@@ -357,7 +358,9 @@ def run_scenario(
         pts, more = _r_rows(scenario.name, w, res, truth, kappas, level)
         r_points += pts
         hits += more
-        if candidates:
+        if candidates == "ece":
+            hits += _ece_candidate_hits(scenario.name, w, res, truth, level)
+        elif candidates:
             hits += _candidate_hits(scenario.name, w, cells, res, truth, level)
         leader = truth.crs.idxmax()
         for enc, p in res.ranks.set_index("encoder")["p_rank1"].items():
