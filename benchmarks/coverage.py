@@ -15,11 +15,14 @@ bias-corrected one.
 Last line: ``coverage=<min over every scenario and interval printed> seed_only_coverage=<…>
 rank1_in_tier1=<…>``.
 Usage: ``python benchmarks/coverage.py [--worlds 1000] [--replicates 200] [--scenarios a,b]
-[--tune] [--candidates] [--first-world N] [--out DIR]`` (``--candidates``: also the interval
-methods compared on the tuning worlds, as methods ``candidate: …``; ``--out``: each
-scenario's per-world records as
-CSV, written as it finishes); ``--from-csv DIR [DIR …]`` prints the tables of earlier runs'
-records together (disjoint ``--first-world`` ranges of a scenario add up to one figure).
+[--tune] [--candidates [ece]] [--first-world N] [--out DIR]`` (``--candidates``: also the
+interval methods compared on the tuning worlds, as methods ``candidate: …``; ``ece``: only
+C's; ``--out``: each scenario's per-world records as
+CSV, written as it finishes); ``--from-csv DIR [DIR …] [--markdown]`` prints the tables of
+earlier runs' records together (disjoint ``--first-world`` ranges of a scenario add up to one
+figure; ``--markdown``: one table, targets × scenarios). The reported run's records are kept
+in ``benchmarks/results/coverage/`` (gzipped CSV): ``python benchmarks/coverage.py --from-csv
+benchmarks/results/coverage`` prints its tables again.
 """
 
 from __future__ import annotations
@@ -123,6 +126,10 @@ def _load(folders: list[Path]) -> CoverageRun:
         for hits in sorted(folder.glob("*.hits.csv*")):  # .csv, or .csv.gz as kept in git
             stem, ext = hits.name.split(".hits.", 1)
             runs.append(CoverageRun(*(pd.read_csv(folder / f"{stem}.{f}.{ext}") for f in FIELDS)))
+    if not runs:
+        raise SystemExit(
+            f"no coverage records (*.hits.csv or *.hits.csv.gz) in {list(map(str, folders))}"
+        )
     return combine(runs)
 
 
