@@ -22,6 +22,7 @@ coverage is reported on (``benchmarks/coverage.py``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -162,7 +163,7 @@ def tie_aware_replicates(
 
 
 def shift_drop_cells(
-    cell_keys: list[tuple[str, str]], extras: dict[tuple[str, str, str], object]
+    cell_keys: list[tuple[str, str]], extras: Mapping[tuple[str, str, str], object]
 ) -> np.ndarray:
     """Per cell, whether R holds a shift target's drop (a key :data:`R_DROP` … :data:`R_SHIFT_DROP`
     among a test-patient bootstrap's extras): where R's interval takes the percentile one."""
@@ -171,7 +172,7 @@ def shift_drop_cells(
 
 
 def r_percentile_cells(
-    cell_keys: list[tuple[str, str]], extras: dict[tuple[str, str, str], object]
+    cell_keys: list[tuple[str, str]], extras: Mapping[tuple[str, str, str], object]
 ) -> np.ndarray:
     """The cells whose R interval takes the percentile interval (:data:`WITH_PERCENTILE`)."""
     return shift_drop_cells(cell_keys, extras) & WITH_PERCENTILE

@@ -264,15 +264,15 @@ def _ece_candidate_hits(name, w, res: PatientBootstrapResult, truth: Truth, leve
             f_lo, f_hi = lo[i] + f * (s_lo[i] - lo[i]), hi[i] + f * (s_hi[i] - hi[i])
             m = "candidate: ECE basic + midpoint" if f == 0.5 else f"candidate: ECE basic + {f:g}"
             out.append(_hit(name, w, m, "ece", max(min(lo[i], f_lo), 0), max(hi[i], f_hi), t))
-    for (enc, ds, key), reps in res.extras.items():
-        if key.startswith(SHIFT_ECE_INCREASE):
-            point = np.array([res.point_extras[(enc, ds, key)]])
+    for (enc, ds, extra), reps in res.extras.items():
+        if extra.startswith(SHIFT_ECE_INCREASE):
+            point = np.array([res.point_extras[(enc, ds, extra)]])
             a, b = (float(v[0]) for v in basic_interval(point, reps[:, None], level))
-            t = truth.extras[(enc, ds)][key]
-            out.append(_hit(name, w, "candidate: ECE basic", SHIFT_ECE_TARGET, a, b, t))
+            value = truth.extras[(enc, ds)][extra]
+            out.append(_hit(name, w, "candidate: ECE basic", SHIFT_ECE_TARGET, a, b, value))
             c, d = percentile_interval(reps, level)
             out.append(_hit(name, w, "candidate: ECE midpoint", SHIFT_ECE_TARGET, (a + c) / 2,
-                            (b + d) / 2, t))  # fmt: skip
+                            (b + d) / 2, value))  # fmt: skip
     return out
 
 
