@@ -107,12 +107,19 @@ def _signed(score) -> np.ndarray:
     return s.astype(np.int64) if s.dtype.kind in "ub" else s
 
 
+def _smaller_class(target, score) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the column's smaller class and the scores to compare (compared only:
+    sorted in their own type), flipped when the positives are the majority:
+    AUROC(y, s) = AUROC(1 − y, −s), with the same integer sums."""
+    minority, s = np.asarray(target).astype(bool), _signed(score)
+    if 2 * int(minority.sum()) > len(minority):
+        return ~minority, -s
+    return minority, s
+
+
 def _plan(target, score, w: ReplicateWeights, rows) -> _Plan:
     cols = w.inverse if rows is None else w.inverse[np.asarray(rows)]
-    minority = np.asarray(target).astype(bool)
-    s = _signed(score)  # compared only: sorted in its own type
-    if 2 * int(minority.sum()) > len(minority):  # AUROC(y, s) = AUROC(1 − y, −s), same sums
-        minority, s = ~minority, -s
+    minority, s = _smaller_class(target, score)
     min_rows, maj_rows, lo, hi = _segments(minority, s)
     seg, col, units = _entries(cols, maj_rows, lo, hi)
     n_min = len(min_rows)
@@ -199,10 +206,7 @@ def _unit_auroc(target, score) -> float:
     """The AUROC of one column with every row weighing 1: the same integer sums as
     :func:`_block_auroc` (the smaller class's midranks against the larger class, exact), so
     the same value to the last bit, without building the replicate plan."""
-    minority = np.asarray(target).astype(bool)
-    s = _signed(score)
-    if 2 * int(minority.sum()) > len(minority):
-        minority, s = ~minority, -s
+    minority, s = _smaller_class(target, score)
     _, maj_rows, lo, hi = _segments(minority, s)
     n_min, n_maj = int(minority.sum()), len(maj_rows)
     if n_min == 0 or n_maj == 0:
