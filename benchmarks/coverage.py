@@ -15,9 +15,9 @@ bias-corrected one.
 Last line: ``coverage=<min over every scenario and interval printed> seed_only_coverage=<…>
 rank1_in_tier1=<…>``.
 Usage: ``python benchmarks/coverage.py [--worlds 1000] [--replicates 200] [--scenarios a,b]
-[--tune] [--candidates [ece]] [--first-world N] [--out DIR]`` (``--candidates``: also the
-interval methods compared on the tuning worlds, as methods ``candidate: …``; ``ece``: only
-C's; ``--out``: each scenario's per-world records as
+[--tune] [--candidates [ece,gap]] [--first-world N] [--out DIR]`` (``--candidates``: also the
+interval methods compared on the tuning worlds, as methods ``candidate: …``; ``ece``, ``gap``
+or ``ece,gap``: only C's, the leader gap's; ``--out``: each scenario's per-world records as
 CSV, written as it finishes); ``--from-csv DIR [DIR …] [--markdown]`` prints the tables of
 earlier runs' records together (disjoint ``--first-world`` ranges of a scenario add up to one
 figure; ``--markdown``: one table, targets × scenarios). The reported run's records are kept
@@ -78,7 +78,7 @@ def main() -> None:
     parser.add_argument("--tune", action="store_true", help="the worlds that choose κ")
     parser.add_argument("--candidates", nargs="?", const="all", default="",
                         help="also the interval methods compared on the tuning worlds "
-                             "('ece': only C's)")  # fmt: skip
+                             "('ece', 'gap' or 'ece,gap': only C's, the leader gap's)")  # fmt: skip
     parser.add_argument("--first-world", type=int, default=0, help="run worlds from this one")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--markdown", action="store_true",

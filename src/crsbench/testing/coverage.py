@@ -31,11 +31,23 @@ from crsbench.stats.patient_bootstrap import (
     SEED_ONLY,
     TEST_PATIENTS_X_SEEDS,
     PatientBootstrapResult,
-    crs_summary_at,
     patient_seed_bootstrap,
     per_seed_axes,
 )
 from crsbench.stats.replicate_values import JPEG_DROP, SHIFT_ECE_INCREASE
+from crsbench.testing.coverage_candidates import (
+    candidate_hits,
+    ece_candidate_hits,
+    gap_candidate_hits,
+)
+from crsbench.testing.coverage_targets import (
+    INTERVAL_TARGETS,
+    JPEG_TARGET,
+    LEADER_GAP,
+    LEADER_IN_TIER1,
+    SHIFT_ECE_TARGET,
+    hit,
+)
 from crsbench.testing.scenarios import (
     Scenario,
     Truth,
@@ -44,12 +56,6 @@ from crsbench.testing.scenarios import (
     population_truth,
 )
 
-JPEG_TARGET = "jpeg drop"
-SHIFT_ECE_TARGET = "shift ece increase"
-LEADER_GAP = "leader gap"
-LEADER_IN_TIER1 = "leader in tier 1"
-#: Targets whose hits are 95 % interval coverages (the leader-in-tier-1 share is not).
-INTERVAL_TARGETS = ("CRS", *AXES, LEADER_GAP, JPEG_TARGET, SHIFT_ECE_TARGET)
 #: Seed streams of the worlds that choose interval methods and of the reported ones.
 TUNING, REPORTING = 1, 2
 
@@ -111,18 +117,13 @@ def rankable_cells(cells: list[CellPredictions], scenario: Scenario) -> list[Cel
     return [c for c in cells if c.encoder not in out]
 
 
-def _hit(scenario, world, method, target, lo, hi, truth) -> dict:
-    return {"scenario": scenario, "world": world, "method": method, "target": target,
-            "covered": bool(lo <= truth <= hi)}  # fmt: skip
-
-
 def _world_hits(name: str, w: int, res: PatientBootstrapResult, seed_only, truth: Truth,
                 cells, level: float) -> list[dict]:  # fmt: skip
     out = []
     for method, r in ((TEST_PATIENTS_X_SEEDS, res), (SEED_ONLY, seed_only)):
         t = r.ranks.set_index("encoder")
         for enc, crs in truth.crs.items():
-            out.append(_hit(name, w, method, "CRS", t.loc[enc, "crs_ci_low"],
+            out.append(hit(name, w, method, "CRS", t.loc[enc, "crs_ci_low"],
                             t.loc[enc, "crs_ci_high"], crs))  # fmt: skip
     pop = truth.axes.set_index(["encoder", "dataset"])
     ci = res.axis_intervals(level).set_index(["encoder", "dataset", "axis"])
@@ -130,11 +131,11 @@ def _world_hits(name: str, w: int, res: PatientBootstrapResult, seed_only, truth
     for i, key in enumerate(res.cell_keys):
         for k, axis in enumerate(AXES):
             lo, hi = ci.loc[(*key, axis), ["ci_low", "ci_high"]]
-            out.append(_hit(name, w, TEST_PATIENTS_X_SEEDS, axis, lo, hi, pop.loc[key, axis]))
-            out.append(_hit(name, w, SEED_ONLY, axis, so[0][i, k], so[1][i, k], pop.loc[key, axis]))
+            out.append(hit(name, w, TEST_PATIENTS_X_SEEDS, axis, lo, hi, pop.loc[key, axis]))
+            out.append(hit(name, w, SEED_ONLY, axis, so[0][i, k], so[1][i, k], pop.loc[key, axis]))
     first, second = truth.crs.sort_values(ascending=False).index[:2]
     pw = res.pairwise.set_index(["encoder_a", "encoder_b"]).loc[(first, second)]
-    out.append(_hit(name, w, TEST_PATIENTS_X_SEEDS, LEADER_GAP, pw["ci_low"], pw["ci_high"],
+    out.append(hit(name, w, TEST_PATIENTS_X_SEEDS, LEADER_GAP, pw["ci_low"], pw["ci_high"],
                     truth.crs[first] - truth.crs[second]))  # fmt: skip
     out += _extra_hits(name, w, res, truth, level)
     tier1 = res.ranks.set_index("encoder").loc[first, "tier"] == 1
@@ -156,7 +157,7 @@ def _extra_hits(name, w, res: PatientBootstrapResult, truth: Truth, level) -> li
             lo, hi = percentile_interval(reps, level)
         target = JPEG_TARGET if key == JPEG_DROP else SHIFT_ECE_TARGET
         out.append(
-            _hit(name, w, TEST_PATIENTS_X_SEEDS, target, lo, hi, truth.extras[(enc, ds)][key])
+            hit(name, w, TEST_PATIENTS_X_SEEDS, target, lo, hi, truth.extras[(enc, ds)][key])
         )
     return out
 
@@ -184,137 +185,24 @@ def _r_rows(name, w, res: PatientBootstrapResult, truth: Truth, kappas, level):
     hits = []
     for kappa in kappas:
         rk = res.r_interval(level, kappa, percentile=False)
-        hits += [_hit(name, w, f"R, kappa={kappa:g}", "robustness_drop", rk.low[i], rk.high[i],
+        hits += [hit(name, w, f"R, kappa={kappa:g}", "robustness_drop", rk.low[i], rk.high[i],
                       pop[key]) for i, key in enumerate(res.cell_keys)]  # fmt: skip
     return points, hits
 
 
-#: Tie thresholds of the R replicates behind the CRS compared on the tuning worlds.
-CRS_KAPPAS = (0.0, 1.0, 2.0, 3.0)
-
-
-def _candidate_hits(name, w, cells, res: PatientBootstrapResult, truth: Truth, level) -> list:
-    """Hits of the interval methods compared on the tuning worlds (methods ``candidate: …``):
-    the CRS and the leader gap scored from R's tie-aware replicates at each κ; R's union with
-    its percentile interval; D's and the leader gap's percentile interval and its union with
-    the basic one."""
-    out = []
-    first, second = truth.crs.sort_values(ascending=False).index[:2]
-    gap = truth.crs[first] - truth.crs[second]
-    for kappa in CRS_KAPPAS:
-        s = crs_summary_at(cells, res, kappa, level=level)
-        m = f"candidate: CRS from R kappa={kappa:g}"
-        t = s.ranks.set_index("encoder")
-        out += [_hit(name, w, m, "CRS", t.loc[e, "crs_ci_low"], t.loc[e, "crs_ci_high"], v)
-                for e, v in truth.crs.items()]  # fmt: skip
-        pw = s.pairwise.set_index(["encoder_a", "encoder_b"]).loc[(first, second)]
-        out.append(_hit(name, w, m, LEADER_GAP, pw["ci_low"], pw["ci_high"], gap))
-        if kappa == 2:  # the CRS interval's union with the percentile one
-            cols = sorted(t.index)
-            for e, v in truth.crs.items():
-                lo, hi = percentile_interval(s.replicates[:, cols.index(e)], level)
-                u = (min(lo, t.loc[e, "crs_ci_low"]), max(hi, t.loc[e, "crs_ci_high"]))
-                out.append(_hit(name, w, "candidate: basic + percentile", "CRS", *u, v))
-        if kappa == 0:
-            enc = sorted(t.index)  # the replicates' columns
-            d = s.replicates[:, enc.index(first)] - s.replicates[:, enc.index(second)]
-            lo, hi = percentile_interval(d, level)
-            out.append(_hit(name, w, "candidate: percentile", LEADER_GAP, lo, hi, gap))
-            u = (min(lo, pw["ci_low"]), max(hi, pw["ci_high"]))
-            out.append(_hit(name, w, "candidate: basic + percentile", LEADER_GAP, *u, gap))
-    out += _two_world_hits(name, w, cells, res, truth, level, first, second)
-    out += _ece_candidate_hits(name, w, res, truth, level)
-    pop = truth.axes.set_index(["encoder", "dataset"])
-    lo_b, hi_b = basic_interval(res.point_axes, res.axes, level)
-    r = res.r_interval(level, percentile=True)
-    for i, key in enumerate(res.cell_keys):
-        lo, hi = percentile_interval(res.axes[:, i, 0], level)
-        truth_d = pop.loc[key, "auroc"]
-        out.append(_hit(name, w, "candidate: percentile", "auroc", lo, hi, truth_d))
-        out.append(_hit(name, w, "candidate: basic + percentile", "auroc", min(lo, lo_b[i, 0]),
-                        max(hi, hi_b[i, 0]), truth_d))  # fmt: skip
-        lo, hi = _logit_basic(res.point_axes[i, 0], res.axes[:, i, 0], level)
-        out.append(_hit(name, w, "candidate: logit basic", "auroc", lo, hi, truth_d))
-        out.append(_hit(name, w, "candidate: basic + percentile", "robustness_drop", r.low[i],
-                        r.high[i], pop.loc[key, "robustness_drop"]))  # fmt: skip
-    return out
-
-
-def _ece_candidate_hits(name, w, res: PatientBootstrapResult, truth: Truth, level) -> list:
-    """C's interval: the basic interval of each world alone (as drawn; shrunk) and the
-    midpoint of the two worlds' intervals, beside the union that is printed."""
-    if not res.point_ece_shrunk.size:
+def _candidates(which: bool | str, name, w, cells, res, truth, level) -> list[dict]:
+    """The candidate methods' hits: all (``True`` or ``"all"``), or a comma-separated
+    choice of ``ece`` and ``gap``."""
+    if not which:
         return []
-    e = AXES.index("ece")
-    pop = truth.axes.set_index(["encoder", "dataset"])["ece"]
-    lo, hi = basic_interval(res.point_axes[:, e], res.axes[:, :, e], level)
-    alpha = (1 - level) / 2
-    s_lo = res.point_axes[:, e] - (np.nanquantile(res.ece_shrunk, 1 - alpha, axis=0)
-                                   - res.point_ece_shrunk)  # fmt: skip
-    s_hi = res.point_axes[:, e] - (np.nanquantile(res.ece_shrunk, alpha, axis=0)
-                                   - res.point_ece_shrunk)  # fmt: skip
-    out = []
-    for i, key in enumerate(res.cell_keys):
-        t = pop[key]
-        out.append(_hit(name, w, "candidate: ECE basic", "ece", max(lo[i], 0), hi[i], t))
-        out.append(_hit(name, w, "candidate: ECE shrunk world", "ece", max(s_lo[i], 0), s_hi[i], t))
-        out.append(_hit(name, w, "candidate: ECE midpoint", "ece", max((lo[i] + s_lo[i]) / 2, 0),
-                        (hi[i] + s_hi[i]) / 2, t))  # fmt: skip
-        for f in (0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0):
-            f_lo, f_hi = lo[i] + f * (s_lo[i] - lo[i]), hi[i] + f * (s_hi[i] - hi[i])
-            m = "candidate: ECE basic + midpoint" if f == 0.5 else f"candidate: ECE basic + {f:g}"
-            out.append(_hit(name, w, m, "ece", max(min(lo[i], f_lo), 0), max(hi[i], f_hi), t))
-    for (enc, ds, extra), reps in res.extras.items():
-        if extra.startswith(SHIFT_ECE_INCREASE):
-            point = np.array([res.point_extras[(enc, ds, extra)]])
-            a, b = (float(v[0]) for v in basic_interval(point, reps[:, None], level))
-            value = truth.extras[(enc, ds)][extra]
-            out.append(_hit(name, w, "candidate: ECE basic", SHIFT_ECE_TARGET, a, b, value))
-            c, d = percentile_interval(reps, level)
-            out.append(_hit(name, w, "candidate: ECE midpoint", SHIFT_ECE_TARGET, (a + c) / 2,
-                            (b + d) / 2, value))  # fmt: skip
-    return out
-
-
-def _two_world_hits(name, w, cells, res, truth, level, first, second) -> list:
-    """The CRS and leader gap as the union of the basic intervals of two bootstrap worlds:
-    the replicates as drawn, and replicates whose ECE is the shrunk world's and whose R is
-    tie-aware (κ = 2); the gap also with the percentile interval of the first world."""
-    from crsbench.scoring.anchors import load_anchors
-    from crsbench.stats.patient_bootstrap import crs_replicates
-    from crsbench.stats.robustness_interval import cell_r_drops, tie_aware_replicates
-
-    e, r = AXES.index("ece"), AXES.index("robustness_drop")
-    drops = cell_r_drops(res.cell_keys, res.point_extras, res.extras)
-    anc = load_anchors(None)
-    scored = np.array(res.axes, dtype=float, copy=True)
-    scored[:, :, r] = tie_aware_replicates(res.point_axes[:, r], res.axes[:, :, r], *drops, 2.0)
-    scored[:, :, e] = res.point_axes[:, e] + (res.ece_shrunk - res.point_ece_shrunk)
-    point, raw_a, enc = crs_replicates(cells, res.axes, res.point_axes, drops, anc, kappa=0.0)
-    _, raw_b, _ = crs_replicates(cells, scored, res.point_axes, drops, anc, kappa=0.0)
-    la, ha = basic_interval(point, raw_a, level)
-    lb, hb = basic_interval(point, raw_b, level)
-    m = "candidate: two worlds"
-    out = [_hit(name, w, m, "CRS", min(la[enc.index(x)], lb[enc.index(x)]),
-                max(ha[enc.index(x)], hb[enc.index(x)]), v) for x, v in truth.crs.items()]  # fmt: skip
-    i, j = enc.index(first), enc.index(second)
-    gp = np.array(point[i] - point[j])
-    ends: list[tuple[float, float]] = [
-        tuple(float(v) for v in basic_interval(gp, rw[:, i] - rw[:, j], level))  # type: ignore[misc]
-        for rw in (raw_a, raw_b)
-    ]
-    ends.append(percentile_interval(raw_a[:, i] - raw_a[:, j], level))
-    lo, hi = min(float(a) for a, _ in ends), max(float(b) for _, b in ends)
-    out.append(_hit(name, w, m, LEADER_GAP, lo, hi, truth.crs[first] - truth.crs[second]))
-    return out
-
-
-def _logit_basic(point: float, reps: np.ndarray, level: float) -> tuple[float, float]:
-    """The basic interval of logit(D), mapped back (an AUROC is bounded by 1)."""
-    eps = 1e-9
-    z = lambda v: np.log(np.clip(v, eps, 1 - eps) / (1 - np.clip(v, eps, 1 - eps)))  # noqa: E731
-    lo, hi = basic_interval(np.array(z(point)), z(reps), level)
-    return float(1 / (1 + np.exp(-lo))), float(1 / (1 + np.exp(-hi)))
+    if which is True or which == "all":
+        return candidate_hits(name, w, cells, res, truth, level)
+    kinds = {k.strip() for k in str(which).split(",")}
+    unknown = kinds - {"ece", "gap"}
+    if unknown:
+        raise ValueError(f"candidates must be 'all' or a choice of 'ece', 'gap'. Got {which!r}.")
+    out = ece_candidate_hits(name, w, res, truth, level) if "ece" in kinds else []
+    return out + (gap_candidate_hits(name, w, res, truth, level) if "gap" in kinds else [])
 
 
 def run_scenario(
@@ -335,8 +223,8 @@ def run_scenario(
     interval; ``kappas`` adds R's coverage at each tie threshold (method ``R, kappa=…``);
     ``progress(w)`` is called after each world. Worlds ``first_world …`` are drawn (world
     ``w`` is the same in every run, so runs of disjoint ranges add up); ``candidates`` adds
-    the methods compared on the tuning worlds (:func:`_candidate_hits`; ``"ece"``: C's only,
-    :func:`_ece_candidate_hits`)."""
+    the methods compared on the tuning worlds (:func:`crsbench.testing.coverage_candidates.candidate_hits`; ``"ece"``, ``"gap"``
+    or ``"ece,gap"``: C's, the leader gap's)."""
     hits, r_points, rank1 = [], [], []
     truth = params = None
     for w in range(first_world, first_world + n_worlds):
@@ -358,10 +246,7 @@ def run_scenario(
         pts, more = _r_rows(scenario.name, w, res, truth, kappas, level)
         r_points += pts
         hits += more
-        if candidates == "ece":
-            hits += _ece_candidate_hits(scenario.name, w, res, truth, level)
-        elif candidates:
-            hits += _candidate_hits(scenario.name, w, cells, res, truth, level)
+        hits += _candidates(candidates, scenario.name, w, cells, res, truth, level)
         leader = truth.crs.idxmax()
         for enc, p in res.ranks.set_index("encoder")["p_rank1"].items():
             rank1.append({"scenario": scenario.name, "world": w, "encoder": enc,
