@@ -43,8 +43,9 @@ from crsbench.store.computed import (
 #: The methods' revision, in every key: changed whenever an analysis or interval method
 #: changes its numbers within one crsbench version (2026-12-02: the multi-label ECE
 #: interval's reach, :data:`crsbench.stats.intervals.MULTILABEL_ECE_REACH`; 2026-12-02b: R's
-#: percentile interval only where R holds a shift drop; c: that reach 0.8).
-ANALYSIS_METHODS = "2026-12-02c"
+#: percentile interval only where R holds a shift drop; c: that reach 0.8; d: one ECE's
+#: interval reaches up towards its percentile top, :data:`crsbench.stats.intervals.SINGLE_ECE_TOP_REACH`).
+ANALYSIS_METHODS = "2026-12-02d"
 
 
 def analysis_inputs(

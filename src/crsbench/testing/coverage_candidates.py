@@ -17,6 +17,8 @@ from crsbench.testing.scenarios import Truth
 #: How far the leader gap's interval reaches from the basic interval towards the
 #: percentile one (1: their union, as printed).
 GAP_REACHES = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: How far C's union (basic ∪ shrunk world) reaches up towards the percentile interval's top.
+ECE_TOP_REACHES = (0.25, 0.5, 0.75)
 
 
 def gap_candidate_hits(name, w, res: PatientBootstrapResult, truth: Truth, level) -> list:
@@ -123,6 +125,9 @@ def ece_candidate_hits(name, w, res: PatientBootstrapResult, truth: Truth, level
                        max(u_hi, p_hi[i]), t))  # fmt: skip
         out.append(hit(name, w, "candidate: ECE union + percentile top", "ece", u_lo,
                        max(u_hi, p_hi[i]), t))  # fmt: skip
+        for g in ECE_TOP_REACHES:
+            out.append(hit(name, w, f"candidate: ECE union + {g:g} percentile top", "ece", u_lo,
+                           max(u_hi, u_hi + g * (p_hi[i] - u_hi)), t))  # fmt: skip
     for (enc, ds, extra), reps in res.extras.items():
         if extra.startswith(SHIFT_ECE_INCREASE):
             point = np.array([res.point_extras[(enc, ds, extra)]])

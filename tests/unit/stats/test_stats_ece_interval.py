@@ -8,6 +8,7 @@ import pytest
 
 from crsbench.stats.intervals import (
     MULTILABEL_ECE_REACH,
+    SINGLE_ECE_TOP_REACH,
     basic_interval,
     ece_interval,
     ece_reach,
@@ -63,10 +64,21 @@ def test_ece_interval_is_the_union_and_not_below_zero():
     lo_b, hi_b = basic_interval(np.array([0.05]), reps)
     assert (lo_b[0], hi_b[0]) == pytest.approx((0.021, 0.059))
     lo, hi = ece_interval(np.array([0.05]), reps, np.array([0.01]), shrunk)
-    # shrunk world: [0.05 - (0.04875 - 0.01), 0.05 - (0.00125 - 0.01)] = [0.01125, 0.05875]
-    assert (lo[0], hi[0]) == pytest.approx((0.01125, 0.059))
+    # shrunk world: [0.05 - (0.04875 - 0.01), 0.05 - (0.00125 - 0.01)] = [0.01125, 0.05875];
+    # one ECE: the union's top 0.059 moves up towards the percentile top 0.079
+    top = 0.059 + SINGLE_ECE_TOP_REACH * (0.079 - 0.059)
+    assert (lo[0], hi[0]) == pytest.approx((0.01125, top))
+    assert 0.059 < top < 0.079
     lo, _ = ece_interval(np.array([0.01]), reps, np.array([0.0]), shrunk)
     assert lo[0] == 0.0
+
+
+def test_one_ece_keeps_its_top_when_the_percentile_top_is_lower():
+    # replicates below the estimate: the percentile top (0.039) is under the union's (0.079)
+    reps = np.linspace(0.02, 0.04, 1001)[:, None]
+    shrunk = np.linspace(0.0, 0.05, 1001)[:, None]
+    _, hi = ece_interval(np.array([0.05]), reps, np.array([0.01]), shrunk)
+    assert hi[0] == pytest.approx(max(2 * 0.05 - 0.0205, 0.05 - (0.00125 - 0.01)))
 
 
 def test_a_multi_label_ece_interval_reaches_part_of_the_way_to_the_shrunk_world():
@@ -74,6 +86,7 @@ def test_a_multi_label_ece_interval_reaches_part_of_the_way_to_the_shrunk_world(
     shrunk = np.linspace(0.0, 0.05, 1001)[:, None]  # shrunk world [0.01125, 0.05875]
     lo, hi = ece_interval(np.array([0.05]), reps, np.array([0.01]), shrunk, reach=0.6)
     # lower end 0.021 + 0.6 * (0.01125 - 0.021) = 0.01515; the upper stays the basic 0.059
+    # (a mean of several labels' ECEs does not reach up to the percentile top)
     assert (lo[0], hi[0]) == pytest.approx((0.01515, 0.059))
     full = ece_interval(np.array([0.05]), reps, np.array([0.01]), shrunk, reach=1.0)
     assert full == ece_interval(np.array([0.05]), reps, np.array([0.01]), shrunk)
