@@ -238,12 +238,20 @@ def _summary_tables(encoders, point, reps, top_k, alpha) -> BootstrapResult:
 
 
 def widen_differences(
-    base: BootstrapResult, encoders: list[str], point: np.ndarray, raw: np.ndarray, level: float
+    base: BootstrapResult,
+    encoders: list[str],
+    point: np.ndarray,
+    raw: np.ndarray,
+    level: float,
+    reach: float = 1.0,
 ) -> BootstrapResult:
     """Each CRS interval and each CRS difference's interval as the union of its basic
     interval (in ``base``) and the percentile interval of the raw replicates (their
     differences), and the tiers re-read from the widened lower bounds (docs/scoring.md,
-    "Tiers and rank probabilities").
+    "Tiers and rank probabilities"). With ``reach < 1`` a difference's percentile ends are
+    taken only that fraction of the way from its basic ends
+    (:data:`crsbench.stats.intervals.DIFFERENCE_REACH`); the CRS intervals take the whole
+    union.
 
     The CRS's bootstrap distribution is lumpy and skewed (the dominance share moves in
     steps) and its biased axes pass their bias into it, so neither interval alone held 95 %
@@ -260,8 +268,9 @@ def widen_differences(
     with warnings.catch_warnings():  # an unscored encoder's column is all NaN
         warnings.simplefilter("ignore", RuntimeWarning)
         diffs = raw[:, ia] - raw[:, ib]
-        pw["ci_low"] = np.fmin(pw["ci_low"], np.nanquantile(diffs, alpha, axis=0))
-        pw["ci_high"] = np.fmax(pw["ci_high"], np.nanquantile(diffs, 1 - alpha, axis=0))
+        low, high = (np.nanquantile(diffs, q, axis=0) for q in (alpha, 1 - alpha))
+        pw["ci_low"] = np.fmin(pw["ci_low"], _toward(pw["ci_low"], low, reach))
+        pw["ci_high"] = np.fmax(pw["ci_high"], _toward(pw["ci_high"], high, reach))
         ranks["crs_ci_low"] = np.fmin(ranks["crs_ci_low"], np.nanquantile(raw, alpha, axis=0)[ri])
         ranks["crs_ci_high"] = np.fmax(ranks["crs_ci_high"],
                                        np.nanquantile(raw, 1 - alpha, axis=0)[ri])  # fmt: skip
@@ -272,6 +281,13 @@ def widen_differences(
     ranks["tier"] = pd.array([tiers[e] if ranked[idx[e]] else pd.NA for e in ranks["encoder"]],
                              dtype="Int64")  # fmt: skip
     return BootstrapResult(ranks, pw, base.replicates)
+
+
+def _toward(basic, percentile: np.ndarray, reach: float) -> np.ndarray:
+    """The point ``reach`` of the way from a basic interval's end to the percentile
+    interval's (1: the percentile end itself)."""
+    basic = np.asarray(basic, dtype=float)
+    return basic + reach * (percentile - basic)
 
 
 def tiers_from_bounds(point: np.ndarray, diff_lo: np.ndarray) -> np.ndarray:

@@ -44,8 +44,10 @@ from crsbench.store.computed import (
 #: changes its numbers within one crsbench version (2026-12-02: the multi-label ECE
 #: interval's reach, :data:`crsbench.stats.intervals.MULTILABEL_ECE_REACH`; 2026-12-02b: R's
 #: percentile interval only where R holds a shift drop; c: that reach 0.8; d: one ECE's
-#: interval reaches up towards its percentile top, :data:`crsbench.stats.intervals.SINGLE_ECE_TOP_REACH`).
-ANALYSIS_METHODS = "2026-12-02d"
+#: interval reaches up towards its percentile top, :data:`crsbench.stats.intervals.SINGLE_ECE_TOP_REACH`;
+#: e: a CRS difference's interval reaches half way to the percentile one,
+#: :data:`crsbench.stats.intervals.DIFFERENCE_REACH`).
+ANALYSIS_METHODS = "2026-12-02e"
 
 
 def analysis_inputs(

@@ -41,6 +41,7 @@ from crsbench.stats.cell_axes import (
 from crsbench.stats.cell_pool import map_cells, pool_size
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.stats.intervals import (
+    DIFFERENCE_REACH,
     SEED_ONLY,
     TEST_PATIENTS_X_SEEDS,
     auroc_interval,
@@ -243,8 +244,8 @@ def patient_seed_bootstrap(
         tiers, ``p_rank1``, ``p_top3``, ``mean_rank`` and ``p_a_better`` all come from the
         bias-corrected replicates ``2·CRS − CRS*``
         (:func:`crsbench.stats.intervals.reflected_replicates`): the intervals are basic
-        intervals widened to the union with the percentile interval
-        (:func:`crsbench.stats.bootstrap.widen_differences`) and no tier contradicts
+        intervals widened towards the percentile interval (the CRS's to the union, the
+        differences' half way: :func:`crsbench.stats.bootstrap.widen_differences`) and no tier contradicts
         P(rank 1) (:func:`crsbench.stats.intervals.rank1_bound`). ``replicates`` holds the
         raw ``CRS*``; ``ranks["crs_corrected"]`` is ``2·CRS − mean(CRS*)``.
     """
@@ -332,10 +333,12 @@ def crs_replicates(
 
 def _crs_summary(encoders, point, raw, top_k: int, level: float) -> BootstrapResult:
     """Intervals, differences, tiers and rank probabilities on the reflected replicates; the
-    differences' intervals (and the tiers read from them) are widened to the union with the
-    percentile interval of the raw differences (:func:`crsbench.stats.bootstrap.widen_differences`)."""
+    CRS intervals are widened to the union with the percentile interval of the raw
+    replicates, the differences' intervals (and the tiers read from them) half way to the
+    percentile interval of the raw differences (:data:`DIFFERENCE_REACH`,
+    :func:`crsbench.stats.bootstrap.widen_differences`)."""
     base = _summarise(encoders, point, reflected_replicates(point, raw), top_k, level)
-    base = widen_differences(base, encoders, point, raw, level)
+    base = widen_differences(base, encoders, point, raw, level, DIFFERENCE_REACH)
     base.ranks["interval"] = TEST_PATIENTS_X_SEEDS
     fixed = dict(zip(encoders, corrected_estimate(point, raw), strict=True))
     base.ranks["crs_corrected"] = base.ranks["encoder"].map(fixed)

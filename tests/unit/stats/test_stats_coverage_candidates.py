@@ -1,13 +1,16 @@
 """The interval methods compared on the tuning worlds: the leader gap's candidates reach from
-the basic interval (reach 0) to the printed union (reach 1) and nest in between, and a
+the basic interval (reach 0) to the union (reach 1), nest in between, and the printed gap is
+the candidate at the adopted reach; and a
 candidate choice the harness does not know is refused by name."""
 
 from __future__ import annotations
 
 import pytest
 
+from crsbench.stats.intervals import DIFFERENCE_REACH
 from crsbench.stats.patient_bootstrap import TEST_PATIENTS_X_SEEDS
 from crsbench.testing.coverage import LEADER_GAP, TUNING, run_scenario
+from crsbench.testing.coverage_candidates import GAP_REACHES
 from crsbench.testing.scenarios import SCENARIOS
 
 
@@ -22,9 +25,10 @@ def _gap(run, method):
     return h[(h["target"] == LEADER_GAP) & (h["method"] == method)].set_index("world")["covered"]
 
 
-def test_gap_reach_one_is_the_printed_interval(tuning_run):
+def test_the_printed_gap_is_the_candidate_at_the_adopted_reach(tuning_run):
     printed = _gap(tuning_run, TEST_PATIENTS_X_SEEDS)
-    assert _gap(tuning_run, "candidate: gap reach 1").equals(printed)
+    assert DIFFERENCE_REACH in GAP_REACHES
+    assert _gap(tuning_run, f"candidate: gap reach {DIFFERENCE_REACH:g}").equals(printed)
 
 
 def test_gap_candidates_nest_from_basic_to_union(tuning_run):

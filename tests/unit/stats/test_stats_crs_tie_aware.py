@@ -6,6 +6,7 @@ the axes changes, and R's union with its percentile interval contains both."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from crsbench.scoring.anchors import AXES, load_anchors
@@ -144,3 +145,32 @@ def test_one_encoder_has_no_difference_to_widen():
     assert new.pairwise.empty and list(new.ranks["tier"]) == [1]
     b_lo, _ = basic_interval(point, raw)
     assert new.ranks["crs_ci_low"].iloc[0] == pytest.approx(min(b_lo[0], np.quantile(raw, 0.025)))
+
+
+def test_a_difference_reaches_part_of_the_way_to_its_percentile_interval():
+    """At reach r a difference's lower end is the basic end moved r of the way to the
+    percentile end (0: the basic interval, 1: the union); the CRS intervals keep the whole
+    union, and the tiers follow the difference's lower end."""
+    from crsbench.stats.bootstrap import _summarise, widen_differences
+    from crsbench.stats.intervals import reflected_replicates
+
+    rng = np.random.default_rng(0)
+    point = np.array([0.60, 0.59])
+    raw = np.column_stack([rng.normal(0.57, 0.005, 1000), rng.normal(0.59, 0.005, 1000)])
+    base = _summarise(["A", "B"], point, reflected_replicates(point, raw), 3, 0.95)
+    old = base.pairwise.set_index(["encoder_a", "encoder_b"]).loc[("A", "B")]
+    lo, hi = percentile_interval(raw[:, 0] - raw[:, 1])
+    assert lo < old["ci_low"] and hi < old["ci_high"]  # the percentile interval sits lower
+    full = widen_differences(base, ["A", "B"], point, raw, 0.95)
+    for reach in (0.0, 0.3, 1.0):
+        new = widen_differences(base, ["A", "B"], point, raw, 0.95, reach=reach)
+        row = new.pairwise.set_index(["encoder_a", "encoder_b"]).loc[("A", "B")]
+        assert row["ci_low"] == pytest.approx(old["ci_low"] + reach * (lo - old["ci_low"]))
+        assert row["ci_high"] == pytest.approx(old["ci_high"])  # never narrowed
+        pd.testing.assert_frame_equal(new.ranks.drop(columns="tier"),
+                                      full.ranks.drop(columns="tier"))  # fmt: skip
+        want = {"A": 1, "B": 1} if row["ci_low"] <= 0 else {"A": 1, "B": 2}
+        assert dict(zip(new.ranks["encoder"], new.ranks["tier"], strict=True)) == want
+    assert widen_differences(base, ["A", "B"], point, raw, 0.95, reach=0.0).pairwise.equals(
+        base.pairwise
+    )
