@@ -19,6 +19,7 @@ from crsbench.core.errors import ConfigError, DataError
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.scoring.crs import check_rule, crs_components, fixed_utilities, score_array
 from crsbench.scoring.dominance import DominanceCounter, UniformDominance, dominance_counter
+from crsbench.stats.intervals import DIFFERENCE_REACH
 
 
 @dataclass(frozen=True)
@@ -243,21 +244,21 @@ def widen_differences(
     point: np.ndarray,
     raw: np.ndarray,
     level: float,
-    reach: float = 1.0,
+    reach: float = DIFFERENCE_REACH,
 ) -> BootstrapResult:
-    """Each CRS interval and each CRS difference's interval as the union of its basic
-    interval (in ``base``) and the percentile interval of the raw replicates (their
-    differences), and the tiers re-read from the widened lower bounds (docs/scoring.md,
-    "Tiers and rank probabilities"). With ``reach < 1`` a difference's percentile ends are
-    taken only that fraction of the way from its basic ends
-    (:data:`crsbench.stats.intervals.DIFFERENCE_REACH`); the CRS intervals take the whole
-    union.
+    """Each CRS interval as the union of its basic interval (in ``base``) and the
+    percentile interval of the raw replicates; each CRS difference's interval widened
+    ``reach`` of the way from its basic ends towards the percentile interval of the raw
+    differences (:data:`crsbench.stats.intervals.DIFFERENCE_REACH`; 1: the union); the tiers
+    re-read from the widened lower bounds (docs/scoring.md, "Tiers and rank probabilities").
 
     The CRS's bootstrap distribution is lumpy and skewed (the dominance share moves in
     steps) and its biased axes pass their bias into it, so neither interval alone held 95 %
     on planted worlds; which is nearer is unknown, so both are taken, as for the ECE and R.
-    Widening only merges tiers, so no tier contradicts P(rank 1): an encoder outside tier 1
-    still has its basic lower bound above 0 (:func:`crsbench.stats.intervals.rank1_bound`)."""
+    A widened lower bound is never above the basic one, so tier 1 (headed by the point
+    leader) only grows, and no tier contradicts P(rank 1): an encoder outside tier 1 still
+    has its basic lower bound above 0 (:func:`crsbench.stats.intervals.rank1_bound`); lower
+    tiers may regroup."""
     alpha = (1 - level) / 2
     idx = {e: i for i, e in enumerate(encoders)}
     pw, ranks = base.pairwise.copy(), base.ranks.copy()

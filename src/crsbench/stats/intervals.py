@@ -10,12 +10,15 @@ upward by up to ``√(2/π)`` standard errors per bin where a bin's true gap is 
 bootstrap built on the observed gaps repeats too little of that bias, and the basic interval
 then misses low population ECEs from above. The shrunk world repeats it where a bin may be
 calibrated; since which world is nearer the truth is unknown, the interval takes both. The
-lower end is not below 0 (an ECE is never negative).
+lower end is not below 0 (an ECE is never negative). A mean of several labels' ECEs reaches
+only part of the way to the shrunk world (:data:`MULTILABEL_ECE_REACH`); one ECE's upper end
+also reaches part of the way up to the percentile interval's top
+(:data:`SINGLE_ECE_TOP_REACH`).
 
 The CRS, its differences, the tiers, P(rank 1) and P(top 3) of the test-patient bootstrap all
-come from the reflected replicates :func:`reflected_replicates` (the CRS intervals and the
-differences' widened to the union with the percentile interval,
-:func:`crsbench.stats.bootstrap.widen_differences`).
+come from the reflected replicates :func:`reflected_replicates` (the CRS intervals widened to
+the union with the percentile interval, the differences' :data:`DIFFERENCE_REACH` of the way
+towards it, :func:`crsbench.stats.bootstrap.widen_differences`).
 """
 
 from __future__ import annotations
@@ -78,7 +81,8 @@ def basic_interval(
 #: covered 0.97–1.0 of planted multi-label worlds. On 200 tuning worlds of 40 parameter draws
 #: per CheXpert-like scenario (spread / near-tied drops) 0.8 covered 0.953 and 0.933 (0.6:
 #: 0.908, 0.885; 0.75: 0.942, 0.923; 0.9: 0.975, 0.957; 1: 0.983, 0.970). One ECE (binary, a
-#: multi-class top-label ECE) takes the full union (1.0).
+#: multi-class top-label ECE) takes the full union (1.0) and reaches up
+#: (:data:`SINGLE_ECE_TOP_REACH`).
 MULTILABEL_ECE_REACH = 0.8
 
 
@@ -89,8 +93,9 @@ MULTILABEL_ECE_REACH = 0.8
 #: above 0, resampled into bins of larger gaps) the population value lies above both, and the
 #: uncorrected percentile interval's top reaches it. On tuning worlds of the single-ECE
 #: scenarios (binary, ISIC-like, APTOS-like, near-tied APTOS-like, a missing cell) the union
-#: alone covered 0.910-0.939 (0.894-0.915 on 1,000 reporting worlds each), the union with
-#: the whole percentile top 0.957-0.981, reach 0.25 0.938-0.963 and 0.5 0.946-0.977.
+#: alone covered 0.898-0.934 (0.894-0.915 on 1,000 reporting worlds each), reach 0.25
+#: 0.943-0.957, 0.5 0.964-0.969, 0.75 0.967-0.976 and the whole percentile top 0.968-0.980:
+#: 0.25 is nearest 0.95 in every scenario.
 SINGLE_ECE_TOP_REACH = 0.25
 
 
@@ -99,9 +104,9 @@ SINGLE_ECE_TOP_REACH = 0.25
 #: (:func:`crsbench.stats.bootstrap.widen_differences`; the CRS intervals take the whole
 #: union). On 200 tuning worlds of each of the seven planted scenarios (stream 1, worlds
 #: 3300-3499) the leader gap covered 0.890-0.950 with the basic interval (reach 0),
-#: 0.920-0.980 at 0.5 and 0.935-0.990 with the whole union (reach 1, which had covered 0.983
-#: and 0.984 of 1,000 binary and near-tied APTOS-like reporting worlds); 0.5 is the reach that
-#: held all seven inside 0.90-0.98.
+#: 0.905-0.965 at 0.25, 0.920-0.980 at 0.5, 0.930-0.990 at 0.75 and 0.935-0.990 with the whole
+#: union (reach 1, which had covered 0.983 and 0.984 of 1,000 binary and near-tied
+#: APTOS-like reporting worlds): 0.5 is the widest reach that kept all seven inside 0.90-0.98.
 DIFFERENCE_REACH = 0.5
 
 

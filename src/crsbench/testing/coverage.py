@@ -190,6 +190,16 @@ def _r_rows(name, w, res: PatientBootstrapResult, truth: Truth, kappas, level):
     return points, hits
 
 
+def _candidate_kinds(which: bool | str) -> set[str]:
+    """The candidate kinds named by ``which`` (checked: ``ece``, ``gap``)."""
+    if which is True or which in ("all", "", False):
+        return set()
+    kinds = {k.strip() for k in str(which).split(",")}
+    if kinds - {"ece", "gap"}:
+        raise ValueError(f"candidates must be 'all' or a choice of 'ece', 'gap'. Got {which!r}.")
+    return kinds
+
+
 def _candidates(which: bool | str, name, w, cells, res, truth, level) -> list[dict]:
     """The candidate methods' hits: all (``True`` or ``"all"``), or a comma-separated
     choice of ``ece`` and ``gap``."""
@@ -197,10 +207,7 @@ def _candidates(which: bool | str, name, w, cells, res, truth, level) -> list[di
         return []
     if which is True or which == "all":
         return candidate_hits(name, w, cells, res, truth, level)
-    kinds = {k.strip() for k in str(which).split(",")}
-    unknown = kinds - {"ece", "gap"}
-    if unknown:
-        raise ValueError(f"candidates must be 'all' or a choice of 'ece', 'gap'. Got {which!r}.")
+    kinds = _candidate_kinds(which)
     out = ece_candidate_hits(name, w, res, truth, level) if "ece" in kinds else []
     return out + (gap_candidate_hits(name, w, res, truth, level) if "gap" in kinds else [])
 
@@ -225,6 +232,7 @@ def run_scenario(
     ``w`` is the same in every run, so runs of disjoint ranges add up); ``candidates`` adds
     the methods compared on the tuning worlds (:func:`crsbench.testing.coverage_candidates.candidate_hits`; ``"ece"``, ``"gap"``
     or ``"ece,gap"``: C's, the leader gap's)."""
+    _candidate_kinds(candidates)  # refused before any world is drawn
     hits, r_points, rank1 = [], [], []
     truth = params = None
     for w in range(first_world, first_world + n_worlds):

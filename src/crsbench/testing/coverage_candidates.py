@@ -15,7 +15,8 @@ from crsbench.testing.coverage_targets import LEADER_GAP, SHIFT_ECE_TARGET, hit
 from crsbench.testing.scenarios import Truth
 
 #: How far the leader gap's interval reaches from the basic interval towards the
-#: percentile one (1: their union, as printed).
+#: percentile one (1: their union; the printed one is
+#: :data:`crsbench.stats.intervals.DIFFERENCE_REACH`).
 GAP_REACHES = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: How far C's union (basic ∪ shrunk world) reaches up towards the percentile interval's top.
 ECE_TOP_REACHES = (0.25, 0.5, 0.75)
@@ -24,7 +25,8 @@ ECE_TOP_REACHES = (0.25, 0.5, 0.75)
 def gap_candidate_hits(name, w, res: PatientBootstrapResult, truth: Truth, level) -> list:
     """The leader gap's interval from the basic interval of the CRS differences to its union
     with their percentile interval, at each reach of :data:`GAP_REACHES` (method
-    ``candidate: gap reach …``; reach 1 is the printed interval)."""
+    ``candidate: gap reach …``; the printed interval is the one at
+    :data:`crsbench.stats.intervals.DIFFERENCE_REACH`)."""
     first, second = truth.crs.sort_values(ascending=False).index[:2]
     gap = truth.crs[first] - truth.crs[second]
     t = res.ranks.set_index("encoder")

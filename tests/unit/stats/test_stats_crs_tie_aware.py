@@ -115,7 +115,7 @@ def test_crs_and_differences_take_the_percentile_union_and_tiers_follow():
     raw = np.column_stack([rng.normal(0.57, 0.005, 1000), rng.normal(0.59, 0.005, 1000)])
     base = _summarise(["A", "B"], point, reflected_replicates(point, raw), 3, 0.95)
     assert dict(zip(base.ranks["encoder"], base.ranks["tier"], strict=True)) == {"A": 1, "B": 2}
-    new = widen_differences(base, ["A", "B"], point, raw, 0.95)
+    new = widen_differences(base, ["A", "B"], point, raw, 0.95, reach=1.0)
     row = new.pairwise.set_index(["encoder_a", "encoder_b"]).loc[("A", "B")]
     old = base.pairwise.set_index(["encoder_a", "encoder_b"]).loc[("A", "B")]
     lo, hi = percentile_interval(raw[:, 0] - raw[:, 1])
@@ -152,7 +152,7 @@ def test_a_difference_reaches_part_of_the_way_to_its_percentile_interval():
     percentile end (0: the basic interval, 1: the union); the CRS intervals keep the whole
     union, and the tiers follow the difference's lower end."""
     from crsbench.stats.bootstrap import _summarise, widen_differences
-    from crsbench.stats.intervals import reflected_replicates
+    from crsbench.stats.intervals import DIFFERENCE_REACH, reflected_replicates
 
     rng = np.random.default_rng(0)
     point = np.array([0.60, 0.59])
@@ -161,8 +161,8 @@ def test_a_difference_reaches_part_of_the_way_to_its_percentile_interval():
     old = base.pairwise.set_index(["encoder_a", "encoder_b"]).loc[("A", "B")]
     lo, hi = percentile_interval(raw[:, 0] - raw[:, 1])
     assert lo < old["ci_low"] and hi < old["ci_high"]  # the percentile interval sits lower
-    full = widen_differences(base, ["A", "B"], point, raw, 0.95)
-    for reach in (0.0, 0.3, 1.0):
+    full = widen_differences(base, ["A", "B"], point, raw, 0.95, reach=1.0)
+    for reach in (0.0, 0.3, DIFFERENCE_REACH, 1.0):
         new = widen_differences(base, ["A", "B"], point, raw, 0.95, reach=reach)
         row = new.pairwise.set_index(["encoder_a", "encoder_b"]).loc[("A", "B")]
         assert row["ci_low"] == pytest.approx(old["ci_low"] + reach * (lo - old["ci_low"]))

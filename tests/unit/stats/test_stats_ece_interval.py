@@ -171,3 +171,42 @@ def test_verdict_leader_ece_interval_is_the_ece_interval():
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((lo[0], hi[0]), abs=1e-15)
     b_lo, _ = basic_interval(res.point_axes[[i], 1], res.axes[:, [i], 1])
     assert row["ci_low"] <= max(b_lo[0], 0.0)  # never narrower than the basic one
+
+
+def test_only_the_cells_of_one_ece_reach_up_in_a_mixed_call():
+    # two identical cells, one a single ECE (reach 1), one a mean of labels' ECEs (0.8)
+    reps = np.tile(np.linspace(0.04, 0.08, 1001)[:, None], (1, 2))
+    shrunk = np.tile(np.linspace(0.0, 0.05, 1001)[:, None], (1, 2))
+    point, s_point = np.array([0.05, 0.05]), np.array([0.01, 0.01])
+    lo, hi = ece_interval(point, reps, s_point, shrunk, reach=np.array([1.0, 0.8]))
+    assert hi[0] == pytest.approx(0.059 + SINGLE_ECE_TOP_REACH * (0.079 - 0.059))
+    assert hi[1] == pytest.approx(0.059)
+    assert lo[0] == pytest.approx(0.01125)
+    assert lo[1] == pytest.approx(0.021 + 0.8 * (0.01125 - 0.021))
+
+
+def test_printed_c_intervals_are_the_method_on_a_planted_world():
+    """The bootstrap's printed C interval, recomputed from its own replicates: the union
+    towards the shrunk world, and for one ECE the top reaching up to the percentile top."""
+    from crsbench.testing.scenarios import SCENARIOS
+    from crsbench.testing.scenarios import draw_parameters as draw_scenario
+    from crsbench.testing.scenarios import draw_world as draw_scenario_world
+
+    sc = SCENARIOS["isic 8-class"]
+    cells = draw_scenario_world(sc, draw_scenario(sc, np.random.default_rng(5)),
+                                np.random.default_rng(6))  # fmt: skip
+    res = patient_seed_bootstrap(cells, n_replicates=200, seed=3, n_jobs=1)
+    ci = res.axis_intervals().query("axis == 'ece'").set_index(["encoder", "dataset"])
+    reached_up = 0
+    for i, key in enumerate(res.cell_keys):
+        e = res.axes[:, i, 1]
+        q_lo, q_hi = np.quantile(e, [0.025, 0.975])
+        s_lo, s_hi = np.quantile(res.ece_shrunk[:, i], [0.025, 0.975])
+        point, shrunk_point = res.point_axes[i, 1], res.point_ece_shrunk[i]
+        top = max(2 * point - q_lo, point - (s_lo - shrunk_point))
+        low = max(min(2 * point - q_hi, point - (s_hi - shrunk_point)), 0.0)
+        want_hi = top + SINGLE_ECE_TOP_REACH * max(q_hi - top, 0.0)
+        assert ci.loc[key, "ci_low"] == pytest.approx(low, abs=1e-12)
+        assert ci.loc[key, "ci_high"] == pytest.approx(want_hi, abs=1e-12)
+        reached_up += want_hi > top
+    assert (res.ece_reach == 1.0).all() and reached_up > 0
