@@ -16,14 +16,18 @@ DOCS = REPO / "docs"
 TITLED_BLOCK = re.compile(r'```python title="(?P<name>[^"]+)"\n(?P<body>.*?)```', re.S)
 
 
-def load_hook(name: str) -> ModuleType:
-    """Import ``docs/hooks/<name>.py`` the way mkdocs does (by path, not as a package)."""
-    path = DOCS / "hooks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"docs_hook_{name}", path)
+def load_script(path: Path, name: str) -> ModuleType:
+    """Import the Python file ``path`` as module ``name`` (by path, not as a package)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_hook(name: str) -> ModuleType:
+    """Import ``docs/hooks/<name>.py`` the way mkdocs does (by path, not as a package)."""
+    return load_script(DOCS / "hooks" / f"{name}.py", f"docs_hook_{name}")
 
 
 def write_examples(page: str, dest: Path) -> list[str]:

@@ -5,11 +5,10 @@ beside them."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
-from tests.docs.docs_support import DOCS, REPO
+from .docs_support import DOCS, REPO, load_script
 
 SCRIPT = REPO / "benchmarks" / "coverage.py"
 RECORDS = REPO / "benchmarks" / "results" / "coverage"
@@ -18,11 +17,7 @@ SINGLE_ECE = ("binary", "isic 8-class", "aptos 5-class ordinal", "near-tie aptos
 
 
 def _coverage_script():
-    spec = importlib.util.spec_from_file_location("coverage_benchmark", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "coverage_benchmark")
 
 
 def test_the_reported_table_is_the_records_table():
