@@ -19,7 +19,7 @@ from crsbench.core.errors import ConfigError, DataError
 from crsbench.scoring.anchors import AXES, Anchors, load_anchors
 from crsbench.scoring.crs import check_rule, crs_components, fixed_utilities, score_array
 from crsbench.scoring.dominance import DominanceCounter, UniformDominance, dominance_counter
-from crsbench.stats.intervals import DIFFERENCE_REACH
+from crsbench.stats.intervals import DIFFERENCE_REACH, toward
 
 
 @dataclass(frozen=True)
@@ -270,8 +270,8 @@ def widen_differences(
         warnings.simplefilter("ignore", RuntimeWarning)
         diffs = raw[:, ia] - raw[:, ib]
         low, high = (np.nanquantile(diffs, q, axis=0) for q in (alpha, 1 - alpha))
-        pw["ci_low"] = np.fmin(pw["ci_low"], _toward(pw["ci_low"], low, reach))
-        pw["ci_high"] = np.fmax(pw["ci_high"], _toward(pw["ci_high"], high, reach))
+        pw["ci_low"] = np.fmin(pw["ci_low"], toward(pw["ci_low"], low, reach))
+        pw["ci_high"] = np.fmax(pw["ci_high"], toward(pw["ci_high"], high, reach))
         ranks["crs_ci_low"] = np.fmin(ranks["crs_ci_low"], np.nanquantile(raw, alpha, axis=0)[ri])
         ranks["crs_ci_high"] = np.fmax(ranks["crs_ci_high"],
                                        np.nanquantile(raw, 1 - alpha, axis=0)[ri])  # fmt: skip
@@ -282,13 +282,6 @@ def widen_differences(
     ranks["tier"] = pd.array([tiers[e] if ranked[idx[e]] else pd.NA for e in ranks["encoder"]],
                              dtype="Int64")  # fmt: skip
     return BootstrapResult(ranks, pw, base.replicates)
-
-
-def _toward(basic, percentile: np.ndarray, reach: float) -> np.ndarray:
-    """The point ``reach`` of the way from a basic interval's end to the percentile
-    interval's (1: the percentile end itself)."""
-    basic = np.asarray(basic, dtype=float)
-    return basic + reach * (percentile - basic)
 
 
 def tiers_from_bounds(point: np.ndarray, diff_lo: np.ndarray) -> np.ndarray:

@@ -110,6 +110,13 @@ SINGLE_ECE_TOP_REACH = 0.25
 DIFFERENCE_REACH = 0.5
 
 
+def toward(start, end, reach):
+    """The point ``reach`` of the way from ``start`` to ``end`` (elementwise; 0: ``start``,
+    1: ``end`` up to rounding): how far a widened interval's end moves towards another's."""
+    start = np.asarray(start, dtype=float)
+    return start + reach * (np.asarray(end, dtype=float) - start)
+
+
 def ece_reach(tasks: Sequence[str], n_labels: Sequence[int]) -> np.ndarray:
     """The reach of each cell's ECE interval towards the shrunk world (:func:`ece_interval`):
     :data:`MULTILABEL_ECE_REACH` for a multi-label cell of two labels or more (a mean of
@@ -151,8 +158,8 @@ def ece_interval(
     s_lo = point - (np.nanquantile(shrunk_reps, 1 - alpha, axis=0) - shrunk_point)
     s_hi = point - (np.nanquantile(shrunk_reps, alpha, axis=0) - shrunk_point)
     r = np.asarray(reach, dtype=float)
-    s_lo = np.where(r == 1.0, s_lo, lo + r * (s_lo - lo))
-    s_hi = np.where(r == 1.0, s_hi, hi + r * (s_hi - hi))
+    s_lo = np.where(r == 1.0, s_lo, toward(lo, s_lo, r))
+    s_hi = np.where(r == 1.0, s_hi, toward(hi, s_hi, r))
     top = np.maximum(hi, s_hi)
     p_hi = np.nanquantile(reps, 1 - alpha, axis=0)  # the percentile interval's top
     up = np.where(r == 1.0, SINGLE_ECE_TOP_REACH, 0.0) * np.maximum(p_hi - top, 0.0)

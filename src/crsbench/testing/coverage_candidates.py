@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from crsbench.scoring.anchors import AXES
-from crsbench.stats.intervals import basic_interval, percentile_interval
+from crsbench.stats.intervals import basic_interval, percentile_interval, toward
 from crsbench.stats.patient_bootstrap import PatientBootstrapResult, crs_summary_at
 from crsbench.stats.replicate_values import SHIFT_ECE_INCREASE
 from crsbench.testing.coverage_targets import LEADER_GAP, SHIFT_ECE_TARGET, hit
@@ -37,7 +37,7 @@ def gap_candidate_hits(name, w, res: PatientBootstrapResult, truth: Truth, level
     p_lo, p_hi = percentile_interval(d, level)
     out = []
     for f in GAP_REACHES:
-        lo, hi = min(b_lo, b_lo + f * (p_lo - b_lo)), max(b_hi, b_hi + f * (p_hi - b_hi))
+        lo, hi = min(b_lo, toward(b_lo, p_lo, f)), max(b_hi, toward(b_hi, p_hi, f))
         out.append(hit(name, w, f"candidate: gap reach {f:g}", LEADER_GAP, lo, hi, gap))
     return out
 
@@ -119,7 +119,7 @@ def ece_candidate_hits(name, w, res: PatientBootstrapResult, truth: Truth, level
         out.append(hit(name, w, "candidate: ECE midpoint", "ece", max((lo[i] + s_lo[i]) / 2, 0),
                         (hi[i] + s_hi[i]) / 2, t))  # fmt: skip
         for f in (0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0):
-            f_lo, f_hi = lo[i] + f * (s_lo[i] - lo[i]), hi[i] + f * (s_hi[i] - hi[i])
+            f_lo, f_hi = toward(lo[i], s_lo[i], f), toward(hi[i], s_hi[i], f)
             m = "candidate: ECE basic + midpoint" if f == 0.5 else f"candidate: ECE basic + {f:g}"
             out.append(hit(name, w, m, "ece", max(min(lo[i], f_lo), 0), max(hi[i], f_hi), t))
         u_lo, u_hi = max(min(lo[i], s_lo[i]), 0), max(hi[i], s_hi[i])
