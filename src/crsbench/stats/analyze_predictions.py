@@ -28,7 +28,11 @@ def predictions_of(x: AnalysisInputs) -> dict:
         keys = sorted({(e, d) for e, d in zip(x.cells["encoder"], x.cells["dataset"],
                                               strict=True)})  # fmt: skip
         seeds = sorted(int(s) for s in x.per_seed["seed"].unique())
-        found = load_store_predictions(x.store, keys, seeds) if x.store is not None else None
+        found = (
+            load_store_predictions(x.store, keys, seeds, compact=True)
+            if x.store is not None
+            else None
+        )
         x.predictions = found.cells if found is not None and found.available else {}
     return x.predictions
 

@@ -141,6 +141,7 @@ def cell_replicates(
     :func:`cell_replicate_axes` of ``replicates``, evaluated ``chunk`` at a time, the seeds
     resampled by ``seed_counts`` (``(B, S)``, the same for every cell). The same numbers as
     :func:`cell_replicate_axes` and :func:`cell_shrunk_ece` of each chunk, from one pass."""
+    cell = cell.widened()
     axes, shrunk, extras = [], [], []
     for start in range(0, len(replicates), chunk):
         block, sc = replicates[start : start + chunk], seed_counts[start : start + chunk]

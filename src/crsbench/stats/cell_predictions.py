@@ -8,10 +8,13 @@ operating-point and flip analyses.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -80,3 +83,74 @@ class CellPredictions:
     def shifts(self) -> tuple[tuple[EvalSplit, np.ndarray], ...]:
         """Every shift target inside R."""
         return ((self.shift,) if self.shift is not None else ()) + tuple(self.more_shifts)
+
+    def widened(self) -> CellPredictions:
+        """The cell with every probability array as float64 (itself when all already are).
+
+        A store's predictions may be held compact, in the float32 they are stored in (half
+        the memory for a whole panel's cells); every analysis computes on the float64 values,
+        which are exactly those, so it widens one cell at a time, where it computes it.
+        An array shared by two fields stays shared.
+        """
+        if all(a.dtype == np.float64 for a in self.probability_arrays()):
+            return self
+        made: dict[int, np.ndarray] = {}
+
+        def wide(a: np.ndarray) -> np.ndarray:
+            if id(a) not in made:
+                made[id(a)] = np.asarray(a, dtype=np.float64)
+            return made[id(a)]
+
+        def pairs(found: tuple[tuple[EvalSplit, np.ndarray], ...]) -> tuple:
+            return tuple((split, wide(p)) for split, p in found)
+
+        return replace(
+            self, clean=wide(self.clean),
+            fractions={f: wide(p) for f, p in self.fractions.items()},
+            conditions={c: wide(p) for c, p in self.conditions.items()},
+            shift=None if self.shift is None else (self.shift[0], wide(self.shift[1])),
+            more_shifts=pairs(self.more_shifts), extra_shifts=pairs(self.extra_shifts),
+            val=None if self.val is None else (self.val[0], wide(self.val[1])),
+        )  # fmt: skip
+
+    def probability_arrays(self) -> list[np.ndarray]:
+        """Every probability array of the cell (clean, fractions, conditions, shift targets,
+        validation), each once per field it fills."""
+        found = [self.clean, *self.fractions.values(), *self.conditions.values()]
+        found += [p for _, p in (*self.shifts, *self.extra_shifts)]
+        return found + ([self.val[1]] if self.val is not None else [])
+
+
+def seed_slices(prob: np.ndarray, n_seeds: int) -> list[np.ndarray]:
+    """One ``(n, K)`` array per seed: ``prob`` repeated (the same object) when it does not
+    vary over seeds."""
+    return [prob] * n_seeds if prob.ndim == 2 else list(prob)
+
+
+def once_each(fn: Callable[..., T], per_seed: list[tuple]) -> list[T]:
+    """``[fn(*args) for args in per_seed]``, each distinct ``args`` computed once.
+
+    Arguments are the same when they are the same objects, except 0-d and 1-d arrays and
+    numbers, compared by value (a seed's thresholds); ``None`` equals ``None``. A full-label
+    fit is one matrix for every seed (:func:`seed_slices`), so what is computed from it per
+    seed is computed once and repeated, and a mean over seeds is the same number.
+    """
+    done: dict[tuple, T] = {}
+    out = []
+    for args in per_seed:
+        key = tuple(_identity(a) for a in args)
+        if key not in done:
+            done[key] = fn(*args)
+        out.append(done[key])
+    return out
+
+
+def _identity(arg: object) -> object:
+    if arg is None:
+        return None
+    if isinstance(arg, np.ndarray) and arg.ndim > 1:
+        return ("object", id(arg))
+    if isinstance(arg, (np.ndarray, float, int, np.floating, np.integer)):
+        value = np.asarray(arg)
+        return ("value", value.dtype.str, value.shape, value.tobytes())
+    return ("object", id(arg))

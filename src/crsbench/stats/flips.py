@@ -17,11 +17,12 @@ every figure is the mean over seeds.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from crsbench.stats.cell_predictions import CellPredictions
+from crsbench.stats.cell_predictions import CellPredictions, once_each, seed_slices
 from crsbench.stats.operating_points import (
     DEFAULT_TARGET_SENSITIVITY,
     output_names,
@@ -57,6 +58,10 @@ def flip_share(clean: np.ndarray, perturbed: np.ndarray, task: str, thr=None) ->
     return float(np.nanmean(shares)) if np.isfinite(shares).any() else float("nan")
 
 
+def _flip_share(task: str, clean: np.ndarray, perturbed: np.ndarray, thr) -> float:
+    return flip_share(clean, perturbed, task, thr)
+
+
 def any_label_flip_share(clean: np.ndarray, perturbed: np.ndarray, thr: np.ndarray) -> float:
     """Share of images with at least one thresholded label changed (labels with a NaN
     threshold ignored): grows with the number of labels, not comparable across tasks."""
@@ -70,53 +75,54 @@ def any_label_flip_share(clean: np.ndarray, perturbed: np.ndarray, thr: np.ndarr
     return float(np.any(a != b, axis=1).mean())
 
 
-def _per_seed(prob: np.ndarray, n: int) -> list[np.ndarray]:
-    return [prob] * n if prob.ndim == 2 else list(prob)
-
-
 def _aurocs(cell: CellPredictions, probs: list[np.ndarray]) -> tuple[float, np.ndarray]:
     """Seed-mean macro AUROC and, for multi-label, each label's ``(K,)``."""
     ones = np.ones((1, len(cell.test.groups)))
     y = cell.test.y
-    macro = float(np.mean([weighted_macro_auroc(y, p, cell.task, ones)[0] for p in probs]))
+
+    def macro_of(p: np.ndarray) -> float:
+        return weighted_macro_auroc(y, p, cell.task, ones)[0]
+
+    def per_label(p: np.ndarray) -> list[float]:
+        return [weighted_macro_auroc(y[:, [j]], p[:, [j]], cell.task, ones)[0]
+                for j in range(p.shape[1])]  # fmt: skip
+
+    macro = float(np.mean(once_each(macro_of, [(p,) for p in probs])))
     if cell.task == "multiclass":
         return macro, np.empty(0)
-    per = [[weighted_macro_auroc(y[:, [j]], p[:, [j]], cell.task, ones)[0]
-            for j in range(p.shape[1])] for p in probs]  # fmt: skip
-    return macro, np.mean(per, axis=0)
+    return macro, np.mean(once_each(per_label, [(p,) for p in probs]), axis=0)
 
 
 def _cell_flips(cell: CellPredictions, target: float) -> list[dict]:
+    cell = cell.widened()
     n = len(cell.seeds)
     thr = None
     if cell.task != "multiclass":
         if cell.val is None:
             return []
         thr = validation_thresholds(cell, "sensitivity", target)
-    clean = _per_seed(cell.clean, n)
+    clean = seed_slices(cell.clean, n)
     auc0, auc0_label = _aurocs(cell, clean)
     decision = ("argmax (one decision per image)" if thr is None else
                 f"each label >= its threshold at sensitivity {target:g} (validation)")  # fmt: skip
     rows = []
     for (cond, sev), prob in cell.conditions.items():
-        pert = _per_seed(prob, n)
-        pairs = list(zip(clean, pert, strict=True))
+        pert = seed_slices(prob, n)
+        pairs = [(c, p, None if thr is None else thr[s])
+                 for s, (c, p) in enumerate(zip(clean, pert, strict=True))]  # fmt: skip
         auc, auc_label = _aurocs(cell, pert)
         base = {"encoder": cell.encoder, "dataset": cell.dataset, "condition": cond,
                 "severity": int(sev)}  # fmt: skip
         row = {**base, "label": ALL_DECISIONS,
-               "flip_share": float(np.mean([flip_share(c, p, cell.task, None if thr is None
-                                                       else thr[s])
-                                            for s, (c, p) in enumerate(pairs)])),
+               "flip_share": float(np.mean(once_each(partial(_flip_share, cell.task),
+                                                      pairs))),
                "any_label_flip_share": np.nan, "auroc_clean": auc0, "auroc_perturbed": auc,
                "auroc_drop": auc0 - auc, "decision": decision}  # fmt: skip
         rows.append(row)
         if thr is None:
             continue
-        row["any_label_flip_share"] = float(np.mean(
-            [any_label_flip_share(c, p, thr[s]) for s, (c, p) in enumerate(pairs)]))  # fmt: skip
-        per_label = np.mean([label_flip_shares(c, p, thr[s]) for s, (c, p) in enumerate(pairs)],
-                            axis=0)  # fmt: skip
+        row["any_label_flip_share"] = float(np.mean(once_each(any_label_flip_share, pairs)))
+        per_label = np.mean(once_each(label_flip_shares, pairs), axis=0)
         for j, name in enumerate(output_names(cell.label_names, len(per_label))):
             if not np.isfinite(per_label[j]):  # no threshold (no validation positives)
                 continue

@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
+from crsbench.stats.cell_predictions import CellPredictions, EvalSplit, once_each, seed_slices
 from crsbench.stats.intervals import basic_interval
 from crsbench.stats.operating_points import (
     DEFAULT_TARGET_SENSITIVITY,
     eval_sets,
     output_names,
-    seed_slices,
     validation_thresholds,
 )
 from crsbench.stats.resample import patient_index, replicate_ids, resample_counts_for
@@ -49,14 +49,21 @@ def _patient_sums(split: EvalSplit, prob: np.ndarray, thr: np.ndarray, task: str
     return pos, hit
 
 
+def _sensitivities(counts: np.ndarray, sums: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """``(B, K)`` sensitivity of each replicate from its patient ``counts`` and one seed's
+    per-patient (positives, positives called positive)."""
+    return (counts @ sums[1]) / (counts @ sums[0])
+
+
 def sensitivity_replicates(
     cell: CellPredictions, split: EvalSplit, prob: np.ndarray, thr: np.ndarray,
     ids: np.ndarray, seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Seed-mean sensitivity per label as drawn ``(K,)`` and in each replicate ``(B, K)``
     (``thr``: ``(S, K)`` thresholds; the split's patients resampled by replicate ``ids``)."""
-    sums = [_patient_sums(split, p, thr[s], cell.task)
-            for s, p in enumerate(seed_slices(prob, len(cell.seeds)))]  # fmt: skip
+    slices = seed_slices(prob, len(cell.seeds))
+    sums = once_each(lambda p, t: _patient_sums(split, p, t, cell.task),
+                     [(p, thr[s]) for s, p in enumerate(slices)])  # fmt: skip
     n_pat = sums[0][0].shape[0]
     with np.errstate(invalid="ignore", divide="ignore"):  # a label without positives: NaN
         point = np.mean([h.sum(0) / p.sum(0) for p, h in sums], axis=0)
@@ -65,7 +72,8 @@ def sensitivity_replicates(
         counts = resample_counts_for(split.dataset, n_pat, ids[start : start + _CHUNK], seed)
         counts = counts.astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
-            reps.append(np.mean([(counts @ h) / (counts @ p) for p, h in sums], axis=0))
+            per_seed = once_each(partial(_sensitivities, counts), [(ph,) for ph in sums])
+            reps.append(np.mean(per_seed, axis=0))
     return point, np.concatenate(reps)
 
 
@@ -98,6 +106,7 @@ def sensitivity_loss_intervals(
     ids = replicate_ids(n_replicates)
     rows = []
     for cell in cells.values():
+        cell = cell.widened()
         sets = eval_sets(cell)
         if cell.val is None or len(sets) < 2:
             continue

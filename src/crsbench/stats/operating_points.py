@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Mapping
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
 from crsbench.core.errors import DataError
-from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
+from crsbench.stats.cell_predictions import CellPredictions, EvalSplit, once_each, seed_slices
 from crsbench.stats.operating_point_settings import load_operating_point_settings
 
 _SETTINGS = load_operating_point_settings()
@@ -81,11 +82,6 @@ def label_columns(
             yield j, split.y[m, j], prob[m, j]
 
 
-def seed_slices(prob: np.ndarray, n_seeds: int) -> list[np.ndarray]:
-    """One ``(n, K)`` array per seed: ``prob`` repeated when it does not vary over seeds."""
-    return [prob] * n_seeds if prob.ndim == 2 else list(prob)
-
-
 def validation_thresholds(cell: CellPredictions, kind: str, target: float) -> np.ndarray:
     """``(S, K)`` thresholds picked on the validation split per seed and label.
 
@@ -96,13 +92,14 @@ def validation_thresholds(cell: CellPredictions, kind: str, target: float) -> np
         raise DataError(f"{cell.encoder}/{cell.dataset}: the store has no validation predictions")
     split, prob = cell.val
     pick = threshold_for_sensitivity if kind == "sensitivity" else threshold_for_specificity
-    out = []
-    for p in seed_slices(prob, len(cell.seeds)):
+
+    def picked(p: np.ndarray) -> np.ndarray:
         t = np.full(p.shape[-1], np.nan)
         for j, y, s in label_columns(split, p, cell.task):
             t[j] = pick(y, s, target)
-        out.append(t)
-    return np.asarray(out)
+        return t
+
+    return np.asarray(once_each(picked, [(p,) for p in seed_slices(prob, len(cell.seeds))]))
 
 
 def eval_sets(cell: CellPredictions) -> list[tuple[str, EvalSplit, np.ndarray]]:
@@ -120,6 +117,14 @@ def positives(split: EvalSplit, n_labels: int, task: str) -> np.ndarray:
     return np.nansum(np.asarray(split.y, float) == 1, axis=0).astype(int)
 
 
+def _seed_rates(
+    split: EvalSplit, task: str, prob: np.ndarray, thr: np.ndarray
+) -> list[tuple[int, float, float, float]]:
+    """(label, sensitivity, specificity, threshold) of one seed's probabilities on ``split``."""
+    return [(j, *rates(y, score, thr[j]), thr[j]) for j, y, score in
+            label_columns(split, prob, task)]  # fmt: skip
+
+
 def _cell_rows(cell: CellPredictions, kind: str, target: float) -> list[dict]:
     thr = validation_thresholds(cell, kind, target)
     names = output_names(cell.label_names, thr.shape[-1])
@@ -129,9 +134,11 @@ def _cell_rows(cell: CellPredictions, kind: str, target: float) -> list[dict]:
     for where, split, prob in eval_sets(cell):
         per: dict[int, list[tuple[float, float, float]]] = {}
         n_pos = positives(split, thr.shape[-1], cell.task)
-        for s, p in enumerate(seed_slices(prob, len(cell.seeds))):
-            for j, y, score in label_columns(split, p, cell.task):
-                per.setdefault(j, []).append((*rates(y, score, thr[s, j]), thr[s, j]))
+        slices = seed_slices(prob, len(cell.seeds))
+        seed_rates = partial(_seed_rates, split, cell.task)
+        for found in once_each(seed_rates, [(p, thr[s]) for s, p in enumerate(slices)]):
+            for j, sens, spec, t in found:
+                per.setdefault(j, []).append((sens, spec, t))
         for j, v in per.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # a label NaN at every seed
@@ -173,6 +180,7 @@ def operating_point_transfer(
     for cell in cells.values():
         if cell.val is None:
             continue
+        cell = cell.widened()
         rows += _cell_rows(cell, "sensitivity", target_sensitivity)
         rows += _cell_rows(cell, "specificity", target_specificity)
     return pd.DataFrame(rows)

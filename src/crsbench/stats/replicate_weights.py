@@ -23,6 +23,14 @@ _BLOCK_ELEMENTS = 1 << 21
 _MIN_BLOCK, _MAX_BLOCK = 128, 1024
 
 
+def narrow_count_dtype(counts: np.ndarray) -> type:
+    """The smallest type :class:`ReplicateWeights` keeps non-negative integer ``counts`` in:
+    uint8 when every count fits (a bootstrap's counts of a patient almost always do), else
+    int64."""
+    top = int(counts.max()) if counts.size else 0
+    return np.uint8 if top <= np.iinfo(np.uint8).max else np.int64
+
+
 @dataclass(frozen=True)
 class ReplicateWeights:
     """Bootstrap weights of a split's rows, one row per replicate.
@@ -54,8 +62,7 @@ class ReplicateWeights:
             raise DataError("replicate weights must be non-negative. Got a negative weight.")
         if not (np.issubdtype(arr.dtype, np.integer) or np.array_equal(arr, np.round(arr))):
             return cls(np.ascontiguousarray(arr, dtype=np.float64), inv, np.float64)
-        top = int(arr.max()) if arr.size else 0
-        small = np.uint8 if top <= np.iinfo(np.uint8).max else np.int64
+        small = narrow_count_dtype(arr)
         per_col = np.bincount(inv, minlength=arr.shape[1])
         # rows of the largest replicate (buffered, no float copy of the weights)
         total = (

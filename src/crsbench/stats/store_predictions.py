@@ -20,7 +20,7 @@ import pandas as pd
 from crsbench.protocol import CLEAN, PAPER_CONDITIONS, PAPER_SHIFTS, RETENTION_FRACTIONS, SHIFT
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
 from crsbench.store.cards import CARDS_TABLE, CardFacts
-from crsbench.store.prediction_layout import EVAL_SPLIT, VAL_SPLIT, decode_matrix
+from crsbench.store.prediction_layout import EVAL_SPLIT, VAL_SPLIT, decode_matrix, stored_matrix
 from crsbench.store.prediction_reader import read_main_predictions
 
 
@@ -42,11 +42,17 @@ def _frac(f: float) -> float:
 
 
 class _Blobs:
-    """Decoded probability matrices and splits, each decoded once."""
+    """Decoded probability matrices and splits, each decoded once (``compact``: matrices in
+    their stored dtype, views of the bytes read, not float64 copies)."""
 
     def __init__(
-        self, blobs: pd.DataFrame, splits: pd.DataFrame, meta: pd.DataFrame | None = None
+        self,
+        blobs: pd.DataFrame,
+        splits: pd.DataFrame,
+        meta: pd.DataFrame | None = None,
+        compact: bool = False,
     ) -> None:
+        self._decode = stored_matrix if compact else decode_matrix
         self._blobs = {r.prob_key: r for r in blobs.itertuples(index=False)}
         self._splits = {r.split_key: r for r in splits.itertuples(index=False)}
         self._meta: dict[str, dict[str, np.ndarray]] = {}
@@ -58,7 +64,7 @@ class _Blobs:
     def prob(self, key: str) -> np.ndarray:
         if key not in self._probs:
             b = self._blobs[key]
-            self._probs[key] = decode_matrix(
+            self._probs[key] = self._decode(
                 b.prob, b.n_rows, b.n_outputs, f"blob {key[:12]}", b.dtype
             )
         return self._probs[key]
@@ -161,9 +167,18 @@ def _cell(enc, ds, seeds, index, blobs, targets, val_index=None) -> CellPredicti
 
 
 def load_store_predictions(
-    store_dir: str | Path, cells: Iterable[tuple[str, str]], seeds: Iterable[int]
+    store_dir: str | Path,
+    cells: Iterable[tuple[str, str]],
+    seeds: Iterable[int],
+    *,
+    compact: bool = False,
 ) -> StorePredictions:
     """The bootstrap inputs of ``cells`` (``(encoder, dataset)``) over ``seeds`` from a store.
+
+    With ``compact``, probabilities are held in the dtype they are stored in (float32 unless
+    float32 would change a metric), half the memory of float64 for a whole panel; the
+    analyses widen one cell at a time (:meth:`CellPredictions.widened`), so every number is
+    the same.
 
     Raises
     ------
@@ -172,18 +187,21 @@ def load_store_predictions(
     """
     cell_list = tuple(cells)
     seed_list = tuple(sorted(int(s) for s in seeds))
-    return _read(store_dir, cell_list, seed_list)
+    return _read(store_dir, cell_list, seed_list, compact)
 
 
 def _read(
-    store_dir: str | Path, cells: Sequence[tuple[str, str]], seed_list: Sequence[int]
+    store_dir: str | Path,
+    cells: Sequence[tuple[str, str]],
+    seed_list: Sequence[int],
+    compact: bool,
 ) -> StorePredictions:
     """:func:`load_store_predictions` itself."""
     found = read_main_predictions(store_dir)
     if "rows" not in found:
         return StorePredictions(available=False)
     rows = found["rows"]
-    blobs = _Blobs(found["blobs"], found["splits"], found.get("meta"))
+    blobs = _Blobs(found["blobs"], found["splits"], found.get("meta"), compact)
     index, val_index = _index(rows), _index(rows, VAL_SPLIT)
     targets, extra = _paper_targets(rows), _paper_targets(rows, paper=False)
     labels = CardFacts.from_table(found[CARDS_TABLE]).label_names if CARDS_TABLE in found else {}

@@ -307,7 +307,7 @@ def _one_cell(
 ) -> tuple[list[dict], list[dict], dict[str, tuple[np.ndarray, str]] | None]:
     """One cell's subgroup rows, worst rows and worst-over-attributes axes (None: none)."""
     sizes = (settings.min_patients, settings.min_ece_patients, settings.n_permutations)
-    ctx = cell_resampling(cell, settings.n_replicates, settings.seed, sizes)
+    ctx = cell_resampling(cell.widened(), settings.n_replicates, settings.seed, sizes)
     rows, reps = _cell_subgroups(ctx, settings.level)
     return rows, _worst(ctx, reps, settings.level), _worst_axes(ctx, reps) if reps else None
 

@@ -162,7 +162,7 @@ def _crs_uncertainty(
     cells, seeds = _complete_cells(per_seed)
     if not cells:
         return seed_only(_fallback("no encoder has every cell scored"))
-    found = load_store_predictions(store, cells, seeds)
+    found = load_store_predictions(store, cells, seeds, compact=True)
     if not found.available:
         return seed_only(_fallback(
             "this store has no per-sample predictions (it was written by a crsbench that did "
