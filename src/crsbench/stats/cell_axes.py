@@ -63,6 +63,7 @@ def _cell_axes(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """:func:`cell_replicate_axes` and, when ``shrunk``, the ``(B, S)`` shrunk-world ECE of
     :func:`cell_shrunk_ece` from the same weights and matrix products (else ``None``)."""
+    cell = cell.widened()
     n_s = len(cell.seeds)
     w = replicate_weights(cell.test, replicates, seed)
     y, task = cell.test.y, cell.task
@@ -116,6 +117,7 @@ def cell_shrunk_ece(
     """``(B, S)`` ECE of the cell's clean predictions in the shrunk bootstrap world
     (:func:`crsbench.stats.weighted_metrics.weighted_shrunk_ece`), same replicates as
     :func:`cell_replicate_axes`."""
+    cell = cell.widened()
     w = replicate_weights(cell.test, replicates, seed)
     y, task = cell.test.y, cell.task
     return per_seed_values(
@@ -141,7 +143,7 @@ def cell_replicates(
     :func:`cell_replicate_axes` of ``replicates``, evaluated ``chunk`` at a time, the seeds
     resampled by ``seed_counts`` (``(B, S)``, the same for every cell). The same numbers as
     :func:`cell_replicate_axes` and :func:`cell_shrunk_ece` of each chunk, from one pass."""
-    cell = cell.widened()
+    cell = cell.widened()  # once for every chunk
     axes, shrunk, extras = [], [], []
     for start in range(0, len(replicates), chunk):
         block, sc = replicates[start : start + chunk], seed_counts[start : start + chunk]

@@ -88,9 +88,10 @@ class CellPredictions:
         """The cell with every probability array as float64 (itself when all already are).
 
         A store's predictions may be held compact, in the float32 they are stored in (half
-        the memory for a whole panel's cells); every analysis computes on the float64 values,
-        which are exactly those, so it widens one cell at a time, where it computes it.
-        An array shared by two fields stays shared.
+        the memory for a whole panel's cells); every function that computes on a cell's
+        probabilities (the bootstrap's axes and shrunk ECE, subgroups, flips, operating
+        points) widens it first, one cell at a time, and so computes on the float64 values,
+        which are exactly those. An array shared by two fields stays shared.
         """
         if all(a.dtype == np.float64 for a in self.probability_arrays()):
             return self
@@ -135,13 +136,13 @@ def once_each(fn: Callable[..., T], per_seed: list[tuple]) -> list[T]:
     fit is one matrix for every seed (:func:`seed_slices`), so what is computed from it per
     seed is computed once and repeated, and a mean over seeds is the same number.
     """
-    done: dict[tuple, T] = {}
+    done: dict[tuple, tuple[tuple, T]] = {}  # the arguments stay alive: no id is reused
     out = []
-    for args in per_seed:
+    for args in list(per_seed):
         key = tuple(_identity(a) for a in args)
         if key not in done:
-            done[key] = fn(*args)
-        out.append(done[key])
+            done[key] = (args, fn(*args))
+        out.append(done[key][1])
     return out
 
 

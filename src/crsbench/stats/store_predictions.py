@@ -43,7 +43,8 @@ def _frac(f: float) -> float:
 
 class _Blobs:
     """Decoded probability matrices and splits, each decoded once (``compact``: matrices in
-    their stored dtype, views of the bytes read, not float64 copies)."""
+    their stored dtype, read-only views of the bytes read, not float64 copies; a matrix per
+    seed is stacked into one new array of that dtype)."""
 
     def __init__(
         self,

@@ -161,8 +161,10 @@ def stored_matrix(
         raise StoreError(f"{where} must be stored as <f4 or <f8. Got dtype {dtype!r} instead.")
     size = np.dtype(dtype).itemsize
     if len(blob) != int(n_rows) * int(n_cols) * size:
-        got = len(blob) / size
-        raise StoreError(f"{where} must hold {n_rows} x {n_cols} values. Got {got:g} instead.")
+        raise StoreError(
+            f"{where} must hold {n_rows} x {n_cols} values of {dtype} "
+            f"({int(n_rows) * int(n_cols) * size} bytes). Got {len(blob)} bytes instead."
+        )
     data = np.frombuffer(blob, dtype=np.dtype(dtype)).reshape(int(n_rows), int(n_cols))
     data.flags.writeable = False
     return data

@@ -9,6 +9,7 @@ agree exactly, and the compact cells must hold half the bytes.
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -63,18 +64,39 @@ def test_compact_cells_hold_the_stored_float32_and_widen_to_the_float64_values(b
         shared.clean[..., 0] = 0.5
 
 
+def _mixed(cell):
+    """The cell with one condition held as a read-only float64 array (a matrix the store
+    keeps as float64 because float32 would change a metric) beside the float32 ones."""
+    key = sorted(cell.conditions)[0]
+    exact = np.array(cell.conditions[key], dtype=np.float64)
+    exact.flags.writeable = False
+    return replace(cell, conditions={**cell.conditions, key: exact})
+
+
 def test_the_bootstrap_is_the_same_from_compact_predictions(both):
     from crsbench.stats.patient_bootstrap import patient_seed_bootstrap
 
     wide, compact = both
     keys = sorted(wide)
     a = patient_seed_bootstrap([wide[k] for k in keys], n_replicates=40, n_jobs=1)
-    b = patient_seed_bootstrap([compact[k] for k in keys], n_replicates=40, n_jobs=2)
+    b = patient_seed_bootstrap([_mixed(compact[k]) for k in keys], n_replicates=40, n_jobs=2)
     pd.testing.assert_frame_equal(a.ranks, b.ranks, check_exact=True)
     pd.testing.assert_frame_equal(a.pairwise, b.pairwise, check_exact=True)
-    assert np.array_equal(a.axes, b.axes, equal_nan=True)
-    assert np.array_equal(a.point_axes, b.point_axes, equal_nan=True)
-    assert np.array_equal(a.ece_shrunk, b.ece_shrunk, equal_nan=True)
+    for name in ("axes", "point_axes", "ece_shrunk", "point_ece_shrunk", "ece_reach"):
+        assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
+    assert a.point_extras == b.point_extras
+    assert a.extras.keys() == b.extras.keys()
+    assert all(np.array_equal(a.extras[k], b.extras[k], equal_nan=True) for k in a.extras)
+
+
+def test_a_blob_of_the_wrong_length_is_refused_with_its_sizes():
+    from crsbench.core.errors import StoreError
+    from crsbench.store.prediction_layout import stored_matrix
+
+    blob = np.arange(6, dtype="<f4").tobytes()
+    assert stored_matrix(blob, 2, 3).tolist() == [[0, 1, 2], [3, 4, 5]]
+    with pytest.raises(StoreError, match=r"blob 1 must hold 2 x 4 values of <f4 \(32 bytes\)"):
+        stored_matrix(blob, 2, 4, "blob 1")
 
 
 def test_prediction_analyses_are_the_same_from_compact_predictions(both):
@@ -83,6 +105,7 @@ def test_prediction_analyses_are_the_same_from_compact_predictions(both):
     from crsbench.stats.subgroups import subgroup_analysis
 
     wide, compact = both
+    compact = {k: _mixed(c) for k, c in compact.items()}
     a = subgroup_analysis(wide, n_replicates=20, n_permutations=19)
     b = subgroup_analysis(compact, n_replicates=20, n_permutations=19, n_jobs=2)
     pd.testing.assert_frame_equal(a.subgroups, b.subgroups, check_exact=True)
