@@ -164,9 +164,7 @@ def _scores(
 
 def _elements(cell: CellPredictions) -> int:
     """Test rows × labels × predictions one replicate of the cell evaluates."""
-    arrays = [cell.clean, *cell.fractions.values(), *cell.conditions.values()]
-    shifts = [p for _, p in (*cell.shifts, *cell.extra_shifts)]
-    return int(sum(p.size for p in arrays + shifts))
+    return int(sum(p.size for p in bootstrap_view(cell).probability_arrays()))
 
 
 def bootstrap_view(cell: CellPredictions) -> CellPredictions:
@@ -388,6 +386,6 @@ def _point_values(cell: CellPredictions) -> tuple[np.ndarray, dict[str, float]]:
     """The cell's seed-mean axes ``(1, 4)`` and extras on the test set as drawn (all weights
     1), from one evaluation."""
     more: dict[str, np.ndarray] = {}
-    axes = cell_replicate_axes(cell.widened(), None, extras=more)
+    axes = cell_replicate_axes(cell, None, extras=more)
     ones = np.ones((1, len(cell.seeds)), dtype=int)
     return seed_resampled_axes(axes, ones), {k: float(v[0].mean()) for k, v in more.items()}
