@@ -40,8 +40,12 @@ C_GRID: tuple[float, ...] = tuple(float(f"{10.0 ** (-4 + 0.5 * i):.12g}") for i 
 #: Equal-width confidence bins of the ECE (every stored ``ece``, the bootstrap's, the
 #: reliability diagrams').
 ECE_BINS = 15
-#: The main probe's iteration cap and gradient tolerance, the same for every encoder.
+#: The main probe's iteration cap, stopping rule and its tolerance, the same for every
+#: encoder: a fit stops when the quasi-Newton step predicts no fitted row's probability to
+#: move by more than ``LOGISTIC_TOL`` ("probabilities"); "gradient" is scikit-learn's test
+#: (gradient max-norm at most ``LOGISTIC_TOL``), which does not bound the probabilities.
 LOGISTIC_MAX_ITER = 1000
+LOGISTIC_STOP: Final = "probabilities"
 LOGISTIC_TOL = 1e-6
 #: Control probe MLP: hidden width, maximum epochs (early stopping), Adam rate, L2 penalty.
 MLP_HIDDEN_SIZE = 256

@@ -113,7 +113,8 @@ def _fit_probe(cfg: Any, cell: Any, seed: int, details: dict[str, Any]) -> tuple
     lg = cfg.probes.logistic
     fit = fit_probe_grid(X[cell.train], y[cell.train], X[cell.val], y[cell.val], cell.task,
                          Cs=np.asarray(lg.c_grid), subsets={"full": cell.subsets[(1.0, seed)]},
-                         n_outputs=cell.n_outputs, max_iter=lg.max_iter, tol=lg.tol)["full"]  # fmt: skip
+                         n_outputs=cell.n_outputs, max_iter=lg.max_iter, tol=lg.tol,
+                         stop=lg.stop)["full"]  # fmt: skip
     if not _equal(fit.C, details.get("C")):
         raise DataError(f"the refit probe chose C={fit.C}; the stored run chose "
                         f"{details.get('C')}. Run `crsbench profile` again, then export.")  # fmt: skip

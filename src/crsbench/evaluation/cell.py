@@ -102,6 +102,7 @@ def _fit_grid(
         n_outputs=cell.n_outputs,
         max_iter=s.max_iter,
         tol=s.tol,
+        stop=s.stop,
     )
 
 

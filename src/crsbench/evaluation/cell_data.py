@@ -93,6 +93,7 @@ class CellSettings:
     Cs: Sequence[float]
     max_iter: int = 1000
     tol: float = 1e-6
+    stop: str = "probabilities"
     layers: Sequence[float] = (1.0,)
     recalibrators: Sequence[str] = ()
     mlp: Mapping[str, Any] | None = None

@@ -45,6 +45,10 @@ class LineObjective(Protocol):
     def move_to(self, step: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """Commit ``x + step · d`` for the problems ``idx``; gradients there."""
 
+    def line_change(self, idx: np.ndarray) -> np.ndarray:
+        """The change the unit step of the prepared line predicts, per problem ``idx`` (the
+        "change" test; objectives that only offer the gradient test may raise)."""
+
     def grad_norm(self, g: np.ndarray, idx: np.ndarray, tol: float | None = None) -> np.ndarray:
         """The quantity the convergence test compares with ``tol``, per problem (with ``tol``
         given, it may be a bound that lies on the same side of ``tol``)."""
@@ -76,6 +80,10 @@ class FunctionObjective:
     def move_to(self, step: np.ndarray, idx: np.ndarray) -> np.ndarray:
         return self._line[2][self._slot[idx]]
 
+    def line_change(self, idx: np.ndarray) -> np.ndarray:
+        """Max-norm of the step ``d`` itself, per problem (the change in ``x``)."""
+        return np.abs(self._line[1][self._slot[idx]]).max(axis=1)
+
     def grad_norm(self, g: np.ndarray, idx: np.ndarray, tol: float | None = None) -> np.ndarray:
         return np.abs(g).max(axis=1)
 
@@ -103,6 +111,7 @@ def batched_lbfgs(
     c1: float = 1e-4,
     max_backtracks: int = 30,
     ftol: float = stall_ftol(np.float64),
+    test: str = "gradient",
 ) -> LBFGSResult:
     """Minimise ``m`` independent problems ``f_i(x_i)`` jointly.
 
@@ -116,7 +125,7 @@ def batched_lbfgs(
     max_iter : int
         Iteration cap (the same budget for every problem).
     tol : float
-        A problem has converged when ``objective.grad_norm`` of its gradient is at most ``tol``.
+        The tolerance of the convergence test ``test``.
     history : int
         Curvature pairs kept per problem.
     c1 : float
@@ -125,56 +134,53 @@ def batched_lbfgs(
         A problem whose relative decrease falls below ``ftol`` is stalled at numerical
         precision and stops iterating (reported as not converged unless the gradient test
         also holds); see :func:`stall_ftol`.
+    test : {"gradient", "change"}
+        "gradient": a problem has converged when ``objective.grad_norm`` of its gradient is
+        at most ``tol``. "change": when ``objective.line_change`` of its next line (the
+        change the quasi-Newton step predicts, in the units the objective chooses) is at
+        most ``tol``; the problem then stays where it is.
     """
     x = np.array(x0, dtype=np.float64)
-    m, p = x.shape
+    m = x.shape[0]
     everyone = np.arange(m)
     f, g = objective.evaluate(x, everyone)
-    S = np.zeros((history, m, p))
-    Y = np.zeros((history, m, p))
-    rho = np.zeros((history, m))
-    gamma = np.ones(m)
-    active = objective.grad_norm(g, everyone, tol) > tol
-    n_hist = 0
-    head = 0
+    by_change = test == "change"
+    met = np.zeros(m, dtype=bool)  # the change test held (test="change")
+    change = np.full(m, np.inf)  # each problem's last predicted change (test="change")
+    start = everyone if by_change else everyone[objective.grad_norm(g, everyone, tol) > tol]
+    work = _WorkingSet(start, x, f, g, history)
     it = 0
     for it in range(1, max_iter + 1):
-        if not active.any():
+        if work.ids.size == 0:
             it -= 1
             break
-        d = -_two_loop(g, S, Y, rho, gamma, n_hist, head, history)
-        slope = np.einsum("mp,mp->m", g, d)
-        bad = slope >= 0  # not a descent direction: restart from steepest descent
-        if bad.any():
-            d[bad] = -g[bad]
-            slope[bad] = -np.einsum("mp,mp->m", g[bad], g[bad])
-        idx = np.flatnonzero(active)
-        objective.set_line(x[idx], d[idx], idx)
+        d, slope = work.descent_direction()
+        objective.set_line(work.x, d, work.ids)
+        if by_change:
+            small = _change_test(objective, work.ids, change, it, tol)
+            met[work.ids[small]] = True
+            if small.any():
+                work.retire(~small, x, f, g)
+                d, slope = d[~small], slope[~small]
+                if work.ids.size == 0:
+                    break
         # The solver's change of variables bounds the Hessian by the identity, so the unit
         # step is a majorisation step even before any curvature pair exists.
-        step, f_new, failed = _backtrack(objective, f, slope, active, c1, max_backtracks)
-        moved = np.flatnonzero(active & ~failed)
-        x_new, g_new = x.copy(), g.copy()
-        if moved.size:
-            x_new[moved] += step[moved, None] * d[moved]
-            g_new[moved] = objective.move_to(step[moved], moved)
-        s_vec = x_new - x
-        y_vec = g_new - g
-        sy = np.einsum("mp,mp->m", s_vec, y_vec)
-        yy = np.einsum("mp,mp->m", y_vec, y_vec)
-        good = active & ~failed & (sy > 1e-12 * np.maximum(1.0, yy))
-        S[head], Y[head] = np.where(good[:, None], s_vec, 0.0), np.where(good[:, None], y_vec, 0.0)
-        rho[head] = np.where(good, 1.0 / np.where(good, sy, 1.0), 0.0)
-        gamma = np.where(good, sy / np.where(good, yy, 1.0), gamma)
-        head = (head + 1) % history
-        n_hist = min(n_hist + 1, history)
-        decrease = (f - f_new) / np.maximum(np.abs(f), 1.0)
-        x, f, g = x_new, f_new, g_new
-        stalled = active & (failed | (decrease <= ftol))
-        active &= ~stalled
-        active[moved] &= objective.grad_norm(g[moved], moved, tol) > tol
+        step, f_new, failed = _backtrack(objective, work.f, slope, work.ids, c1, max_backtracks)
+        moved = ~failed
+        x_new, g_new = work.x.copy(), work.g.copy()
+        x_new[moved] += step[moved, None] * d[moved]
+        if moved.any():
+            g_new[moved] = objective.move_to(step[moved], work.ids[moved])
+        decrease = (work.f - f_new) / np.maximum(np.abs(work.f), 1.0)
+        work.advance(x_new, f_new, g_new, moved)
+        keep = moved & (decrease > ftol)  # the others stalled at numerical precision
+        if not by_change and keep.any():
+            keep[keep] = objective.grad_norm(g_new[keep], work.ids[keep], tol) > tol
+        work.retire(keep, x, f, g)
+    work.retire(np.zeros(work.ids.size, dtype=bool), x, f, g)
     grad_norm = objective.grad_norm(g, everyone)
-    converged = grad_norm <= tol
+    converged = met if by_change else grad_norm <= tol
     msg = (
         "converged"
         if converged.all()
@@ -183,17 +189,85 @@ def batched_lbfgs(
     return LBFGSResult(x, f, g, grad_norm, it, converged, msg)
 
 
-def _backtrack(objective, f, slope, active, c1, max_backtracks):
-    """Armijo backtracking from the unit step on every active line; (step, f_new, failed)."""
-    step = np.where(active, 1.0, 0.0)
+class _WorkingSet:
+    """The problems still iterating, packed together, with their curvature histories.
+
+    Finished problems are written back to the caller's arrays and dropped, so every
+    per-iteration vector operation costs in proportion to the problems still running.
+    """
+
+    def __init__(self, ids, x, f, g, history) -> None:
+        self.ids = ids
+        self.x, self.f, self.g = x[ids], f[ids], g[ids]
+        self.history = history
+        self.S = np.zeros((history, ids.size, x.shape[1]))
+        self.Y = np.zeros_like(self.S)
+        self.rho = np.zeros((history, ids.size))
+        self.gamma = np.ones(ids.size)
+        self.n_hist = 0
+        self.head = 0
+
+    def descent_direction(self) -> tuple[np.ndarray, np.ndarray]:
+        """The L-BFGS direction of every problem (steepest descent where it is not a descent
+        direction) and its slope."""
+        d = -_two_loop(self.g, self.S, self.Y, self.rho, self.gamma, self.n_hist, self.head,
+                       self.history)  # fmt: skip
+        slope = np.einsum("mp,mp->m", self.g, d)
+        bad = slope >= 0
+        if bad.any():
+            d[bad] = -self.g[bad]
+            slope[bad] = -np.einsum("mp,mp->m", self.g[bad], self.g[bad])
+        return d, slope
+
+    def advance(self, x_new, f_new, g_new, moved) -> None:
+        """Take the new iterates and store the curvature pair of every problem that moved."""
+        s_vec, y_vec = x_new - self.x, g_new - self.g
+        sy = np.einsum("mp,mp->m", s_vec, y_vec)
+        yy = np.einsum("mp,mp->m", y_vec, y_vec)
+        good = moved & (sy > 1e-12 * np.maximum(1.0, yy))
+        self.S[self.head] = np.where(good[:, None], s_vec, 0.0)
+        self.Y[self.head] = np.where(good[:, None], y_vec, 0.0)
+        self.rho[self.head] = np.where(good, 1.0 / np.where(good, sy, 1.0), 0.0)
+        self.gamma = np.where(good, sy / np.where(good, yy, 1.0), self.gamma)
+        self.head = (self.head + 1) % self.history
+        self.n_hist = min(self.n_hist + 1, self.history)
+        self.x, self.f, self.g = x_new, f_new, g_new
+
+    def retire(self, keep, x, f, g) -> None:
+        """Write every problem not in ``keep`` back to ``x, f, g`` and drop it."""
+        if keep.all():
+            return
+        done = self.ids[~keep]
+        x[done], f[done], g[done] = self.x[~keep], self.f[~keep], self.g[~keep]
+        self.ids = self.ids[keep]
+        self.x, self.f, self.g = self.x[keep], self.f[keep], self.g[keep]
+        self.S, self.Y, self.rho = self.S[:, keep], self.Y[:, keep], self.rho[:, keep]
+        self.gamma = self.gamma[keep]
+
+
+def _change_test(objective, ids, change, it, tol) -> np.ndarray:
+    """Which problems ``ids`` pass the change test on this iteration's line.
+
+    ``change`` (m,) holds each problem's last predicted change. The test is evaluated every
+    iteration only for problems whose last predicted change was within 30 × ``tol``, and for
+    the others every fourth iteration: skipping a test can only delay a stop, never cause one.
+    """
+    due = ids[(change[ids] <= 30.0 * tol) | (it % 4 == 1)]
+    change[due] = objective.line_change(due)
+    return change[ids] <= tol
+
+
+def _backtrack(objective, f, slope, ids, c1, max_backtracks):
+    """Armijo backtracking from the unit step on every line; (step, f_new, failed)."""
+    step = np.ones(ids.size)
     f_new = f.copy()
-    pending = active.copy()
+    pending = np.ones(ids.size, dtype=bool)
     for _ in range(max_backtracks):
-        idx = np.flatnonzero(pending)
-        f_t = objective.value_at(step[idx], idx)
-        ok = np.isfinite(f_t) & (f_t <= f[idx] + c1 * step[idx] * slope[idx])
-        f_new[idx[ok]] = f_t[ok]
-        pending[idx[ok]] = False
+        at = np.flatnonzero(pending)
+        f_t = objective.value_at(step[at], ids[at])
+        ok = np.isfinite(f_t) & (f_t <= f[at] + c1 * step[at] * slope[at])
+        f_new[at[ok]] = f_t[ok]
+        pending[at[ok]] = False
         if not pending.any():
             break
         step = np.where(pending, step * 0.5, step)

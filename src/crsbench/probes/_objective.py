@@ -18,7 +18,7 @@ BCE + ||w_l||² / (2 C n_l)``, summed over labels (the labels do not interact).
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import log_expit
+from scipy.special import expit, log_expit
 
 #: Precision of the logits kept between iterations and of every loss value.
 LOSS_DTYPE = np.float64
@@ -90,6 +90,26 @@ class LogisticObjective:
         s = self._slot[idx]
         self.logits[:, idx] += step[None, :, None] * D[:, s]
         return self._grad(v[s] + step[:, None] * d[s], idx)
+
+    def line_change(self, idx: np.ndarray) -> np.ndarray:
+        """Largest change of a fitted row's probability that the unit step of the prepared
+        line predicts (first order in the logits), per problem ``idx``.
+
+        The step is the quasi-Newton step, an estimate of the way to the optimum, so this is
+        the predicted distance of the fitted probabilities from the optimum's. Evaluated in
+        float32: it is compared with a tolerance, not accumulated.
+        """
+        _, _, D = self._current_line()
+        dz = D[:, self._slot[idx]].astype(np.float32)
+        if self.multiclass:  # the residual (p - y) / n is at the current point
+            p = (self._residual[:, idx] * self.n).astype(np.float32)
+            p += self.Y[:, None, :]
+            dz -= np.einsum("nmk,nmk->nm", p, dz)[..., None]
+            dz *= p
+        else:
+            p = expit(self.logits[:, idx].astype(np.float32))
+            dz *= p * (1.0 - p)
+        return np.abs(dz).max(axis=(0, 2)).astype(np.float64)
 
     def grad_norm(self, g: np.ndarray, idx: np.ndarray, tol: float | None = None) -> np.ndarray:
         """Max-norm of the gradient in the standardised features' weights and the biases.

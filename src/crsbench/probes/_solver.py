@@ -7,10 +7,13 @@ softmax, 1/4 for sigmoids), which makes every problem well conditioned. The prob
 independent, so minimising their sum minimises each. The objective, and why its losses are
 float64 whatever the working dtype, is in :mod:`crsbench.probes._objective`.
 
-Stopping, per C: the max-norm of the gradient with respect to the standardised features'
-weights and the biases is at most ``tol`` (scikit-learn's lbfgs test on the same objective),
-or the loss stalls at the precision it is evaluated in (:func:`~crsbench.probes._lbfgs.stall_ftol`
-of float64, as scikit-learn), or ``max_iter``.
+Stopping, per C, by the rule ``stop``: "probabilities" (the default) when the quasi-Newton
+step, the solver's estimate of the way to the optimum, would move no fitted row's probability
+by more than ``tol``; "gradient" when the max-norm of the gradient with respect to the
+standardised features' weights and the biases is at most ``tol`` (scikit-learn's lbfgs test on
+the same objective). Either way also when the loss stalls at the precision it is evaluated in
+(:func:`~crsbench.probes._lbfgs.stall_ftol` of float64, as scikit-learn; reported as not
+converged), or at ``max_iter``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ import numpy as np
 from crsbench.probes._lbfgs import batched_lbfgs, stall_ftol
 from crsbench.probes._objective import LOSS_DTYPE, LogisticObjective
 
+#: The batched L-BFGS test behind each stopping rule of the probe.
+_LBFGS_TEST = {"probabilities": "change", "gradient": "gradient"}
+
 
 @dataclass(frozen=True)
 class SolveResult:
@@ -30,7 +36,7 @@ class SolveResult:
     W: np.ndarray
     b: np.ndarray
     n_iter: int
-    converged: np.ndarray  # (m,) bool: gradient max-norm of that C at most tol
+    converged: np.ndarray  # (m,) bool: the stopping rule's test held for that C
     grad_norm: np.ndarray  # (m,) max-norm of the gradient (standardised features) at the end
     message: str
 
@@ -44,6 +50,7 @@ def solve_logistic_path(
     task: str,
     max_iter: int,
     tol: float,
+    stop: str = "probabilities",
 ) -> SolveResult:
     """Minimise the L2 logistic objective for every C in ``Cs`` jointly.
 
@@ -55,8 +62,11 @@ def solve_logistic_path(
     Y : multiclass (n, K) one-hot; multilabel (n, L) 0/1 with NaN for masked entries.
     Cs : (m,) inverse regularisation strengths.
     task : "multiclass" or "multilabel".
-    max_iter, tol : iteration cap and tolerance on the gradient max-norm (standardised
-        features' weights and biases, as scikit-learn).
+    max_iter, tol : iteration cap and the stopping rule's tolerance.
+    stop : "probabilities" (the predicted change of the fitted rows' probabilities, see
+        :meth:`~crsbench.probes._objective.LogisticObjective.line_change`) or "gradient"
+        (the gradient max-norm in the standardised features' weights and the biases, as
+        scikit-learn).
     """
     n, r = Z.shape
     K = Y.shape[1]
@@ -72,7 +82,7 @@ def solve_logistic_path(
     v0 = np.zeros((m, r + 1, K))
     v0[:, r, :] = _prior_logits(Y, n_l, multiclass) / S[:, r, :]
     res = batched_lbfgs(objective, v0.reshape(m, -1), max_iter=max_iter, tol=tol,
-                        ftol=stall_ftol(LOSS_DTYPE))  # fmt: skip
+                        ftol=stall_ftol(LOSS_DTYPE), test=_LBFGS_TEST[stop])  # fmt: skip
     Wfull = S * res.x.reshape(S.shape)
     return SolveResult(
         Wfull[:, :r, :].copy(),

@@ -26,12 +26,14 @@ from crsbench.metrics import macro_auroc
 from crsbench.metrics._checks import UndefinedMetricWarning
 from crsbench.probes._basis import build_basis
 from crsbench.probes._solver import solve_logistic_path
-from crsbench.protocol import C_GRID, LOGISTIC_MAX_ITER
+from crsbench.protocol import C_GRID, LOGISTIC_MAX_ITER, LOGISTIC_STOP
 
 DEFAULT_MAX_ITER = LOGISTIC_MAX_ITER
 #: The estimators' default tolerance (scikit-learn's); the protocol's budget
 #: (:data:`crsbench.protocol.LOGISTIC_TOL`) is passed by the pipeline from the config.
 DEFAULT_TOL = 1e-4
+#: The stopping rules of a fit (see :func:`fit_probe_grid`).
+STOP_RULES = ("probabilities", "gradient")
 
 
 def linear_proba(X: np.ndarray, coef: np.ndarray, intercept: np.ndarray, task: str) -> np.ndarray:
@@ -60,9 +62,10 @@ class FittedLinear:
     n_iter : int
         L-BFGS iterations of the joint solve.
     converged : numpy.ndarray
-        Per C: the gradient max-norm (standardised features' weights and biases) reached ``tol``.
+        Per C: the stopping rule's test held (``stop`` of :func:`fit_probe_grid`) within
+        ``max_iter``.
     grad_norm : numpy.ndarray
-        Per C: that gradient max-norm.
+        Per C: the gradient max-norm (standardised features' weights and biases) at the end.
     n_rows : int
         Training rows used.
     skipped : dict[int, str]
@@ -139,7 +142,7 @@ def _as_index(key: Hashable, idx: object, n: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def _fit_rows(X, Y, task, Cs, max_iter, tol, dtype):
+def _fit_rows(X, Y, task, Cs, max_iter, tol, dtype, stop):
     """Fit one row subset for every C; return coef_path, intercept_path, solve info, notes."""
     n, d = X.shape
     K = Y.shape[1]
@@ -176,7 +179,9 @@ def _fit_rows(X, Y, task, Cs, max_iter, tol, dtype):
         flags.append(f"{basis.n_constant} constant feature columns")
     if Z.shape[1] == 0:
         flags.append("all features constant (collapsed encoder): intercept-only model")
-    res = solve_logistic_path(Z, basis.eig, basis.rot, Y[:, fit_cols], Cs, task, max_iter, tol)
+    res = solve_logistic_path(
+        Z, basis.eig, basis.rot, Y[:, fit_cols], Cs, task, max_iter, tol, stop
+    )
     coef_path = np.zeros((m, d, K))
     coef_fit = (
         np.einsum("dr,mrk->mdk", basis.rot.astype(np.float64), res.W) / basis.scale[None, :, None]
@@ -195,7 +200,8 @@ def _fit_rows(X, Y, task, Cs, max_iter, tol, dtype):
         bad = np.flatnonzero(~res.converged)
         flags.append(
             f"not converged for {bad.size} of {m} C values within max_iter={max_iter} "
-            f"(largest gradient {res.grad_norm.max():.2e}; {res.message})"
+            f"(stopping rule {stop!r} at tol={tol:g}; largest gradient "
+            f"{res.grad_norm.max():.2e}; {res.message})"
         )
     return coef_path, intercept_path, res, skipped, tuple(flags)
 
@@ -223,6 +229,7 @@ def fit_probe_grid(
     max_iter: int = DEFAULT_MAX_ITER,
     tol: float = DEFAULT_TOL,
     dtype: type = np.float32,
+    stop: str = LOGISTIC_STOP,
 ) -> dict[Hashable, FittedLinear]:
     """Fit L2 logistic probes for every C × every row subset; pick C per subset on validation.
 
@@ -242,8 +249,15 @@ def fit_probe_grid(
     n_outputs : int, optional
         Number of classes (multiclass); default ``max(y) + 1`` over train and validation.
     max_iter, tol : int, float
-        The budget, the same for every encoder: L-BFGS iterations and the tolerance on the
-        gradient max-norm (standardised features' weights and biases, as scikit-learn).
+        The budget, the same for every encoder: L-BFGS iterations and the stopping rule's
+        tolerance.
+    stop : {"probabilities", "gradient"}, default "probabilities"
+        The stopping rule of each C's fit. "probabilities": the quasi-Newton step (the
+        solver's estimate of the way to the optimum) moves no fitted row's probability by
+        more than ``tol`` — a test in the units the probe is used in, scaled to the problem.
+        "gradient": scikit-learn's lbfgs test, the gradient max-norm (standardised features'
+        weights and biases) at most ``tol``; it bounds the gradient, not the probabilities,
+        and at weak penalties (large C) leaves them far from the optimum's.
     dtype : numpy dtype, default float32
         Working precision of the two matrix products per iteration (logits between
         iterations and every loss are float64 in both).
@@ -264,6 +278,8 @@ def fit_probe_grid(
         raise ValueError(f"max_iter must be a positive integer. Got {max_iter!r} instead.")
     if not tol > 0:
         raise ValueError(f"tol must be positive. Got {tol!r} instead.")
+    if stop not in STOP_RULES:
+        raise ValueError(f"stop must be one of {list(STOP_RULES)}. Got {stop!r} instead.")
     X = check_features(X_train, "X_train")
     n, d = X.shape
     if task == "multiclass":
@@ -295,7 +311,7 @@ def fit_probe_grid(
         start = time.perf_counter()
         try:
             coef_path, icpt_path, res, skipped, flags = _fit_rows(
-                X[idx], Y[idx], task, Cs, max_iter, tol, dtype
+                X[idx], Y[idx], task, Cs, max_iter, tol, dtype, stop
             )
         except _Skip as skip:
             fitted = _skipped(key, task, Cs, d, K, idx.size, str(skip))

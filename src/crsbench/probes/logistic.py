@@ -9,6 +9,7 @@ from crsbench.core.errors import DataError
 from crsbench.core.validation import check_C
 from crsbench.probes.base import ProbeBase
 from crsbench.probes.grid import DEFAULT_MAX_ITER, DEFAULT_TOL, FittedLinear, fit_probe_grid
+from crsbench.protocol import LOGISTIC_STOP
 
 
 class LogisticProbe(ProbeBase):
@@ -25,8 +26,11 @@ class LogisticProbe(ProbeBase):
     task : {"multiclass", "multilabel"}, default "multiclass"
     max_iter : int, default 1000
     tol : float, default 1e-4
-        Tolerance on the gradient max-norm (standardised features' weights and biases:
-        scikit-learn's lbfgs test).
+        The stopping rule's tolerance.
+    stop : {"probabilities", "gradient"}, default "probabilities"
+        The stopping rule: the quasi-Newton step moves no training row's probability by
+        more than ``tol`` (scaled to the problem), or scikit-learn's lbfgs test (gradient
+        max-norm over the standardised features' weights and biases at most ``tol``).
     dtype : {"float64", "float32"}, default "float64"
         Working precision of the matrix products.
     n_outputs : int, optional
@@ -51,6 +55,7 @@ class LogisticProbe(ProbeBase):
         tol: float = DEFAULT_TOL,
         dtype: str = "float64",
         n_outputs: int | None = None,
+        stop: str = LOGISTIC_STOP,
     ) -> None:
         self.C = C
         self.task = task
@@ -58,6 +63,7 @@ class LogisticProbe(ProbeBase):
         self.tol = tol
         self.dtype = dtype
         self.n_outputs = n_outputs
+        self.stop = stop
 
     def fit(self, X: npt.ArrayLike, y: npt.ArrayLike) -> LogisticProbe:
         """Fit on features ``X`` (N×d) and targets ``y`` (class vector or 0/1/NaN matrix)."""
@@ -76,6 +82,7 @@ class LogisticProbe(ProbeBase):
             max_iter=self.max_iter,
             tol=self.tol,
             dtype=np.dtype(self.dtype).type,
+            stop=self.stop,
         )["all"]
         if fitted.C_index < 0:
             raise DataError(f"LogisticProbe cannot be fitted: {fitted.skipped[-1]}.")

@@ -71,6 +71,7 @@ def cell_settings(cfg: BenchmarkConfig) -> CellSettings:
         Cs=tuple(cfg.probes.logistic.c_grid),
         max_iter=cfg.probes.logistic.max_iter,
         tol=cfg.probes.logistic.tol,
+        stop=cfg.probes.logistic.stop,
         layers=tuple(cfg.layers),
         recalibrators=tuple(cfg.recalibrators),
         mlp=None if mlp is None else mlp.model_dump(),

@@ -31,7 +31,14 @@ def pinned_config(data: Path, out: Path) -> dict[str, Any]:
             "working_size": 224,
         },
         "probes": {
-            "logistic": {"c_grid": [0.01, 1.0, 100.0], "max_iter": 100, "tol": 0.0001},
+            "logistic": {
+                "c_grid": [0.01, 1.0, 100.0],
+                "max_iter": 100,
+                # the rule the goldens were written under (the default became
+                # "probabilities" on 2026-12-02; these rows test the pipeline, not the rule)
+                "stop": "gradient",
+                "tol": 0.0001,
+            },
             "mlp": {"hidden_size": 8, "epochs": 5, "lr": 0.001, "weight_decay": 0.0001},
             "knn": {"k": 5, "metric": "cosine"},
         },

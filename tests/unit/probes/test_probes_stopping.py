@@ -1,5 +1,6 @@
 """The solver's stopping rules: the stall threshold follows the dtype; losses along a search
-line are exact enough in float32 for the line search to go on to the gradient test."""
+line are exact enough in float32 for the line search to go on to the gradient test; the
+probability test measures what it says and is never skipped into an early stop."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 
 from crsbench.probes._basis import build_basis
-from crsbench.probes._lbfgs import stall_ftol
+from crsbench.probes._lbfgs import _change_test, stall_ftol
 from crsbench.probes._objective import LOSS_DTYPE, LogisticObjective
 from crsbench.probes._solver import solve_logistic_path
 
@@ -86,14 +87,73 @@ def test_grad_norm_is_the_max_norm_in_the_standardised_basis():
         assert (obj.grad_norm(g, idx, tol)[0] <= tol) == (expected <= tol)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_every_C_of_a_path_ends_by_the_gradient_test(dtype):
+def _path(dtype, stop, tol):
     rng = np.random.default_rng(6)
     X = rng.normal(size=(1500, 25)) @ rng.normal(size=(25, 25))
     y = (X @ rng.normal(size=(25, 3)) * 0.3 + rng.gumbel(size=(1500, 3))).argmax(1)
     basis, Z = build_basis(X, dtype)
-    res = solve_logistic_path(
-        Z, basis.eig, basis.rot, np.eye(3)[y], np.logspace(-3, 2, 6), "multiclass", 1000, 1e-7
-    )
+    Cs = np.logspace(-3, 2, 6)
+    return solve_logistic_path(Z, basis.eig, basis.rot, np.eye(3)[y], Cs, "multiclass", 1000,
+                               tol, stop)  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_every_C_of_a_path_ends_by_the_gradient_test(dtype):
+    res = _path(dtype, "gradient", 1e-7)
     assert res.converged.all(), res.message
     assert (res.grad_norm <= 1e-7).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_every_C_of_a_path_ends_by_the_probability_test(dtype):
+    res = _path(dtype, "probabilities", 1e-6)
+    assert res.converged.all(), res.message
+
+
+@pytest.mark.parametrize("task", ["multiclass", "multilabel"])
+def test_line_change_is_the_first_order_change_of_every_probability(task):
+    """line_change = max over rows and outputs of |dp/dstep| at step 0 (finite difference,
+    float64), i.e. the change the unit step predicts to first order."""
+    from scipy.special import expit, softmax
+
+    obj, p = _objective(np.float64, task)
+    idx = np.array([0])
+    rng = np.random.default_rng(7)
+    v = rng.normal(size=(1, p)) * 0.1
+    obj.evaluate(v, idx)
+    d = rng.normal(size=(1, p)) * 1e-3
+    obj.set_line(v, d, idx)
+    link = (lambda z: softmax(z, axis=-1)) if task == "multiclass" else expit
+    z0 = obj.logits[:, 0].copy()
+    D = obj._product(d, idx)[:, 0] - obj._product(np.zeros_like(d), idx)[:, 0]
+    eps = 1e-6
+    fd = (link(z0 + eps * D) - link(z0 - eps * D)) / (2 * eps)
+    np.testing.assert_allclose(obj.line_change(idx), [np.abs(fd).max()], rtol=1e-4)
+
+
+class _CountingChanges:
+    """An objective whose predicted changes are fixed; records which problems were asked."""
+
+    def __init__(self, changes):
+        self.changes = np.asarray(changes, dtype=float)
+        self.asked: list[list[int]] = []
+
+    def line_change(self, idx):
+        self.asked.append(idx.tolist())
+        return self.changes[idx]
+
+
+def test_change_test_skips_far_problems_between_checks_but_never_passes_them():
+    """A problem far from tol (> 30 tol at its last check) is re-checked every fourth
+    iteration only; a skipped check never counts as a pass, and a near one is checked each
+    iteration."""
+    tol = 1e-6
+    obj = _CountingChanges([1.0, 1e-5, 5e-7])
+    change = np.full(3, np.inf)
+    ids = np.arange(3)
+    assert _change_test(obj, ids, change, 1, tol).tolist() == [False, False, True]
+    obj.changes[:] = 1e-7  # every problem would pass now
+    assert _change_test(obj, ids, change, 2, tol).tolist() == [False, True, True]
+    assert obj.asked[-1] == [1, 2]  # problem 0 (last seen at 1.0) not asked on iteration 2
+    assert _change_test(obj, ids, change, 5, tol).tolist() == [True, True, True]
+    assert obj.asked[-1] == [0, 1, 2]
