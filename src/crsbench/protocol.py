@@ -45,7 +45,9 @@ ECE_BINS = 15
 #: move by more than ``LOGISTIC_TOL`` ("probabilities"); "gradient" is scikit-learn's test
 #: (gradient max-norm at most ``LOGISTIC_TOL``), which does not bound the probabilities.
 LOGISTIC_MAX_ITER = 1000
-LOGISTIC_STOP: Final = "probabilities"
+StopRule = Literal["probabilities", "gradient"]
+STOP_RULES: tuple[StopRule, ...] = get_args(StopRule)
+LOGISTIC_STOP: Final[StopRule] = "probabilities"
 LOGISTIC_TOL = 1e-6
 #: Control probe MLP: hidden width, maximum epochs (early stopping), Adam rate, L2 penalty.
 MLP_HIDDEN_SIZE = 256

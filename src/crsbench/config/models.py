@@ -141,7 +141,7 @@ class LogisticConfig(_Strict):
 
     c_grid: list[float] = Field(default_factory=lambda: list(protocol.C_GRID), min_length=1)
     max_iter: int = Field(default=protocol.LOGISTIC_MAX_ITER, gt=0)
-    stop: Literal["probabilities", "gradient"] = protocol.LOGISTIC_STOP
+    stop: protocol.StopRule = protocol.LOGISTIC_STOP
     tol: float = Field(default=protocol.LOGISTIC_TOL, gt=0)
 
     @field_validator("c_grid")

@@ -12,6 +12,7 @@ import numpy as np
 from crsbench.evaluation.cell_scoring import RowScorer
 from crsbench.evaluation.identity import CellIdentity
 from crsbench.evaluation.prediction_keeper import PredictionKeeper
+from crsbench.protocol import LOGISTIC_STOP
 from crsbench.store.details import RunDetails, ShiftDetails
 
 
@@ -93,7 +94,7 @@ class CellSettings:
     Cs: Sequence[float]
     max_iter: int = 1000
     tol: float = 1e-6
-    stop: str = "probabilities"
+    stop: str = LOGISTIC_STOP
     layers: Sequence[float] = (1.0,)
     recalibrators: Sequence[str] = ()
     mlp: Mapping[str, Any] | None = None

@@ -24,6 +24,7 @@ import numpy as np
 
 from crsbench.probes._lbfgs import batched_lbfgs, stall_ftol
 from crsbench.probes._objective import LOSS_DTYPE, LogisticObjective
+from crsbench.protocol import LOGISTIC_STOP
 
 #: The batched L-BFGS test behind each stopping rule of the probe.
 _LBFGS_TEST = {"probabilities": "change", "gradient": "gradient"}
@@ -50,7 +51,7 @@ def solve_logistic_path(
     task: str,
     max_iter: int,
     tol: float,
-    stop: str = "probabilities",
+    stop: str = LOGISTIC_STOP,
 ) -> SolveResult:
     """Minimise the L2 logistic objective for every C in ``Cs`` jointly.
 

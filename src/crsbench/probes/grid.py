@@ -26,14 +26,12 @@ from crsbench.metrics import macro_auroc
 from crsbench.metrics._checks import UndefinedMetricWarning
 from crsbench.probes._basis import build_basis
 from crsbench.probes._solver import solve_logistic_path
-from crsbench.protocol import C_GRID, LOGISTIC_MAX_ITER, LOGISTIC_STOP
+from crsbench.protocol import C_GRID, LOGISTIC_MAX_ITER, LOGISTIC_STOP, STOP_RULES
 
 DEFAULT_MAX_ITER = LOGISTIC_MAX_ITER
 #: The estimators' default tolerance (scikit-learn's); the protocol's budget
 #: (:data:`crsbench.protocol.LOGISTIC_TOL`) is passed by the pipeline from the config.
 DEFAULT_TOL = 1e-4
-#: The stopping rules of a fit (see :func:`fit_probe_grid`).
-STOP_RULES = ("probabilities", "gradient")
 
 
 def linear_proba(X: np.ndarray, coef: np.ndarray, intercept: np.ndarray, task: str) -> np.ndarray:
