@@ -2,7 +2,7 @@
 replicate plan.
 
 Every point estimate of the test-patient bootstrap (each cell's axes and per-seed values, the
-seed-only bootstrap's input, every planted world of ``benchmarks/coverage.py``) evaluates the
+seed-only bootstrap's input, every planted world of ``benchmarks/interval_coverage.py``) evaluates the
 AUROC under one replicate of unit weights. That used to build the replicate kernel's plan (a
 sparse matrix per column, sized for blocks of replicates); it now sums the same integers
 directly (``crsbench.stats.replicate_auroc._unit_auroc``). This script draws ``--worlds``

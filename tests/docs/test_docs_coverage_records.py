@@ -1,5 +1,5 @@
 """The reported coverage run's records are in the repository and reproduce the figures
-docs/scoring.md prints: `python benchmarks/coverage.py --from-csv benchmarks/results/coverage
+docs/scoring.md prints: `python benchmarks/interval_coverage.py --from-csv benchmarks/results/coverage
 --markdown` gives the page's table to the last digit, and the tuning worlds' records are kept
 beside them."""
 
@@ -10,7 +10,7 @@ import sys
 
 from .docs_support import DOCS, REPO, load_script
 
-SCRIPT = REPO / "benchmarks" / "coverage.py"
+SCRIPT = REPO / "benchmarks" / "interval_coverage.py"
 RECORDS = REPO / "benchmarks" / "results" / "coverage"
 TUNING = REPO / "benchmarks" / "results" / "coverage_tuning"
 SINGLE_ECE = ("binary", "isic 8-class", "aptos 5-class ordinal", "near-tie aptos", "missing cell")

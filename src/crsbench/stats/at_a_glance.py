@@ -16,7 +16,7 @@ planted truth, except the shift ECE increase: the basic interval of a difference
 covered in about 80 % of cells (the two plug-in biases cancel in the estimate, and reflecting
 the replicates' skew overshoots) and the percentile interval in about 98 %, above the band,
 so that row shows the percentile spread as a bootstrap range, not a 95 % CI
-(``benchmarks/coverage.py``). Seed-only rows are seed-only ranges.
+(``benchmarks/interval_coverage.py``). Seed-only rows are seed-only ranges.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import numpy as np
 
 from crsbench.protocol import JPEG
 from crsbench.stats.cell_predictions import CellPredictions
+from crsbench.stats.replicate_auroc import ColumnOrders
 from crsbench.stats.replicate_values import (
     JPEG_DROP,
     add_r_drops,
@@ -60,16 +61,18 @@ def _cell_axes(
     seed: int,
     extras: dict[str, np.ndarray] | None,
     shrunk: bool,
+    orders: ColumnOrders | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """:func:`cell_replicate_axes` and, when ``shrunk``, the ``(B, S)`` shrunk-world ECE of
-    :func:`cell_shrunk_ece` from the same weights and matrix products (else ``None``)."""
+    :func:`cell_shrunk_ece` from the same weights and matrix products (else ``None``);
+    ``orders`` keeps the sorted score columns for the cell's next chunk."""
     cell = cell.widened()
     n_s = len(cell.seeds)
     w = replicate_weights(cell.test, replicates, seed)
     y, task = cell.test.y, cell.task
 
     def auc(p: np.ndarray, split_y=y, weights=w) -> np.ndarray:
-        return weighted_macro_auroc(split_y, p, task, weights)
+        return weighted_macro_auroc(split_y, p, task, weights, orders)
 
     d = per_seed_values(cell.clean, n_s, auc)
     if shrunk:
@@ -144,11 +147,12 @@ def cell_replicates(
     resampled by ``seed_counts`` (``(B, S)``, the same for every cell). The same numbers as
     :func:`cell_replicate_axes` and :func:`cell_shrunk_ece` of each chunk, from one pass."""
     cell = cell.widened()  # once for every chunk
+    orders = ColumnOrders()  # every column sorted once for every chunk
     axes, shrunk, extras = [], [], []
     for start in range(0, len(replicates), chunk):
         block, sc = replicates[start : start + chunk], seed_counts[start : start + chunk]
         more: dict[str, np.ndarray] = {}
-        per_seed, per_seed_shrunk = _cell_axes(cell, block, seed, more, shrunk=True)
+        per_seed, per_seed_shrunk = _cell_axes(cell, block, seed, more, True, orders)
         axes.append(seed_resampled_axes(per_seed, sc))
         shrunk.append(seed_mean(per_seed_shrunk, sc))
         extras.append({k: seed_mean(v, sc) for k, v in more.items()})

@@ -353,7 +353,7 @@ def crs_summary_at(
     level: float = 0.95,
 ) -> BootstrapResult:
     """The CRS ranking of a finished bootstrap ``res`` re-scored with R's tie threshold
-    ``kappa`` (for comparing thresholds on planted worlds: ``benchmarks/coverage.py``)."""
+    ``kappa`` (for comparing thresholds on planted worlds: ``benchmarks/interval_coverage.py``)."""
     drops = cell_r_drops(res.cell_keys, res.point_extras, res.extras)
     point, raw, encoders = crs_replicates(cells, res.axes, res.point_axes, drops,
                                           load_anchors(anchors), rule, kappa=kappa)  # fmt: skip

@@ -3,50 +3,20 @@
 Each replicate is a row of a ``(B, n)`` weight matrix (:class:`ReplicateWeights`). Twice the
 weighted Mann–Whitney count of a column is ``Σ_k w_k · (2·below_k + tied_k)`` over the rows
 ``k`` of its smaller class, where ``below_k`` and ``tied_k`` are the weighted rows of the
-larger class strictly below and level with row ``k``'s score (the midrank rule). The column
-is sorted once; the larger class's rows are then summed per *segment* (between consecutive
-smaller-class scores) for a whole block of replicates at once, as one sparse-matrix product
-with the block's transposed patient counts, and ``2·below + tied`` is a cumulative sum over
-the segments, taken in ``√``-sized blocks so that every step is a vector operation across
-segments and replicates. Only the smaller class is scanned, and no step is a Python loop over
-replicates or rows. Integer counts are summed in integers (exact; int16 partial sums, split
-where they could overflow); other weights in float64. With integer weights the result is
-bit-identical to the sorted cumulative-sum kernel it replaced (kept in
-:mod:`crsbench.stats._reference_kernels`).
+larger class strictly below and level with row ``k``'s score (the midrank rule). Each column
+is sorted once; the compiled kernel (:mod:`crsbench.stats.auroc_kernel`) then reads it once
+per block of replicates, every replicate of the block in its innermost loop. Integer counts
+are summed exactly in integers; other weights in float64. With integer weights the result is
+bit-identical to the kernels it replaced (kept in :mod:`crsbench.stats._reference_kernels`
+and :mod:`crsbench.stats._sparse_auroc`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-from scipy import sparse
 
+from crsbench.stats.auroc_kernel import ColumnOrder, SumTypes, block_auroc
 from crsbench.stats.replicate_weights import ReplicateWeights
-
-_INT16_MAX = int(np.iinfo(np.int16).max)
-#: Python-level steps of the blocked cumulative sum cost about as much as this many
-#: element-steps of numpy's cumulative sum along the leading axis (sets the block size).
-_STEP_COST = 750
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """One score column's segment sums, shared by every block of replicates.
-
-    Slot ``q`` (the segments in score order, a segment split across slots where its int16
-    sum could overflow) is row ``(q % k) · nb + q // k`` of ``matrix``: the first ``k · nb``
-    rows reshape to a ``(k, nb)`` grid whose cumulative sum runs down ``k`` (contiguous
-    vector steps), then across ``nb``. Those rows hold each larger-class row's units (2, or
-    1 + 1 across a tie) in its slot and weight column; the ``extra`` rows after them the
-    smaller class's rows (their sum is its weight). ``weight_cols`` is the weight column of
-    the smaller-class row read at each slot (``m``, the zero row, where none is).
-    """
-
-    matrix: sparse.csc_matrix
-    weight_cols: np.ndarray
-    k: int
-    nb: int
 
 
 def _segments(minority: np.ndarray, s: np.ndarray):
@@ -72,34 +42,6 @@ def _segments(minority: np.ndarray, s: np.ndarray):
     return order[is_min], order[~is_min], lo, lo + level[g]
 
 
-def _grid(q: int, block: int) -> tuple[int, int]:
-    """``(k, nb)`` with ``k · nb ≥ q``: ``k`` Python steps against ``nb`` slow ones."""
-    k = int(min(max(round(np.sqrt(q * block / _STEP_COST)), 1), q))
-    return k, -(-q // k)
-
-
-def _entries(cols, maj_rows, lo, hi):
-    """Larger-class entries (segment, weight column, units) sorted by segment."""
-    col = cols[maj_rows]
-    tied = lo != hi
-    if not tied.any():
-        return hi, col, np.full(len(hi), 2)
-    # 1 at each end of the tie instead of 2 below it
-    seg, col = np.r_[hi, lo[tied]], np.r_[col, col[tied]]
-    units = np.r_[np.where(tied, 1, 2), np.ones(int(tied.sum()), dtype=int)]
-    by_seg = np.argsort(seg, kind="stable")
-    return seg[by_seg], col[by_seg], units[by_seg]
-
-
-def _slots(per_seg: np.ndarray, seg: np.ndarray, cap: int):
-    """Slots per segment (at most ``cap`` entries each), the first slot of each segment and
-    each entry's slot (entries sorted by segment)."""
-    n_slots = np.maximum(1, -(-per_seg // cap))
-    first = np.cumsum(n_slots) - n_slots
-    slot = first[seg] + (np.arange(len(seg)) - (np.cumsum(per_seg) - per_seg)[seg]) // cap
-    return n_slots, first, slot
-
-
 def _signed(score) -> np.ndarray:
     """``score`` in a type whose negation keeps its order: unsigned integers and booleans
     (whose ``-s`` wraps around or fails) as int64, anything else as it is."""
@@ -117,67 +59,18 @@ def _smaller_class(target, score) -> tuple[np.ndarray, np.ndarray]:
     return minority, s
 
 
-def _plan(target, score, w: ReplicateWeights, rows) -> _Plan:
-    cols = w.inverse if rows is None else w.inverse[np.asarray(rows)]
-    minority, s = _smaller_class(target, score)
-    min_rows, maj_rows, lo, hi = _segments(minority, s)
-    seg, col, units = _entries(cols, maj_rows, lo, hi)
-    n_min = len(min_rows)
-    # entries per slot: an int16 slot must hold its sum in every replicate
-    cap = max((_INT16_MAX // max(w.top, 1)) // 2, 1) if w.kernel_dtype is np.int16 else len(seg)
-    cap = max(cap, 1)
-    n_slots, first, slot = _slots(np.bincount(seg, minlength=n_min + 1), seg, cap)
-    k, nb = _grid(int(n_slots.sum()), w.block_size)
-    grid_row = (slot % k) * nb + slot // k
-    # the smaller class's rows, summed in rows of their own after the grid
-    extra_row = k * nb + np.arange(n_min) // (2 * cap)
-    shape = (k * nb + -(-n_min // (2 * cap)), w.n_columns + 1)
-    if len(seg) == len(maj_rows):  # one entry per row: gathered by weight column, no sort
-        out_row = np.empty(len(minority), dtype=np.int32)
-        out_row[maj_rows], out_row[min_rows] = grid_row, extra_row
-        by_col = w.by_column(rows)
-        indptr = np.zeros(shape[1] + 1, dtype=np.int32)
-        np.cumsum(np.bincount(cols, minlength=shape[1]), out=indptr[1:])
-        data = np.where(minority, 1, 2)[by_col].astype(w.kernel_dtype)
-        matrix = sparse.csc_matrix((data, out_row[by_col], indptr), shape=shape)
-    else:
-        data = np.r_[units, np.ones(n_min, dtype=int)].astype(w.kernel_dtype)
-        pairs = (np.r_[grid_row, extra_row], np.r_[col, cols[min_rows]])
-        matrix = sparse.csc_matrix((data, pairs), shape=shape)
-    read = (first + n_slots - 1)[:n_min]
-    weight_cols = np.full(k * nb, w.n_columns)
-    weight_cols[(read % k) * nb + read // k] = cols[min_rows]
-    return _Plan(matrix, weight_cols, k, nb)
-
-
-def _block_auroc(plan: _Plan, wt: np.ndarray, acc: type) -> np.ndarray:
-    """AUROC of one block of replicates (``wt``: transposed weights, zero row last)."""
-    size = plan.k * plan.nb
-    both = (plan.matrix @ wt).astype(acc, copy=False)
-    part = both[:size].reshape(plan.k, plan.nb, -1)
-    for i in range(1, plan.k):  # cumulative sum down the grid ...
-        np.add(part[i], part[i - 1], out=part[i])
-    last = part[-1]
-    offset = np.cumsum(last, axis=0, dtype=acc)  # ... then across it
-    total = offset[-1].copy()  # 2 × the larger class's weight
-    offset -= last
-    part += offset
-    w_min = wt.take(plan.weight_cols, axis=0).astype(acc, copy=False)
-    num = np.einsum("qb,qb->b", w_min, both[:size])
-    den = both[size:].sum(axis=0, dtype=acc).astype(np.float64) * total.astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / den, np.nan)
-
-
 def weighted_auroc_columns(
-    columns: list[tuple[np.ndarray | None, np.ndarray, np.ndarray]], w: ReplicateWeights
+    columns: list[tuple[np.ndarray | None, np.ndarray, np.ndarray]],
+    w: ReplicateWeights,
+    orders: list[ColumnOrder] | None = None,
 ) -> np.ndarray:
     """AUROC of each ``(rows, target, score)`` column under every replicate: ``(columns, B)``.
 
     ``rows`` are the rows of ``w`` a column's ``target`` and ``score`` belong to (all when
-    ``None``). NaN in a replicate without both classes. Each column is sorted once; the
-    replicates are evaluated in blocks (:attr:`ReplicateWeights.block_size`), every column of
-    a block reading the same transposed weights.
+    ``None``). NaN in a replicate without both classes. Each column is sorted once (or its
+    ``orders`` given, as :class:`ColumnOrders` keeps them); the replicates are evaluated in
+    blocks (:attr:`ReplicateWeights.block_size`), every column of a block reading the same
+    transposed weights.
     """
     if _unit(w):  # the point estimate: one replicate, every row once
         for r, t, s in columns:
@@ -185,15 +78,61 @@ def weighted_auroc_columns(
             if len(t) != n or len(s) != n:
                 raise IndexError(f"a column has {len(t)} targets and {len(s)} scores for {n} rows")
         return np.array([[_unit_auroc(t, s)] for _, t, s in columns]).reshape(len(columns), 1)
-    plans = [_plan(t, s, w, r) for r, t, s in columns]
-    acc = np.int32 if w.kernel_dtype is np.int16 else w.kernel_dtype
-    out = np.empty((len(plans), w.n_replicates))
+    if orders is None:
+        orders = [_column_order(t, s, w, r) for r, t, s in columns]
+    sums = [SumTypes.of(w.counts.dtype, w.top, len(order.cols)) for order in orders]
+    out = np.empty((len(orders), w.n_replicates))
     size = w.block_size
     for start in range(0, w.n_replicates, size):
         wt = w.transposed(start, size)
-        for j, plan in enumerate(plans):
-            out[j, start : start + size] = _block_auroc(plan, wt, acc)
+        for j, order in enumerate(orders):
+            out[j, start : start + size] = block_auroc(order, wt, sums[j])
     return out
+
+
+class ColumnOrders:
+    """The sorted score columns of one cell's predictions, kept for every chunk of replicates.
+
+    A chunked bootstrap evaluates the same predictions under each chunk's weights; a column's
+    order depends on its targets, scores and the split's patients only, so it is sorted once.
+    An entry is found by the memory of the label and probability arrays (address, shape,
+    strides, type) and holds those arrays, so no other array can take their memory while the
+    cache lives; the split's patient columns are compared on every hit. Keep one for the
+    duration of one cell's work: it holds about 5 bytes per row and column evaluated.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, list]] = {}
+
+    def of(self, y: np.ndarray, prob: np.ndarray, task: str, w: ReplicateWeights, columns):
+        """The orders of ``columns`` (:func:`_binary_columns` of ``y``, ``prob``, ``task``)."""
+        key = (_memory(y), _memory(prob), task)
+        found = self._entries.get(key)
+        if found is None or not np.array_equal(found[2], w.inverse):
+            orders = [_column_order(t, s, w, r) for r, t, s in columns]
+            found = (y, prob, w.inverse, orders)
+            self._entries[key] = found
+        return found[3]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the orders."""
+        return sum(o.nbytes for *_, orders in self._entries.values() for o in orders)
+
+
+def _memory(a: np.ndarray) -> tuple:
+    info = a.__array_interface__
+    return (info["data"][0], a.shape, info["strides"], a.dtype.str)
+
+
+def _column_order(target, score, w: ReplicateWeights, rows) -> ColumnOrder:
+    """One column as the kernel reads it: its smaller class, in score order, by weight column."""
+    cols = w.inverse if rows is None else w.inverse[np.asarray(rows)]
+    if len(target) != len(cols) or len(score) != len(cols):
+        raise IndexError(f"a column has {len(target)} targets and {len(score)} scores for "
+                         f"{len(cols)} rows")  # fmt: skip
+    minority, s = _smaller_class(target, score)
+    return ColumnOrder.of(minority, s, cols)
 
 
 def _unit(w: ReplicateWeights) -> bool:
@@ -240,19 +179,25 @@ def _binary_columns(y: np.ndarray, prob: np.ndarray, task: str):
 
 
 def weighted_macro_auroc(
-    y: np.ndarray, prob: np.ndarray, task: str, w: np.ndarray | ReplicateWeights
+    y: np.ndarray,
+    prob: np.ndarray,
+    task: str,
+    w: np.ndarray | ReplicateWeights,
+    orders: ColumnOrders | None = None,
 ) -> np.ndarray:
     """Macro AUROC for each replicate of ``w`` (shape ``(B,)``).
 
     ``w`` is a ``(B, n)`` weight matrix or a :class:`ReplicateWeights` (faster when reused).
     A column without both classes in a replicate is left out of that replicate's mean, as
     :func:`crsbench.metrics.macro_auroc` leaves it out of the point estimate; NaN when every
-    column is left out.
+    column is left out. ``orders`` keeps the sorted columns for the next chunk of replicates.
     """
     rw = ReplicateWeights.of(w)
     total = np.zeros(rw.n_replicates)
     n = np.zeros(rw.n_replicates)
-    for auc in weighted_auroc_columns(list(_binary_columns(y, prob, task)), rw):
+    columns = list(_binary_columns(y, prob, task))
+    kept = None if orders is None or _unit(rw) else orders.of(y, prob, task, rw, columns)
+    for auc in weighted_auroc_columns(columns, rw, kept):
         ok = np.isfinite(auc)
         total += np.where(ok, auc, 0.0)
         n += ok

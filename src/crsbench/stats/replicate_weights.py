@@ -2,9 +2,9 @@
 kernels read them in (:mod:`crsbench.stats.replicate_auroc`, :mod:`crsbench.stats.weighted_metrics`).
 
 Integer counts are summed exactly in integers; the AUROC kernel reads them transposed, one
-block of replicates at a time (``(patients + 1, replicates)``, a zero row last), in the
-narrowest integer type its sums allow. A block is built once and shared by every score column
-evaluated with the same weights (every label and prediction of a cell's test split).
+block of replicates at a time (``(patients, replicates)``, in the counts' own type: uint8 for
+almost every bootstrap). A block is built once and shared by every score column evaluated
+with the same weights (every label and prediction of a cell's test split).
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ import numpy as np
 from crsbench.core.errors import DataError
 
 _INT32_MAX = np.iinfo(np.int32).max
-#: Replicates per block of the AUROC kernel: about this many (row × replicate) elements, so
-#: that a block's partial sums stay in cache while Python-level steps are few, measured
-#: best at 730–30,000 rows (``benchmarks/bootstrap.py``).
-_BLOCK_ELEMENTS = 1 << 21
-_MIN_BLOCK, _MAX_BLOCK = 128, 1024
+#: Replicates per block of the AUROC kernel: a block's weights take about this many bytes
+#: (they stay in the last-level cache while the kernel reads a row's replicates at random
+#: rows), and the wider the block, the less each row's step costs per replicate; measured
+#: best at 512 replicates of 12,700 patients, 1,024 of 800 (``benchmarks/auroc_kernel.py``).
+_BLOCK_BYTES = 1 << 23
+_MIN_BLOCK, _MAX_BLOCK = 256, 1024
 
 
 def narrow_count_dtype(counts: np.ndarray) -> type:
@@ -82,46 +83,23 @@ class ReplicateWeights:
         return int(self.counts.shape[1])
 
     @property
-    def kernel_dtype(self) -> type:
-        """The type the AUROC kernel gathers weights in: int16 for counts that fit uint8 and
-        sums that fit int32 (the kernel splits its partial sums to fit int16), else the sums'."""
-        if self.counts.dtype == np.uint8 and self.sum_dtype is np.int32:
-            return np.int16
-        return self.sum_dtype
-
-    @property
-    def top(self) -> int:
-        """The largest weight (0 without replicates); bounds the kernel's int16 partial sums."""
+    def top(self) -> float:
+        """The largest weight (0 without replicates); bounds the AUROC kernel's sums."""
         if "top" not in self._blocks:
-            self._blocks["top"] = int(np.ceil(self.counts.max())) if self.counts.size else 0
+            self._blocks["top"] = float(self.counts.max()) if self.counts.size else 0.0
         return self._blocks["top"]
 
     @property
     def block_size(self) -> int:
-        """Replicates per block of the AUROC kernel (a power of two, by the split's rows)."""
-        fit = _BLOCK_ELEMENTS // max(len(self.inverse), 1)
+        """Replicates per block of the AUROC kernel (a power of two, by the weights' size)."""
+        fit = _BLOCK_BYTES // max(self.n_columns * self.counts.dtype.itemsize, 1)
         size = 1 << max(int(fit).bit_length() - 1, 0)
         return int(min(max(size, _MIN_BLOCK), _MAX_BLOCK))
 
-    def by_column(self, rows: np.ndarray | None = None) -> np.ndarray:
-        """Positions in ``rows`` (all rows when ``None``) ordered by weight column, stably."""
-        if "by_column" not in self._blocks:
-            self._blocks["by_column"] = np.argsort(self.inverse, kind="stable")
-        order = self._blocks["by_column"]
-        if rows is None:
-            return order
-        local = np.full(len(self.inverse), -1)
-        local[np.asarray(rows)] = np.arange(len(rows))
-        local = local[order]
-        return local[local >= 0]
-
     def transposed(self, start: int, size: int) -> np.ndarray:
-        """Replicates ``start … start + size − 1`` as a contiguous ``(m + 1, size)`` array of
-        :attr:`kernel_dtype`, the last row zero; built once per block and kept."""
+        """Replicates ``start … start + size − 1`` as a contiguous ``(m, size)`` array of the
+        counts' type (what the AUROC kernel reads); built once per block and kept."""
         key = ("T", start, size)
         if key not in self._blocks:
-            rows = self.counts[start : start + size]
-            out = np.zeros((rows.shape[1] + 1, rows.shape[0]), dtype=self.kernel_dtype)
-            out[:-1] = rows.T
-            self._blocks[key] = out
+            self._blocks[key] = np.ascontiguousarray(self.counts[start : start + size].T)
         return self._blocks[key]

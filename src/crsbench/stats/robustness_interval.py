@@ -17,7 +17,7 @@ measured on its own target patients and is the noisiest; when it is the largest 
 the bootstrap max can only rise and the basic interval stays under it). The CRS replicates are
 scored from :func:`tie_aware_replicates`. Without the percentile, ``κ = 0`` gives the basic
 interval back exactly; ``κ`` (:data:`TIE_KAPPA`) was chosen on planted worlds other than those its
-coverage is reported on (``benchmarks/coverage.py``).
+coverage is reported on (``benchmarks/interval_coverage.py``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from crsbench.stats.replicate_values import R_DROP, R_SHIFT_DROP
 
 #: Drops within this many standard errors (of their difference with the largest drop) count
 #: as tied with it in the bootstrap world. Chosen on the tuning worlds of
-#: ``benchmarks/coverage.py --tune``; reported coverage is on fresh worlds.
+#: ``benchmarks/interval_coverage.py --tune``; reported coverage is on fresh worlds.
 TIE_KAPPA = 2.0
 #: Tie threshold of the R replicates the CRS replicates are scored from
 #: (:func:`tie_aware_replicates`; 0: R's replicates as drawn).

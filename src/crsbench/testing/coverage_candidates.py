@@ -1,6 +1,6 @@
 """The interval methods compared on the tuning worlds (seed stream
 :data:`crsbench.testing.coverage.TUNING`): each candidate's hits are recorded as method
-``candidate: …`` beside the printed intervals' (``benchmarks/coverage.py --tune
+``candidate: …`` beside the printed intervals' (``benchmarks/interval_coverage.py --tune
 --candidates``)."""
 
 from __future__ import annotations

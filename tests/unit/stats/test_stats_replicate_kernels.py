@@ -1,8 +1,8 @@
-"""The blocked replicate kernels against the kernels they replaced (kept in
-``crsbench.stats._reference_kernels``: bit for bit for integer counts, to float64 rounding
-otherwise) and against sklearn's AUROC on the resampled rows written out (duplicated) or
-weighted; ties, both class balances, masks, multiclass, int16 sums split across slots, int64
-sums, replicates without a class."""
+"""The replicate kernels against the kernels they replaced (kept in
+``crsbench.stats._reference_kernels`` and ``crsbench.stats._sparse_auroc``: bit for bit for
+integer counts, to float64 rounding otherwise) and against sklearn's AUROC on the resampled
+rows written out (duplicated) or weighted; ties, both class balances, masks, multiclass, small
+blocks, int64 sums, replicates without a class."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from crsbench.stats import _reference_kernels as ref
-from crsbench.stats import replicate_auroc, replicate_weights
+from crsbench.stats import _sparse_auroc, auroc_kernel, replicate_auroc, replicate_weights
 from crsbench.stats.resample import patient_index, resample_counts_for
 from crsbench.stats.weighted_metrics import (
     ReplicateWeights,
@@ -44,6 +44,9 @@ def test_auroc_is_bit_identical_to_the_previous_kernel_and_matches_sklearn(preva
     rw, expanded = _weights(rng, n, n_rep)
     got = weighted_macro_auroc(y, p, "multilabel", rw)
     np.testing.assert_array_equal(got, ref.reference_macro_auroc(y, p, "multilabel", rw))
+    columns = list(replicate_auroc._binary_columns(y, p, "multilabel"))
+    np.testing.assert_array_equal(replicate_auroc.weighted_auroc_columns(columns, rw),
+                                  _sparse_auroc.sparse_auroc_columns(columns, rw))  # fmt: skip
     for b in range(3):
         rows = np.repeat(np.arange(n), expanded[b])
         want = np.mean([roc_auc_score(y[rows, j][~np.isnan(y[rows, j])],
@@ -51,17 +54,20 @@ def test_auroc_is_bit_identical_to_the_previous_kernel_and_matches_sklearn(preva
         assert got[b] == pytest.approx(want, abs=1e-12)
 
 
-def test_split_int16_slots_small_blocks_and_multiclass_stay_identical(monkeypatch):
+def test_small_blocks_multiclass_and_the_sparse_kernels_int16_slots_stay_identical(monkeypatch):
     rng = np.random.default_rng(11)
     n = 500
     y, p = _data(rng, n, 2, 0.1, 2)
     monkeypatch.setattr(replicate_weights, "_MIN_BLOCK", 8)
     monkeypatch.setattr(replicate_weights, "_MAX_BLOCK", 8)
     rw, _ = _weights(rng, n, 37)
-    # a slot may hold only a few rows: the long segments of a rare class are split
-    monkeypatch.setattr(replicate_auroc, "_INT16_MAX", 4 * rw.top)
     np.testing.assert_array_equal(weighted_macro_auroc(y, p, "multilabel", rw),
                                   ref.reference_macro_auroc(y, p, "multilabel", rw))  # fmt: skip
+    # the sparse reference: a slot may hold only a few rows (a rare class's segments split)
+    monkeypatch.setattr(_sparse_auroc, "_INT16_MAX", 4 * int(rw.counts.max()))
+    columns = list(replicate_auroc._binary_columns(y, p, "multilabel"))
+    np.testing.assert_array_equal(_sparse_auroc.sparse_auroc_columns(columns, rw),
+                                  replicate_auroc.weighted_auroc_columns(columns, rw))  # fmt: skip
     yc = rng.integers(0, 5, n)
     pc = np.round(rng.dirichlet(np.ones(5), n), 2)
     np.testing.assert_array_equal(weighted_macro_auroc(yc, pc, "multiclass", rw),
@@ -79,7 +85,7 @@ def test_float_and_int64_weights_and_missing_classes():
         assert got[b] == pytest.approx(roc_auc_score(y, s, sample_weight=w_float[b]), abs=1e-12)
     big = np.full((2, n), 300)  # sums past int32: int64 throughout
     rw_big = ReplicateWeights.of(big)
-    assert rw_big.kernel_dtype is np.int64
+    assert rw_big.sum_dtype is np.int64
     np.testing.assert_array_equal(weighted_auroc_column(y, s, rw_big),
                                   ref.reference_auroc_column(y, s, rw_big))  # fmt: skip
     only_neg = np.ones((3, n), dtype=int)
@@ -141,8 +147,9 @@ def test_the_test_set_as_drawn_takes_a_direct_path_bit_identical_to_the_replicat
         w = ReplicateWeights.of(np.ones((1, len(patients)), dtype=np.int32), inverse)
         assert replicate_auroc._unit(w)
         fast = replicate_auroc.weighted_auroc_columns([(None, y, s)], w)[0, 0]
-        plan = replicate_auroc._plan(y, s, w, None)
-        slow = replicate_auroc._block_auroc(plan, w.transposed(0, w.block_size), np.int32)[0]
+        order = replicate_auroc._column_order(y, s, w, None)
+        sums = auroc_kernel.SumTypes.of(w.counts.dtype, w.top, len(y))
+        slow = auroc_kernel.block_auroc(order, w.transposed(0, w.block_size), sums)[0]
         if 0 < y.sum() < n:
             assert fast == slow
             assert fast == pytest.approx(roc_auc_score(y, s), abs=1e-12)
@@ -168,3 +175,83 @@ def test_unsigned_and_boolean_scores_keep_their_order(dtype):
     assert weighted_auroc_column(y, s, ReplicateWeights.of(np.ones((1, 6), dtype=int)))[0] == (
         pytest.approx(want, abs=1e-12)
     )
+
+
+def test_kept_column_orders_give_the_same_values_chunk_after_chunk_and_follow_the_patients():
+    """A cell's bootstrap sorts each score column once for all its chunks of replicates
+    (:class:`ColumnOrders`): every chunk's AUROCs equal a fresh sort's, bit for bit; the same
+    arrays with other patients (another split's grouping) are sorted anew, not reused."""
+    rng = np.random.default_rng(21)
+    n = 400
+    y, p = _data(rng, n, 4, 0.3, 2)
+    y[rng.random((n, 4)) < 0.1] = np.nan
+    kept = replicate_auroc.ColumnOrders()
+    groups = rng.integers(0, 130, n).astype(str)
+    patients, inverse = patient_index(groups)
+    for chunk in (range(0, 40), range(40, 90)):
+        counts = resample_counts_for("chexpert", len(patients), chunk)
+        rw = ReplicateWeights.of(counts, inverse)
+        got = weighted_macro_auroc(y, p, "multilabel", rw, kept)
+        np.testing.assert_array_equal(got, weighted_macro_auroc(y, p, "multilabel", rw))
+        np.testing.assert_array_equal(got, ref.reference_macro_auroc(y, p, "multilabel", rw))
+    assert len(kept._entries) == 1 and kept.nbytes > 0
+    other_patients, other_inverse = patient_index(rng.integers(0, 50, n).astype(str))
+    counts = resample_counts_for("chexpert", len(other_patients), range(30))
+    rw = ReplicateWeights.of(counts, other_inverse)
+    np.testing.assert_array_equal(weighted_macro_auroc(y, p, "multilabel", rw, kept),
+                                  ref.reference_macro_auroc(y, p, "multilabel", rw))  # fmt: skip
+    p2 = p.copy()  # other memory: its own entry
+    weighted_macro_auroc(y, p2, "multilabel", rw, kept)
+    assert len(kept._entries) == 2
+
+
+def test_numba_is_imported_only_when_a_replicate_auroc_is_computed():
+    """Every command starts without numba (its import and compilation cost about 2 s); the
+    kernel compiles on first use and writes nothing to disk (no cache: a read-only or full
+    disk cannot fail it)."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import sys
+        import numpy as np
+        import crsbench.cli, crsbench.stats.patient_bootstrap, crsbench.stats.subgroups
+        assert "numba" not in sys.modules
+        from crsbench.stats.weighted_metrics import weighted_auroc_column
+        y = np.array([0, 1, 0, 1, 1.0])
+        out = weighted_auroc_column(y, np.array([0.1, 0.9, 0.4, 0.3, 0.8]), np.array([[1, 2, 0, 1, 1]]))
+        assert "numba" in sys.modules
+        print(out[0])
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "NUMBA_CACHE_DIR": "/nonexistent"})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) == pytest.approx(roc_auc_score([0, 1, 1, 1], [0.1, 0.9, 0.3, 0.8],
+                                                             sample_weight=[1, 2, 1, 1]))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("top", "n", "want"),
+    [(3, 500, (np.int32, np.int32, 238_609)), (255, 400, (np.int32, np.int32, 41)),
+     (255, 20_000, (np.int32, np.int64, 0)), (3_000_000, 1_000, (np.int64, np.int64, 0))],
+)  # fmt: skip
+def test_the_kernels_integer_sums_cannot_overflow_and_stay_exact(top, n, want):
+    """Weight sums in int32 while ``top · n`` fits; the midrank terms summed in int32 a few
+    rows at a time (``flush_every``) and added up in int64, or in int64 when not even one
+    term fits: every path gives the reference kernel's values to the last bit."""
+    sums = auroc_kernel.SumTypes.of(np.dtype(np.int64), top, n)
+    assert (sums.weight, sums.part, sums.flush_every) == want
+    rng = np.random.default_rng(top % 97 + n)
+    n_eval = min(n, 600)
+    y = (rng.random(n_eval) < 0.35).astype(float)
+    s = np.round(rng.random(n_eval) + 0.3 * y, 2)
+    counts = rng.integers(0, 4, (6, n_eval))
+    counts[:, :5] = top  # the largest weight on a few rows of every replicate
+    rw = ReplicateWeights.of(counts)
+    order = replicate_auroc._column_order(y, s, rw, None)
+    got = auroc_kernel.block_auroc(order, rw.transposed(0, 6), sums)
+    np.testing.assert_array_equal(got, ref.reference_auroc_column(y, s, rw))

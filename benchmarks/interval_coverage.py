@@ -14,14 +14,14 @@ bias-corrected one.
 
 Last line: ``coverage=<min over every scenario and interval printed> seed_only_coverage=<…>
 rank1_in_tier1=<…>``.
-Usage: ``python benchmarks/coverage.py [--worlds 1000] [--replicates 200] [--scenarios a,b]
+Usage: ``python benchmarks/interval_coverage.py [--worlds 1000] [--replicates 200] [--scenarios a,b]
 [--tune] [--candidates [ece,gap]] [--first-world N] [--out DIR]`` (``--candidates``: also the
 interval methods compared on the tuning worlds, as methods ``candidate: …``; ``ece``, ``gap``
 or ``ece,gap``: only C's, the leader gap's; ``--out``: each scenario's per-world records as
 CSV, written as it finishes); ``--from-csv DIR [DIR …] [--markdown]`` prints the tables of
 earlier runs' records together (disjoint ``--first-world`` ranges of a scenario add up to one
 figure; ``--markdown``: one table, targets × scenarios). The reported run's records are kept
-in ``benchmarks/results/coverage/`` (gzipped CSV): ``python benchmarks/coverage.py --from-csv
+in ``benchmarks/results/coverage/`` (gzipped CSV): ``python benchmarks/interval_coverage.py --from-csv
 benchmarks/results/coverage`` prints its tables again.
 """
 
