@@ -1,5 +1,7 @@
-"""Benchmark: the compiled replicate AUROC kernel against the blocked sparse-matrix kernel it
-replaced, side by side in one process.
+"""Benchmark: the compiled replicate kernels against those they replaced, side by side in one
+process: the AUROC kernel against the blocked sparse-matrix kernel, and the ECE's compiled
+per-(patient, bin) sums against the grouped matrix products (plug-in and shrunk ECE, and the
+debiased ECE of the subgroup analysis).
 
 Paper-like CheXpert test splits (1/16, 1/4 and the full 38,205 images of ~12,900 patients,
 three images a patient; 14 labels at 2–40 % prevalence; continuous float32 scores with some
@@ -8,8 +10,9 @@ Each size runs ``--repeats`` times, the two kernels alternating, CPU seconds of 
 with one BLAS thread (as a bootstrap worker runs); the two outputs are checked bit-identical.
 The compiled kernel's first call (numba's compilation) is timed on its own and left out.
 
-Prints per size every run and the medians, then ``speedup=<median sparse / median compiled at
-the full size>``.
+Prints per size and kernel every run and the medians (the ECE outputs checked equal to
+1e-12), then ``speedup=<median sparse / median compiled AUROC at the full size>
+ece_speedup=<the same for the plug-in + debiased ECE>``.
 Usage: ``python benchmarks/auroc_kernel.py [--replicates 2000] [--repeats 3] [--quick]``.
 """
 
@@ -23,9 +26,11 @@ import numpy as np
 
 from crsbench.core.workers import one_blas_thread
 from crsbench.stats import replicate_auroc
+from crsbench.stats._reference_kernels import grouped_debiased_ece, grouped_ece
 from crsbench.stats._sparse_auroc import sparse_auroc_columns
 from crsbench.stats.replicate_weights import ReplicateWeights
 from crsbench.stats.resample import patient_index, resample_counts_for
+from crsbench.stats.weighted_metrics import weighted_debiased_ece, weighted_ece_and_shrunk
 
 LABELS = 14
 FULL_ROWS = 38_205
@@ -70,6 +75,46 @@ def side_by_side(n: int, n_rep: int, repeats: int) -> tuple[list[float], list[fl
     return compiled, sparse
 
 
+def _label_matrix(n: int, seed: int = 0):
+    """The same 14 labels as a (targets, probabilities) pair, as the ECE takes them."""
+    cols = _columns(n, seed)
+    return np.stack([t for _, t, _ in cols], 1), np.stack([s for _, _, s in cols], 1)
+
+
+def _compiled_ece(y, p, w):
+    return weighted_ece_and_shrunk(y, p, "multilabel", w), weighted_debiased_ece(
+        y, p, "multilabel", w)  # fmt: skip
+
+
+def _grouped_ece(y, p, w):
+    return grouped_ece(y, p, "multilabel", w, (False, True)).T, grouped_debiased_ece(
+        y, p, "multilabel", w)  # fmt: skip
+
+
+def ece_side_by_side(n: int, n_rep: int, repeats: int) -> tuple[list[float], list[float]]:
+    """CPU seconds of each run of the compiled and the grouped ECE (plug-in, shrunk, debiased)."""
+    y, p = _label_matrix(n)
+    compiled, grouped = [], []
+    for _ in range(repeats):
+        t, new = _cpu(_compiled_ece, y, p, _weights(n, n_rep))
+        compiled.append(t)
+        t, old = _cpu(_grouped_ece, y, p, _weights(n, n_rep))
+        grouped.append(t)
+        for a, b in zip(new, old, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12)
+    return compiled, grouped
+
+
+def _line(name: str, n: int, n_rep: int, new: list[float], old: list[float]) -> float:
+    runs = " ".join(f"{c:.3f}/{s:.3f}" for c, s in zip(new, old, strict=True))
+    med_new, med_old = float(np.median(new)), float(np.median(old))
+    per = med_new / (n * LABELS * n_rep) * 1e9
+    print(f"{name} rows={n} labels={LABELS} replicates={n_rep}: compiled/previous CPU s per run "
+          f"{runs}; median {med_new:.3f}/{med_old:.3f} ratio={med_old / med_new:.2f} "
+          f"compiled_ns_per_element={per:.3f}")  # fmt: skip
+    return med_old / med_new
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--replicates", type=int, default=2_000)
@@ -80,21 +125,17 @@ def main() -> None:
     n_rep = 100 if args.quick else args.replicates
     with one_blas_thread():
         t, _ = _cpu(replicate_auroc.weighted_auroc_columns, _columns(50), _weights(50, 4))
-        print(f"first_call_cpu_s={t:.2f}  (numba compiles the kernel; once per process)")
-        medians = {}
+        t_ece, _ = _cpu(_compiled_ece, *_label_matrix(50), _weights(50, 4))
+        print(f"first_call_cpu_s={t:.2f} auroc, {t_ece:.2f} ece  (numba compiles each kernel; "
+              "once per process)")  # fmt: skip
+        auroc, ece = {}, {}
         for n in sizes:
-            compiled, sparse = side_by_side(n, n_rep, args.repeats)
-            medians[n] = (float(np.median(compiled)), float(np.median(sparse)))
-            runs = " ".join(f"{c:.3f}/{s:.3f}" for c, s in zip(compiled, sparse, strict=True))
-            per = medians[n][0] / (n * LABELS * n_rep) * 1e9
-            print(f"rows={n} labels={LABELS} replicates={n_rep}: compiled/sparse CPU s per run "
-                  f"{runs}; median {medians[n][0]:.3f}/{medians[n][1]:.3f} "
-                  f"ratio={medians[n][1] / medians[n][0]:.2f} compiled_ns_per_element={per:.3f}"
-                  )  # fmt: skip
+            auroc[n] = _line("auroc", n, n_rep, *side_by_side(n, n_rep, args.repeats))
+            ece[n] = _line("ece", n, n_rep, *ece_side_by_side(n, n_rep, args.repeats))
     print(f"load_average={' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     full = sizes[-1]
-    print(f"speedup={medians[full][1] / medians[full][0]:.2f}  (sparse / compiled kernel, "
-          f"median CPU s, {full} rows, side by side, outputs bit-identical)")  # fmt: skip
+    print(f"speedup={auroc[full]:.2f} ece_speedup={ece[full]:.2f}  (previous / compiled kernel, "
+          f"median CPU s, {full} rows, side by side; AUROC bit-identical, ECE to 1e-12)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ benchmarked (``benchmarks/bootstrap.py``) against. Not used by the pipeline.
 
 AUROC: per block of replicates, the negatives' weights gathered in score order and summed
 cumulatively, read at each positive; ECE: two matrix products per label column and block of
-replicates.
+replicates, and (``grouped_*``, benchmarked in ``benchmarks/auroc_kernel.py``) the matrix
+products of up to 8 columns at once that the compiled per-(patient, bin) sums replaced.
 """
 
 from __future__ import annotations
@@ -18,16 +19,16 @@ from crsbench.stats.replicate_auroc import _binary_columns
 from crsbench.stats.replicate_weights import ReplicateWeights
 from crsbench.stats.weighted_metrics import (
     N_BINS,
+    _bins,
     _column_mean,
     _debiased_from_sums,
     _ece_columns,
-    _patient_bin_stats,
-    _patient_bin_sums,
     _shrunk_gap_shift,
 )
 
 _CACHE_ELEMENTS = 1 << 18
 _ECE_BLOCK_ELEMENTS = 1 << 20
+_ECE_GROUP = 8
 
 
 def _block(w: ReplicateWeights, start: int, size: int) -> np.ndarray:
@@ -35,6 +36,32 @@ def _block(w: ReplicateWeights, start: int, size: int) -> np.ndarray:
     out = np.zeros((rows.shape[0], rows.shape[1] + 1), dtype=w.sum_dtype)
     out[:, :-1] = rows
     return out
+
+
+def _patient_bin_sums(conf, acc, w: ReplicateWeights, rows, n_bins):
+    """Per (weight column, bin): the summed gaps ``acc − conf`` and the rows, ``(m, bins)``."""
+    cols = w.inverse if rows is None else w.inverse[np.asarray(rows)]
+    size = w.counts.shape[1] * n_bins
+    cell = cols * n_bins + _bins(conf, n_bins)
+    gap = np.bincount(cell, weights=acc - conf, minlength=size).reshape(-1, n_bins)
+    n_rows = np.bincount(cell, minlength=size).reshape(-1, n_bins).astype(np.float64)
+    return gap, n_rows
+
+
+def _patient_bin_stats(conf, acc, w: ReplicateWeights, rows, n_bins) -> np.ndarray:
+    """Per (weight column, bin) of one ECE column: images, gap sum, its square, gap sum ×
+    images and images squared, ``(m, bins · 5)`` (the debiased ECE's per-patient terms)."""
+    bins = _bins(conf, n_bins)
+    idx = np.arange(len(conf)) if rows is None else np.asarray(rows)
+    patients, cell = np.unique(w.inverse[idx] * n_bins + bins, return_inverse=True)
+    gap_sum = np.bincount(cell, weights=acc - conf)  # per (patient, bin) present
+    n_imgs = np.bincount(cell).astype(np.float64)
+    per_patient = np.zeros((w.counts.shape[1], n_bins, 5))
+    p_idx, b_idx = np.divmod(patients, n_bins)
+    per_patient[p_idx, b_idx] = np.stack(
+        [n_imgs, gap_sum, gap_sum**2, gap_sum * n_imgs, n_imgs**2], axis=1
+    )
+    return per_patient.reshape(len(per_patient), n_bins * 5)
 
 
 @dataclass(frozen=True)
@@ -181,3 +208,73 @@ def reference_debiased_ece(y, prob, task, w, n_bins: int = N_BINS) -> np.ndarray
     rw = ReplicateWeights.of(w)
     parts = [_debiased_column(c, a, rw, r, n_bins) for c, a, r in _ece_columns(y, prob, task)]
     return _column_mean(np.array(parts), rw.n_replicates)
+
+
+# The ECE as it was before the compiled per-(patient, bin) sums (issue #31): up to 8 label
+# columns per matrix product of the replicates' counts with every (bin, sum) column.
+
+
+def _grouped_binned_eces(columns, w: ReplicateWeights, n_bins: int, worlds=(False,)) -> np.ndarray:
+    """ECE of each ``(conf, acc, rows)`` column and replicate in each world, ``(worlds,
+    columns, B)``: per bin ``Σ_bins |gap sum| / rows``.
+
+    The gaps and rows are first summed per (weight column, bin); each replicate's per-bin sums
+    of up to 8 columns are then one matrix product with its weights, in
+    blocks of replicates. A ``True`` world (shrunk) moves every bin's mean gap by
+    :func:`_shrunk_gap_shift` (the same shift in every replicate); every world reads the same
+    products, so the plug-in and the shrunk ECE cost one pass.
+    """
+    sums = [_patient_bin_sums(conf, acc, w, rows, n_bins) for conf, acc, rows in columns]
+    out = np.empty((len(worlds), len(sums), w.n_replicates))
+    step = max(1, _ECE_BLOCK_ELEMENTS // max(w.n_columns, 1))
+    for g0 in range(0, len(sums), _ECE_GROUP):
+        group = sums[g0 : g0 + _ECE_GROUP]
+        rhs = np.concatenate([g for g, _ in group] + [n for _, n in group], axis=1)
+        shifts = [np.concatenate([_shrunk_gap_shift(g, n) if shrunk else np.zeros(n_bins)
+                                  for g, n in group]) for shrunk in worlds]  # fmt: skip
+        half = len(group) * n_bins
+        for start in range(0, w.n_replicates, step):
+            prod = w.counts[start : start + step].astype(np.float64) @ rhs
+            gap, mass = prod[:, :half], prod[:, half:]
+            total = mass.reshape(-1, len(group), n_bins).sum(axis=2)
+            for i, shift in enumerate(shifts):
+                ece = np.abs(gap + shift * mass).reshape(-1, len(group), n_bins).sum(axis=2)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out[i, g0 : g0 + len(group), start : start + step] = np.where(
+                        total > 0, ece / total, np.nan
+                    ).T
+    return out
+
+
+def _grouped_debiased_eces(columns, w: ReplicateWeights, n_bins: int) -> np.ndarray:
+    """Debiased ECE (:func:`weighted_debiased_ece`) of each ``(conf, acc, rows)`` column and
+    replicate, ``(columns, B)``: the per-patient terms of up to 8 columns
+    are one right-hand side, multiplied by each block of replicates' weights once."""
+    stats = [_patient_bin_stats(conf, acc, w, rows, n_bins) for conf, acc, rows in columns]
+    out = np.empty((len(stats), w.n_replicates))
+    step = max(1, _ECE_BLOCK_ELEMENTS // max(w.n_columns, 1))
+    for g0 in range(0, len(stats), _ECE_GROUP):
+        rhs = np.concatenate(stats[g0 : g0 + _ECE_GROUP], axis=1)
+        n_group = rhs.shape[1] // (n_bins * 5)
+        for start in range(0, w.n_replicates, step):
+            prod = w.counts[start : start + step].astype(np.float64) @ rhs
+            sums = prod.reshape(len(prod), n_group, n_bins, 5)
+            out[g0 : g0 + n_group, start : start + step] = _debiased_from_sums(sums).T
+    return out
+
+
+def grouped_ece(y, prob, task, w, worlds=(False,), n_bins: int = N_BINS) -> np.ndarray:
+    """The previous ``weighted_ece`` (``worlds=(True,)``: ``weighted_shrunk_ece``), ``(worlds,
+    B)``."""
+    rw = ReplicateWeights.of(w)
+    parts = _grouped_binned_eces(list(_ece_columns(y, prob, task)), rw, n_bins, worlds)
+    if task == "multiclass":
+        return parts[:, 0]
+    return np.stack([_column_mean(p, rw.n_replicates) for p in parts])
+
+
+def grouped_debiased_ece(y, prob, task, w, n_bins: int = N_BINS) -> np.ndarray:
+    """The previous ``weighted_debiased_ece``."""
+    rw = ReplicateWeights.of(w)
+    parts = _grouped_debiased_eces(list(_ece_columns(y, prob, task)), rw, n_bins)
+    return _column_mean(parts, rw.n_replicates)

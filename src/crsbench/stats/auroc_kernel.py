@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-_compiled = None
+from crsbench.stats.jit import LazyKernel
 
 
 def _auroc_block(cols, minority, tie_start, tie_end, wt, flush_every, cum, tied, w_min, part,
@@ -80,14 +80,7 @@ def _auroc_block(cols, minority, tie_start, tie_end, wt, flush_every, cum, tied,
         out[j] = num[j] / den if den > 0 else np.nan
 
 
-def _kernel():
-    """The compiled kernel (numba imported and the function compiled on first use only)."""
-    global _compiled
-    if _compiled is None:
-        import numba
-
-        _compiled = numba.njit(nogil=True, boundscheck=False)(_auroc_block)
-    return _compiled
+_kernel = LazyKernel(_auroc_block)
 
 
 @dataclass(frozen=True)
@@ -172,7 +165,7 @@ def block_auroc(column: ColumnOrder, wt: np.ndarray, sums: SumTypes) -> np.ndarr
     n_rep = wt.shape[1]
     work: list[np.ndarray] = [np.empty(n_rep, dtype=sums.weight) for _ in range(3)]
     out = np.empty(n_rep)
-    _kernel()(column.cols, column.minority, column.tie_start, column.tie_end, wt,
+    _kernel(column.cols, column.minority, column.tie_start, column.tie_end, wt,
               sums.flush_every, *work, np.empty(n_rep, dtype=sums.part),
               np.empty(n_rep, dtype=sums.num), out)  # fmt: skip
     return out

@@ -3,8 +3,8 @@
 Each replicate is a row of a ``(B, n)`` weight matrix (how many times each test row was
 drawn; :class:`ReplicateWeights`). The AUROC kernel is :mod:`crsbench.stats.replicate_auroc`
 (one sort per score column, replicates as blocked sparse-matrix work, exact integer sums).
-ECE gaps and rows are summed once per (patient, bin); every replicate's per-bin sums of all
-label columns of a prediction are then one matrix product per block of replicates. With all
+ECE gaps and rows are summed once per (patient, bin); every block of replicates' per-bin sums
+are then a compiled pass over those entries (:mod:`crsbench.stats.ece_kernel`). With all
 weights 1 the AUROC equals the store's (:func:`crsbench.metrics.macro_auroc`) exactly, the
 ECE (:func:`crsbench.metrics.expected_calibration_error`) to float64 rounding.
 """
@@ -17,6 +17,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from crsbench.protocol import ECE_BINS
+from crsbench.stats.ece_kernel import BinEntries
 from crsbench.stats.replicate_auroc import (
     weighted_auroc_column,
     weighted_auroc_columns,
@@ -37,24 +38,12 @@ __all__ = [
 ]
 
 N_BINS = ECE_BINS
-_ECE_BLOCK_ELEMENTS = 1 << 20  # patient counts per block of the ECE's matrix product (8 MiB)
-_ECE_GROUP = 8  # label columns per matrix product (bounds its right-hand side)
 
 
 def _bins(conf: np.ndarray, n_bins: int) -> np.ndarray:
     """Each row's equal-width bin on [0, 1] (the ECE's binning)."""
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     return np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
-
-
-def _patient_bin_sums(conf, acc, w: ReplicateWeights, rows, n_bins):
-    """Per (weight column, bin): the summed gaps ``acc − conf`` and the rows, ``(m, bins)``."""
-    cols = w.inverse if rows is None else w.inverse[np.asarray(rows)]
-    size = w.counts.shape[1] * n_bins
-    cell = cols * n_bins + _bins(conf, n_bins)
-    gap = np.bincount(cell, weights=acc - conf, minlength=size).reshape(-1, n_bins)
-    n_rows = np.bincount(cell, minlength=size).reshape(-1, n_bins).astype(np.float64)
-    return gap, n_rows
 
 
 def _shrunk_gap_shift(gap: np.ndarray, n_rows: np.ndarray) -> np.ndarray:
@@ -70,35 +59,44 @@ def _shrunk_gap_shift(gap: np.ndarray, n_rows: np.ndarray) -> np.ndarray:
     return np.sign(mean) * np.maximum(np.abs(mean) - se, 0.0) - mean
 
 
+def _entries(conf, acc, w: ReplicateWeights, rows, n_bins, debiased: bool) -> BinEntries:
+    """One ECE column's (patient, bin) entries (:class:`BinEntries`)."""
+    cols = w.inverse if rows is None else w.inverse[np.asarray(rows)]
+    return BinEntries.of(cols, _bins(conf, n_bins), acc - conf, n_bins, debiased)
+
+
+def _entries_shift(e: BinEntries, n_columns: int) -> np.ndarray:
+    """:func:`_shrunk_gap_shift` of a column from its entries."""
+    gap, n_rows = np.zeros((n_columns, e.n_bins)), np.zeros((n_columns, e.n_bins))
+    gap[e.cols, e.bins], n_rows[e.cols, e.bins] = e.stats[:, 1], e.stats[:, 0]
+    return _shrunk_gap_shift(gap, n_rows)
+
+
 def _binned_eces(columns, w: ReplicateWeights, n_bins: int, worlds=(False,)) -> np.ndarray:
     """ECE of each ``(conf, acc, rows)`` column and replicate in each world, ``(worlds,
     columns, B)``: per bin ``Σ_bins |gap sum| / rows``.
 
-    The gaps and rows are first summed per (weight column, bin); each replicate's per-bin sums
-    of up to :data:`_ECE_GROUP` columns are then one matrix product with its weights, in
-    blocks of replicates. A ``True`` world (shrunk) moves every bin's mean gap by
-    :func:`_shrunk_gap_shift` (the same shift in every replicate); every world reads the same
-    products, so the plug-in and the shrunk ECE cost one pass.
+    Each column's rows and gaps are summed per (patient, bin) entry once; each block of
+    replicates' per-bin sums are then the compiled kernel's (:class:`BinEntries`). A ``True``
+    world (shrunk) moves every bin's mean gap by :func:`_shrunk_gap_shift` (the same shift
+    in every replicate); every world reads the same sums, so the plug-in and the shrunk ECE
+    cost one pass.
     """
-    sums = [_patient_bin_sums(conf, acc, w, rows, n_bins) for conf, acc, rows in columns]
-    out = np.empty((len(worlds), len(sums), w.n_replicates))
-    step = max(1, _ECE_BLOCK_ELEMENTS // max(w.n_columns, 1))
-    for g0 in range(0, len(sums), _ECE_GROUP):
-        group = sums[g0 : g0 + _ECE_GROUP]
-        rhs = np.concatenate([g for g, _ in group] + [n for _, n in group], axis=1)
-        shifts = [np.concatenate([_shrunk_gap_shift(g, n) if shrunk else np.zeros(n_bins)
-                                  for g, n in group]) for shrunk in worlds]  # fmt: skip
-        half = len(group) * n_bins
-        for start in range(0, w.n_replicates, step):
-            prod = w.counts[start : start + step].astype(np.float64) @ rhs
-            gap, mass = prod[:, :half], prod[:, half:]
-            total = mass.reshape(-1, len(group), n_bins).sum(axis=2)
-            for i, shift in enumerate(shifts):
-                ece = np.abs(gap + shift * mass).reshape(-1, len(group), n_bins).sum(axis=2)
+    entries = [_entries(conf, acc, w, rows, n_bins, False) for conf, acc, rows in columns]
+    shifts = [[_entries_shift(e, w.n_columns) if shrunk else np.zeros(n_bins) for shrunk in worlds]
+              for e in entries]  # fmt: skip
+    out = np.empty((len(worlds), len(entries), w.n_replicates))
+    size = w.block_size
+    for start in range(0, w.n_replicates, size):
+        wt = w.transposed(start, size)
+        for c, e in enumerate(entries):
+            sums = e.sums(wt)
+            mass, gap = sums[:, 0], sums[:, 1]
+            total = mass.sum(axis=0)
+            for i, shift in enumerate(shifts[c]):
+                ece = np.abs(gap + shift[:, None] * mass).sum(axis=0)
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    out[i, g0 : g0 + len(group), start : start + step] = np.where(
-                        total > 0, ece / total, np.nan
-                    ).T
+                    out[i, c, start : start + size] = np.where(total > 0, ece / total, np.nan)
     return out
 
 
@@ -108,22 +106,6 @@ def _mean_abs_normal(mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
         z = np.where(sd > 0, mu / sd, 0.0)
         folded = sd * np.sqrt(2 / np.pi) * np.exp(-(z**2) / 2) + mu * (1 - 2 * ndtr(-z))
     return np.where(sd > 0, folded, np.abs(mu))
-
-
-def _patient_bin_stats(conf, acc, w: ReplicateWeights, rows, n_bins) -> np.ndarray:
-    """Per (weight column, bin) of one ECE column: images, gap sum, its square, gap sum ×
-    images and images squared, ``(m, bins · 5)`` (the debiased ECE's per-patient terms)."""
-    bins = _bins(conf, n_bins)
-    idx = np.arange(len(conf)) if rows is None else np.asarray(rows)
-    patients, cell = np.unique(w.inverse[idx] * n_bins + bins, return_inverse=True)
-    gap_sum = np.bincount(cell, weights=acc - conf)  # per (patient, bin) present
-    n_imgs = np.bincount(cell).astype(np.float64)
-    per_patient = np.zeros((w.counts.shape[1], n_bins, 5))
-    p_idx, b_idx = np.divmod(patients, n_bins)
-    per_patient[p_idx, b_idx] = np.stack(
-        [n_imgs, gap_sum, gap_sum**2, gap_sum * n_imgs, n_imgs**2], axis=1
-    )
-    return per_patient.reshape(len(per_patient), n_bins * 5)
 
 
 def _debiased_from_sums(sums: np.ndarray) -> np.ndarray:
@@ -140,18 +122,15 @@ def _debiased_from_sums(sums: np.ndarray) -> np.ndarray:
 
 def _debiased_binned_eces(columns, w: ReplicateWeights, n_bins: int) -> np.ndarray:
     """Debiased ECE (:func:`weighted_debiased_ece`) of each ``(conf, acc, rows)`` column and
-    replicate, ``(columns, B)``: the per-patient terms of up to :data:`_ECE_GROUP` columns
-    are one right-hand side, multiplied by each block of replicates' weights once."""
-    stats = [_patient_bin_stats(conf, acc, w, rows, n_bins) for conf, acc, rows in columns]
-    out = np.empty((len(stats), w.n_replicates))
-    step = max(1, _ECE_BLOCK_ELEMENTS // max(w.n_columns, 1))
-    for g0 in range(0, len(stats), _ECE_GROUP):
-        rhs = np.concatenate(stats[g0 : g0 + _ECE_GROUP], axis=1)
-        n_group = rhs.shape[1] // (n_bins * 5)
-        for start in range(0, w.n_replicates, step):
-            prod = w.counts[start : start + step].astype(np.float64) @ rhs
-            sums = prod.reshape(len(prod), n_group, n_bins, 5)
-            out[g0 : g0 + n_group, start : start + step] = _debiased_from_sums(sums).T
+    replicate, ``(columns, B)``: each column's per-patient terms summed per (patient, bin)
+    entry once, then each block of replicates' per-bin sums by the compiled kernel."""
+    entries = [_entries(conf, acc, w, rows, n_bins, True) for conf, acc, rows in columns]
+    out = np.empty((len(entries), w.n_replicates))
+    size = w.block_size
+    for start in range(0, w.n_replicates, size):
+        wt = w.transposed(start, size)
+        for c, e in enumerate(entries):
+            out[c, start : start + size] = _debiased_from_sums(e.sums(wt).transpose(2, 0, 1))
     return out
 
 

@@ -110,15 +110,13 @@ def test_ece_and_shrunk_ece_match_the_previous_kernel(task):
 
 
 @pytest.mark.parametrize("task", ["multilabel", "multiclass"])
-def test_debiased_ece_shared_across_columns_and_blocks_matches_one_product_per_column(
-    task, monkeypatch
-):
+def test_debiased_ece_in_blocks_of_replicates_matches_one_product_per_column(task, monkeypatch):
     from crsbench.stats import weighted_metrics
 
     rng = np.random.default_rng(17)
     n = 900
     if task == "multilabel":
-        y, p = _data(rng, n, 11, 0.25, None)  # two groups of columns (8 + 3)
+        y, p = _data(rng, n, 11, 0.25, None)
         y[rng.random((n, 11)) < 0.15] = np.nan
     else:
         y, p = rng.integers(0, 5, n), rng.dirichlet(np.ones(5), n)
@@ -127,7 +125,9 @@ def test_debiased_ece_shared_across_columns_and_blocks_matches_one_product_per_c
     np.testing.assert_allclose(
         weighted_metrics.weighted_debiased_ece(y, p, task, rw), expected, rtol=1e-12, atol=0
     )
-    monkeypatch.setattr(weighted_metrics, "_ECE_BLOCK_ELEMENTS", 7 * rw.n_columns)  # 9 blocks
+    monkeypatch.setattr(replicate_weights, "_MIN_BLOCK", 4)  # 15 blocks, the last of 1
+    monkeypatch.setattr(replicate_weights, "_MAX_BLOCK", 4)
+    assert rw.block_size == 4
     np.testing.assert_allclose(
         weighted_metrics.weighted_debiased_ece(y, p, task, rw), expected, rtol=1e-12, atol=0
     )
@@ -255,3 +255,36 @@ def test_the_kernels_integer_sums_cannot_overflow_and_stay_exact(top, n, want):
     order = replicate_auroc._column_order(y, s, rw, None)
     got = auroc_kernel.block_auroc(order, rw.transposed(0, 6), sums)
     np.testing.assert_array_equal(got, ref.reference_auroc_column(y, s, rw))
+
+
+def test_ece_kernel_on_float_weights_and_unit_weights_matches_the_matrix_products():
+    """The compiled per-(patient, bin) sums take float weights (rows' own weights) and the
+    one replicate of unit weights (the point estimate) as they take bootstrap counts."""
+    rng = np.random.default_rng(31)
+    n = 500
+    y, p = _data(rng, n, 5, 0.3, None)
+    y[rng.random((n, 5)) < 0.1] = np.nan
+    for w in (rng.random((7, n)) * 3, np.ones((1, n), dtype=int)):
+        rw = ReplicateWeights.of(w)
+        np.testing.assert_allclose(weighted_ece(y, p, "multilabel", rw),
+                                   ref.reference_ece(y, p, "multilabel", rw), rtol=1e-12)  # fmt: skip
+        np.testing.assert_allclose(weighted_shrunk_ece(y, p, "multilabel", rw),
+                                   ref.reference_shrunk_ece(y, p, "multilabel", rw), rtol=1e-12)  # fmt: skip
+
+
+@pytest.mark.parametrize("task", ["multilabel", "multiclass"])
+def test_ece_kernel_matches_the_grouped_matrix_products_it_replaced(task):
+    rng = np.random.default_rng(41)
+    n = 800
+    if task == "multilabel":
+        y, p = _data(rng, n, 10, 0.3, None)  # 8 + 2 columns in the grouped products
+        y[rng.random((n, 10)) < 0.1] = np.nan
+    else:
+        y, p = rng.integers(0, 4, n), rng.dirichlet(np.ones(4), n)
+    rw, _ = _weights(rng, n, 45)
+    both = np.stack([weighted_ece(y, p, task, rw), weighted_shrunk_ece(y, p, task, rw)])
+    np.testing.assert_allclose(both, ref.grouped_ece(y, p, task, rw, (False, True)), rtol=1e-12)
+    from crsbench.stats.weighted_metrics import weighted_debiased_ece
+
+    np.testing.assert_allclose(weighted_debiased_ece(y, p, task, rw),
+                               ref.grouped_debiased_ece(y, p, task, rw), rtol=1e-12)  # fmt: skip

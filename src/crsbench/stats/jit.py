@@ -1,0 +1,26 @@
+"""Functions compiled by numba on their first call in a process (the replicate kernels).
+
+numba is imported, and a function compiled, only when a kernel first runs, so no command pays
+for it before it computes (about 0.5 s to import, about 1 s to compile each function for each
+argument type met). Nothing is cached on disk: a read-only or full disk cannot fail a kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+class LazyKernel:
+    """``fn`` compiled with ``numba.njit`` on the first call (nopython, bounds unchecked)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self._compiled: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self._compiled is None:
+            import numba
+
+            self._compiled = numba.njit(nogil=True, boundscheck=False)(self.fn)
+        return self._compiled(*args)
