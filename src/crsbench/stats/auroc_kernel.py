@@ -166,6 +166,6 @@ def block_auroc(column: ColumnOrder, wt: np.ndarray, sums: SumTypes) -> np.ndarr
     work: list[np.ndarray] = [np.empty(n_rep, dtype=sums.weight) for _ in range(3)]
     out = np.empty(n_rep)
     _kernel(column.cols, column.minority, column.tie_start, column.tie_end, wt,
-              sums.flush_every, *work, np.empty(n_rep, dtype=sums.part),
-              np.empty(n_rep, dtype=sums.num), out)  # fmt: skip
+            sums.flush_every, *work, np.empty(n_rep, dtype=sums.part),
+            np.empty(n_rep, dtype=sums.num), out)  # fmt: skip
     return out
