@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from functools import partial
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -55,26 +55,57 @@ def _sensitivities(counts: np.ndarray, sums: tuple[np.ndarray, np.ndarray]) -> n
     return (counts @ sums[1]) / (counts @ sums[0])
 
 
-def sensitivity_replicates(
-    cell: CellPredictions, split: EvalSplit, prob: np.ndarray, thr: np.ndarray,
-    ids: np.ndarray, seed: int = 0,
-) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """Seed-mean sensitivity per label as drawn ``(K,)`` and in each replicate ``(B, K)``
-    (``thr``: ``(S, K)`` thresholds; the split's patients resampled by replicate ``ids``)."""
-    slices = seed_slices(prob, len(cell.seeds))
-    sums = once_each(lambda p, t: _patient_sums(split, p, t, cell.task),
-                     [(p, thr[s]) for s, p in enumerate(slices)])  # fmt: skip
-    n_pat = sums[0][0].shape[0]
-    with np.errstate(invalid="ignore", divide="ignore"):  # a label without positives: NaN
-        point = np.mean([h.sum(0) / p.sum(0) for p, h in sums], axis=0)
-    reps = []
-    for start in range(0, len(ids), _CHUNK):
-        counts = resample_counts_for(split.dataset, n_pat, ids[start : start + _CHUNK], seed)
-        counts = counts.astype(float)
+@dataclass(frozen=True)
+class _SetSums:
+    """One evaluation set of a cell: its dataset and patients (the resampling stream), each
+    distinct seed's per-patient (positives, positives called positive), and which of them
+    each seed reads."""
+
+    dataset: str
+    n_patients: int
+    sums: list[tuple[np.ndarray, np.ndarray]]
+    per_seed: list[int]
+
+    @classmethod
+    def of(cls, cell: CellPredictions, split: EvalSplit, prob: np.ndarray, thr: np.ndarray):
+        slices = seed_slices(prob, len(cell.seeds))
+        found = once_each(lambda p, t: _patient_sums(split, p, t, cell.task),
+                          [(p, thr[s]) for s, p in enumerate(slices)])  # fmt: skip
+        distinct: list[tuple[np.ndarray, np.ndarray]] = []
+        per_seed = []
+        for f in found:
+            if not any(f is d for d in distinct):
+                distinct.append(f)
+            per_seed.append(next(i for i, d in enumerate(distinct) if d is f))
+        return cls(split.dataset, distinct[0][0].shape[0], distinct, per_seed)
+
+    def point(self) -> np.ndarray:
+        """Seed-mean sensitivity per label as drawn ``(K,)``."""
+        with np.errstate(invalid="ignore", divide="ignore"):  # a label without positives: NaN
+            return np.mean([self.sums[i][1].sum(0) / self.sums[i][0].sum(0)
+                            for i in self.per_seed], axis=0)  # fmt: skip
+
+    def replicates(self, counts: np.ndarray) -> np.ndarray:
+        """Seed-mean sensitivity per label in each replicate of ``counts`` ``(B, K)``."""
         with np.errstate(invalid="ignore", divide="ignore"):
-            per_seed = once_each(partial(_sensitivities, counts), [(ph,) for ph in sums])
-            reps.append(np.mean(per_seed, axis=0))
-    return point, np.concatenate(reps)
+            distinct = [_sensitivities(counts, s) for s in self.sums]
+            return np.mean([distinct[i] for i in self.per_seed], axis=0)
+
+
+def _replicates(sets: list[_SetSums], ids: np.ndarray, seed: int) -> list[np.ndarray]:
+    """``(B, K)`` replicate sensitivities of every set; each dataset's resample counts are
+    drawn once per chunk of replicates and read by every cell's set of that dataset (they
+    are the same for every encoder: paired)."""
+    out: list[list[np.ndarray]] = [[] for _ in sets]
+    streams = sorted({(s.dataset, s.n_patients) for s in sets})
+    for dataset, n_pat in streams:
+        members = [i for i, s in enumerate(sets) if (s.dataset, s.n_patients) == (dataset, n_pat)]
+        for start in range(0, len(ids), _CHUNK):
+            counts = resample_counts_for(dataset, n_pat, ids[start : start + _CHUNK], seed)
+            counts = counts.astype(float)
+            for i in members:
+                out[i].append(sets[i].replicates(counts))
+    return [np.concatenate(parts) for parts in out]
 
 
 def sensitivity_loss_intervals(
@@ -104,22 +135,28 @@ def sensitivity_loss_intervals(
         ``lost_ci_low``, ``lost_ci_high``.
     """
     ids = replicate_ids(n_replicates)
-    rows = []
+    sets: list[_SetSums] = []
+    plans = []  # (encoder, dataset, label names, eval set names, index of its first set)
     for cell in cells.values():
-        cell = cell.widened()
-        sets = eval_sets(cell)
-        if cell.val is None or len(sets) < 2:
+        cell = cell.widened()  # one cell at a time: only its per-patient sums are kept
+        evals = eval_sets(cell)
+        if cell.val is None or len(evals) < 2:
             continue
         thr = validation_thresholds(cell, "sensitivity", target_sensitivity)
-        names = output_names(cell.label_names, thr.shape[-1])
-        t_point, t_reps = sensitivity_replicates(cell, cell.test, cell.clean, thr, ids, seed)
-        for where, split, prob in sets[1:]:
-            s_point, s_reps = sensitivity_replicates(cell, split, prob, thr, ids, seed)
+        plans.append((cell.encoder, cell.dataset, output_names(cell.label_names, thr.shape[-1]),
+                      [where for where, _, _ in evals], len(sets)))  # fmt: skip
+        sets += [_SetSums.of(cell, split, prob, thr) for _, split, prob in evals]
+    reps = _replicates(sets, ids, seed)
+    rows = []
+    for encoder, dataset, names, wheres, first in plans:
+        t_point, t_reps = sets[first].point(), reps[first]
+        for k, where in enumerate(wheres[1:], start=first + 1):
+            s_point, s_reps = sets[k].point(), reps[k]
             with warnings.catch_warnings():  # a label without positives: NaN, by design
                 warnings.simplefilter("ignore", RuntimeWarning)
                 lo, hi = basic_interval(t_point - s_point, t_reps - s_reps, level)
             for j, name in enumerate(names):
-                rows.append({"encoder": cell.encoder, "dataset": cell.dataset,
+                rows.append({"encoder": encoder, "dataset": dataset,
                              "shift_target": where, "label": name,
                              "sensitivity_lost": t_point[j] - s_point[j],
                              "lost_ci_low": lo[j], "lost_ci_high": hi[j]})  # fmt: skip

@@ -134,3 +134,21 @@ def test_labels_below_the_minimum_are_named_and_do_not_decide():
     assert set(table["settings_version"]) == {"v1"}
     none = sensitivity_lost(table, tolerance=0.5, min_positives=10_000)
     assert none["keeps_operating_point"].isna().all() and isinstance(none, pd.DataFrame)
+
+
+def test_cells_sharing_a_dataset_give_what_each_gives_alone():
+    """The resample counts of a dataset are drawn once per chunk for every cell of it (the
+    same for every encoder): each cell's rows equal its rows computed alone, to the last bit,
+    per-seed test probabilities beside a target shared by the seeds included."""
+    rng = np.random.default_rng(8)
+    one = _cell(rng, 150, n_labels=2)
+    two = _cell(np.random.default_rng(9), 150, n_labels=2)
+    per_seed = np.stack([two.clean, np.clip(two.clean + 0.05, 0, 1)])
+    two = CellPredictions("enc2", "src", "multilabel", two.test, (0, 1), per_seed, val=(
+        two.val[0], np.stack([two.val[1], two.val[1]])), extra_shifts=two.extra_shifts)  # fmt: skip
+    together = sensitivity_loss_intervals({("enc", "src"): one, ("enc2", "src"): two},
+                                          n_replicates=1_500, seed=2)  # fmt: skip
+    alone = pd.concat([sensitivity_loss_intervals({k: c}, n_replicates=1_500, seed=2)
+                       for k, c in (("enc", one), ("enc2", two))], ignore_index=True)  # fmt: skip
+    pd.testing.assert_frame_equal(together, alone, check_exact=True)
+    assert set(together["encoder"]) == {"enc", "enc2"} and len(together) == 4
