@@ -17,17 +17,13 @@ from __future__ import annotations
 import argparse
 import os
 import time
-import warnings
 
 import numpy as np
 import pandas as pd
 
 from crsbench.core.workers import one_blas_thread
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
-from crsbench.stats.intervals import basic_interval
-from crsbench.stats.operating_point_loss import _SetSums, sensitivity_loss_intervals
-from crsbench.stats.operating_points import eval_sets, output_names, validation_thresholds
-from crsbench.stats.resample import replicate_ids, resample_counts_for
+from crsbench.stats.operating_point_loss import sensitivity_loss_intervals
 
 LABELS = 14
 
@@ -58,31 +54,10 @@ def planted_cells(n_encoders: int, n_patients: int, n_targets: int) -> dict:
 
 
 def per_cell_loop(cells, n_replicates: int, seed: int) -> pd.DataFrame:
-    """The previous way: each cell draws each split's resample counts itself."""
-    ids, rows = replicate_ids(n_replicates), []
-    for cell in cells.values():
-        evals = eval_sets(cell)
-        thr = validation_thresholds(cell, "sensitivity", 0.9)
-        names = output_names(cell.label_names, thr.shape[-1])
-        sets = [_SetSums.of(cell, split, prob, thr) for _, split, prob in evals]
-        reps = []
-        for s in sets:
-            parts = []
-            for start in range(0, len(ids), 1_000):
-                counts = resample_counts_for(s.dataset, s.n_patients, ids[start : start + 1_000],
-                                             seed).astype(float)  # fmt: skip
-                parts.append(s.replicates(counts))
-            reps.append(np.concatenate(parts))
-        for k, (where, _, _) in enumerate(evals[1:], start=1):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                diff = sets[0].point() - sets[k].point()
-                lo, hi = basic_interval(diff, reps[0] - reps[k], 0.95)
-            for j, name in enumerate(names):
-                rows.append({"encoder": cell.encoder, "dataset": cell.dataset,
-                             "shift_target": where, "label": name, "sensitivity_lost": diff[j],
-                             "lost_ci_low": lo[j], "lost_ci_high": hi[j]})  # fmt: skip
-    return pd.DataFrame(rows)
+    """The previous way: each cell draws each split's resample counts itself (the intervals
+    of one cell at a time)."""
+    return pd.concat([sensitivity_loss_intervals({key: cell}, n_replicates=n_replicates, seed=seed)
+                      for key, cell in cells.items()], ignore_index=True)  # fmt: skip
 
 
 def _cpu(fn, *args):

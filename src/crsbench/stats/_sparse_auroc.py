@@ -43,11 +43,6 @@ def _kernel_dtype(w: ReplicateWeights) -> type:
     return w.sum_dtype
 
 
-def _top(w: ReplicateWeights) -> int:
-    """The largest weight (0 without replicates); bounds the int16 partial sums."""
-    return int(np.ceil(w.counts.max())) if w.counts.size else 0
-
-
 def _by_column(w: ReplicateWeights, rows: np.ndarray | None) -> np.ndarray:
     """Positions in ``rows`` (all rows when ``None``) ordered by weight column, stably."""
     order = np.argsort(w.inverse, kind="stable")
@@ -121,7 +116,11 @@ def _plan(target, score, w: ReplicateWeights, rows) -> _Plan:
     seg, col, units = _entries(cols, maj_rows, lo, hi)
     n_min = len(min_rows)
     # entries per slot: an int16 slot must hold its sum in every replicate
-    cap = max((_INT16_MAX // max(_top(w), 1)) // 2, 1) if _kernel_dtype(w) is np.int16 else len(seg)
+    cap = (
+        max((_INT16_MAX // max(int(np.ceil(w.top)), 1)) // 2, 1)
+        if _kernel_dtype(w) is np.int16
+        else len(seg)
+    )
     cap = max(cap, 1)
     n_slots, first, slot = _slots(np.bincount(seg, minlength=n_min + 1), seg, cap)
     k, nb = _grid(int(n_slots.sum()), _block_size(w))

@@ -39,8 +39,11 @@ class ReplicateWeights:
     Row ``i`` of the split weighs ``counts[b, inverse[i]]`` in replicate ``b``: ``counts`` is
     ``(B, m)`` (one column per patient when every image of a patient moves together, else one
     per row) and ``inverse`` maps rows to its columns. Integer counts are kept in the smallest
-    unsigned type that holds them and summed in ``sum_dtype`` (int32 when every sum the AUROC
-    forms fits in it, else int64), so those sums are exact; other weights are float64.
+    unsigned type that holds them; ``sum_dtype`` (int32 when twice the square of the largest
+    replicate's rows fits in it, else int64) is the sums' type of the reference kernels
+    (:mod:`crsbench.stats._reference_kernels`, :mod:`crsbench.stats._sparse_auroc`); the
+    compiled kernel picks its own from :attr:`top` (:class:`~crsbench.stats.auroc_kernel.SumTypes`).
+    Other weights are float64.
     """
 
     counts: np.ndarray
