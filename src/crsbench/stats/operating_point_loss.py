@@ -101,8 +101,9 @@ def _replicates(sets: list[_SetSums], ids: np.ndarray, seed: int) -> list[np.nda
     for dataset, n_pat in streams:
         members = [i for i, s in enumerate(sets) if (s.dataset, s.n_patients) == (dataset, n_pat)]
         for start in range(0, len(ids), _CHUNK):
-            counts = resample_counts_for(dataset, n_pat, ids[start : start + _CHUNK], seed)
-            counts = counts.astype(float)
+            counts = resample_counts_for(
+                dataset, n_pat, ids[start : start + _CHUNK], seed, narrow=True
+            ).astype(float)
             for i in members:
                 out[i].append(sets[i].replicates(counts))
     return [np.concatenate(parts) for parts in out]

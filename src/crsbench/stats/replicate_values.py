@@ -44,7 +44,7 @@ def replicate_weights(
     if replicates is None:
         return ReplicateWeights.of(np.ones((1, len(split.groups)), dtype=np.int32))
     patients, inverse = patient_index(split.groups)
-    counts = resample_counts_for(split.dataset, len(patients), replicates, seed)
+    counts = resample_counts_for(split.dataset, len(patients), replicates, seed, narrow=True)
     return ReplicateWeights.of(counts, inverse)
 
 

@@ -20,6 +20,7 @@ from crsbench.core.errors import ConfigError, DataError
 #: Default replicates of the test-set bootstrap (10,000 by option).
 DEFAULT_REPLICATES = 2_000
 SEED_STREAM = "seeds"
+_UINT8_MAX = int(np.iinfo(np.uint8).max)
 
 
 def _stream_key(name: str) -> int:
@@ -35,7 +36,11 @@ def replicate_ids(n_replicates: int, start: int = 0) -> np.ndarray:
 
 
 def resample_counts_for(
-    stream: str, n_items: int, replicates: Sequence[int] | np.ndarray, seed: int = 0
+    stream: str,
+    n_items: int,
+    replicates: Sequence[int] | np.ndarray,
+    seed: int = 0,
+    narrow: bool = False,
 ) -> np.ndarray:
     """``(B, n_items)`` multiplicities of ``n_items`` items drawn with replacement, one row
     per replicate, each row a pure function of ``(seed, stream, replicate)``.
@@ -50,15 +55,23 @@ def resample_counts_for(
         Replicate numbers (replicate 7 is the same draw whatever else is computed).
     seed : int
         The bootstrap's seed.
+    narrow : bool
+        Return uint8 when every multiplicity fits (an item drawn more than 255 times in a
+        replicate: int32): a quarter of the memory, written once, for the replicate kernels
+        (:class:`crsbench.stats.replicate_weights.ReplicateWeights` keeps uint8). Default:
+        int32, whatever the draws.
     """
     if n_items < 1:
         raise DataError(f"cannot resample {n_items} items of stream {stream!r}.")
     key = _stream_key(stream)
     reps = np.asarray(replicates, dtype=np.int64)
-    out = np.empty((len(reps), n_items), dtype=np.int32)
+    out = np.empty((len(reps), n_items), dtype=np.uint8 if narrow else np.int32)
     for row, b in enumerate(reps):
         rng = np.random.default_rng([int(seed), key, int(b)])
-        out[row] = np.bincount(rng.integers(0, n_items, n_items), minlength=n_items)
+        drawn = np.bincount(rng.integers(0, n_items, n_items), minlength=n_items)
+        if out.dtype == np.uint8 and n_items > _UINT8_MAX and drawn.max() > _UINT8_MAX:
+            out = out.astype(np.int32)  # rows before this one fit; widen once, keep them
+        out[row] = drawn
     return out
 
 

@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
-from crsbench.stats.replicate_weights import narrow_count_dtype
 from crsbench.stats.resample import patient_index, replicate_ids, resample_counts_for
 from crsbench.stats.subgroup_values import auroc_on
 from crsbench.stats.weighted_metrics import ReplicateWeights
@@ -73,9 +72,8 @@ def split_resampling(
     split: EvalSplit, prob: np.ndarray, ids: np.ndarray, seed: int
 ) -> SplitResampling:
     patients, inverse = patient_index(split.groups)
-    counts = resample_counts_for(split.dataset, len(patients), ids, seed)
-    # kept for every subgroup of the cell: (replicates × patients) in the narrowest type
-    counts = counts.astype(narrow_count_dtype(counts), copy=False)
+    # kept for every subgroup of the cell: (replicates × patients), uint8 when they fit
+    counts = resample_counts_for(split.dataset, len(patients), ids, seed, narrow=True)
     return SplitResampling(split, prob, counts, inverse, subgroup_labels(split))
 
 

@@ -15,7 +15,11 @@ BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 
 @pytest.mark.parametrize(
     ("script", "keys"),
-    [("auroc_kernel.py", {"speedup", "ece_speedup"}), ("operating_points.py", {"speedup"})],
+    [
+        ("auroc_kernel.py", {"speedup", "ece_speedup"}),
+        ("operating_points.py", {"speedup"}),
+        ("auroc_rows_per_pass.py", {"speedup"}),
+    ],  # fmt: skip
 )
 def test_quick_run_checks_both_sides_and_prints_its_ratio(script, keys):
     done = subprocess.run([sys.executable, str(BENCHMARKS / script), "--quick"],

@@ -237,12 +237,15 @@ def test_numba_is_imported_only_when_a_replicate_auroc_is_computed():
 @pytest.mark.parametrize(
     ("top", "n", "want"),
     [(3, 500, (np.int32, np.int32, 238_609)), (255, 400, (np.int32, np.int32, 41)),
-     (255, 20_000, (np.int32, np.int64, 0)), (3_000_000, 1_000, (np.int64, np.int64, 0))],
+     (255, 3_000, (np.int32, np.int32, 5)), (255, 5_000, (np.int32, np.int32, 3)),
+     (255, 8_000, (np.int32, np.int32, 2)), (255, 20_000, (np.int32, np.int64, 0)),
+     (3_000_000, 1_000, (np.int64, np.int64, 0))],
 )  # fmt: skip
 def test_the_kernels_integer_sums_cannot_overflow_and_stay_exact(top, n, want):
     """Weight sums in int32 while ``top · n`` fits; the midrank terms summed in int32 a few
-    rows at a time (``flush_every``) and added up in int64, or in int64 when not even one
-    term fits: every path gives the reference kernel's values to the last bit."""
+    rows at a time (``flush_every``; 5, 3 and 2: not a multiple of the four rows a pass may
+    read, or fewer) and added up in int64, or in int64 when not even one term fits: every
+    path gives the reference kernel's values to the last bit."""
     sums = auroc_kernel.SumTypes.of(np.dtype(np.int64), top, n)
     assert (sums.weight, sums.part, sums.flush_every) == want
     rng = np.random.default_rng(top % 97 + n)
@@ -288,3 +291,56 @@ def test_ece_kernel_matches_the_grouped_matrix_products_it_replaced(task):
 
     np.testing.assert_allclose(weighted_debiased_ece(y, p, task, rw),
                                ref.grouped_debiased_ece(y, p, task, rw), rtol=1e-12)  # fmt: skip
+
+
+def test_runs_of_one_class_read_four_rows_a_pass_and_stay_bit_identical():
+    """The kernel reads four untied rows of one class in one pass (their integer weights
+    summed first) and single rows, runs of ties and float weights one row at a time: on
+    columns made of long runs of each class, short runs, ties at run edges and every weight
+    type, it gives the reference kernel's values to the last bit (float weights: to float64
+    rounding) and sklearn's on the duplicated rows."""
+    rng = np.random.default_rng(57)
+    for trial in range(120):
+        n = int(rng.integers(5, 300))
+        run = int(rng.integers(1, 12))  # class runs of about this length
+        y = ((np.arange(n) // run + rng.integers(0, 2)) % 2).astype(float)
+        y[rng.random(n) < rng.uniform(0, 0.3)] = rng.integers(0, 2)
+        s = np.arange(n, dtype=float) + rng.normal(0, run / 3, n)
+        if trial % 3 == 0:
+            s = np.round(s / 4)  # ties, some across runs
+        counts = rng.integers(0, 4, (int(rng.integers(1, 40)), n))
+        w = counts.astype(float) + rng.random(counts.shape) if trial % 5 == 0 else counts
+        rw = ReplicateWeights.of(w if trial % 7 else np.asarray(w, dtype=np.int64) * 300)
+        if not 0 < y.sum() < n:
+            continue
+        got = weighted_auroc_column(y, s, rw)
+        want = ref.reference_auroc_column(y, s, rw)
+        if rw.counts.dtype.kind == "f":
+            np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+        else:
+            np.testing.assert_array_equal(got, want)
+        rows = (
+            np.repeat(np.arange(n), rw.counts[0].astype(int))
+            if rw.counts.dtype.kind != "f"
+            else None
+        )
+        if rows is not None and 0 < y[rows].sum() < len(rows):
+            assert got[0] == pytest.approx(roc_auc_score(y[rows], s[rows]), abs=1e-12)
+
+
+def test_midrank_sums_near_the_int32_limit_are_flushed_in_time():
+    """8,000 rows all weighing 255 (the largest uint8 count), the smaller class on top: each
+    of its rows adds about 1.04e9 to the int32 partial sum, so a third term before the flush
+    would overflow it; the value stays exact (AUROC 1, and 0.5 for the tied copy)."""
+    n = 8_000
+    y = np.zeros(n)
+    y[-40:] = 1
+    s = np.arange(n, dtype=float)
+    rw = ReplicateWeights.of(np.full((3, n), 255, dtype=np.uint8))
+    sums = auroc_kernel.SumTypes.of(rw.counts.dtype, rw.top, n)
+    assert (sums.part, sums.flush_every) == (np.int32, 2)
+    np.testing.assert_array_equal(weighted_auroc_column(y, s, rw), np.ones(3))
+    np.testing.assert_array_equal(weighted_auroc_column(y, s, rw),
+                                  ref.reference_auroc_column(y, s, rw))  # fmt: skip
+    flat = weighted_auroc_column(y, np.zeros(n), rw)  # one tie run: the other path
+    np.testing.assert_array_equal(flat, np.full(3, 0.5))

@@ -1,0 +1,101 @@
+"""Benchmark: the compiled AUROC kernel reading four rows of one class per pass over a block of
+replicates against one row per pass (the kernel before), side by side in one process.
+
+Paper-like test splits, every label column sorted once and evaluated under ``--replicates``
+bootstrap replicates in the blocks the bootstrap uses (:attr:`ReplicateWeights.block_size`):
+CheXpert's test set (38,205 images of ~12,700 patients, 14 labels at 2–40 % prevalence,
+continuous float32 scores with some ties) and a PadChest-sized shift target (108,000 images of
+45,000 patients), as in ``benchmarks/paper_scale.py``. Each split runs ``--repeats`` times, the
+two settings alternating, CPU seconds of this process; the outputs are checked bit-identical.
+
+Prints every run and the medians per split, then
+``speedup=<median one row / median four rows per pass, CheXpert-sized split>``.
+Usage: ``python benchmarks/auroc_rows_per_pass.py [--replicates 2000] [--repeats 3] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+from auroc_kernel import FULL_ROWS, LABELS, _columns
+from crsbench.stats.auroc_kernel import SumTypes, block_auroc
+from crsbench.stats.replicate_auroc import _column_order
+from crsbench.stats.replicate_weights import ReplicateWeights
+from crsbench.stats.resample import patient_index, resample_counts_for
+
+#: (name, rows, rows per patient) of each split timed.
+SPLITS = (("chexpert_test", FULL_ROWS, 3), ("padchest_shift", 108_000, 2.4))
+
+
+def _weights(n: int, per_patient: float, n_rep: int) -> ReplicateWeights:
+    groups = (np.arange(n) / per_patient).astype(int).astype(str)
+    patients, inverse = patient_index(groups)
+    counts = resample_counts_for("chexpert", len(patients), range(n_rep), narrow=True)
+    return ReplicateWeights.of(counts, inverse)
+
+
+def _all_columns(columns, w: ReplicateWeights, rows_per_pass: int) -> np.ndarray:
+    """AUROC of every column under every replicate, block by block (as the bootstrap reads)."""
+    orders = [_column_order(t, s, w, r) for r, t, s in columns]
+    sums = [SumTypes.of(w.counts.dtype, w.top, len(o.cols)) for o in orders]
+    out = np.empty((len(orders), w.n_replicates))
+    size = w.block_size
+    for start in range(0, w.n_replicates, size):
+        wt = w.transposed(start, size)
+        for j, order in enumerate(orders):
+            out[j, start : start + size] = block_auroc(order, wt, sums[j], rows_per_pass)
+    return out
+
+
+def _cpu(fn, *args):
+    t0 = time.process_time()
+    out = fn(*args)
+    return time.process_time() - t0, out
+
+
+def side_by_side(n: int, per_patient: float, n_rep: int, repeats: int):
+    """CPU seconds of each run with four rows and with one row per pass."""
+    columns, w = _columns(n), _weights(n, per_patient, n_rep)
+    for start in range(0, n_rep, w.block_size):  # the transposed blocks, built before timing
+        w.transposed(start, w.block_size)
+    four, one = [], []
+    for _ in range(repeats):
+        t, new = _cpu(_all_columns, columns, w, 4)
+        four.append(t)
+        t, old = _cpu(_all_columns, columns, w, 1)
+        one.append(t)
+        if not np.array_equal(new, old, equal_nan=True):
+            raise AssertionError(f"four and one row per pass disagree at {n} rows")
+    return w, four, one
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--replicates", type=int, default=2_000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="Small splits and 100 replicates.")
+    args = ap.parse_args()
+    splits = (("small", 900, 3), ("small_shift", 2_400, 2.4)) if args.quick else SPLITS
+    n_rep = 100 if args.quick else args.replicates
+    _all_columns(_columns(50), _weights(50, 3, 8), 4)  # numba compiles once per process
+    ratios = []
+    for name, n, per_patient in splits:
+        w, four, one = side_by_side(n, per_patient, n_rep, args.repeats)
+        runs = " ".join(f"{a:.3f}/{b:.3f}" for a, b in zip(four, one, strict=True))
+        med4, med1 = float(np.median(four)), float(np.median(one))
+        ratios.append(med1 / med4)
+        print(f"{name} rows={n} patients={w.n_columns} labels={LABELS} replicates={n_rep} "
+              f"block={w.block_size}: four/one row per pass CPU s per run {runs}; median "
+              f"{med4:.3f}/{med1:.3f} ratio={med1 / med4:.2f} "
+              f"ns_per_element={med4 / (n * LABELS * n_rep) * 1e9:.3f}")  # fmt: skip
+    print(f"load_average={' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"speedup={ratios[0]:.2f}  (one / four rows per pass, median CPU s, {splits[0][1]} rows, "
+          "side by side, bit-identical)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
