@@ -16,7 +16,7 @@ of ties and float weights are read a row at a time.
 The kernel is compiled by numba on first use in a process (about 1 s for each weight type
 met; nothing is cached on disk, so a read-only or full disk cannot fail it) and then runs at
 about 0.07 ns per row and replicate on one core: 1.4× reading one row a pass
-(``benchmarks/auroc_rows_per_pass.py``), which was 3.6× the blocked sparse-matrix kernel it
+(``benchmarks/rows_per_pass.py``), which was 3.6× the blocked sparse-matrix kernel it
 replaced (:mod:`crsbench.stats._sparse_auroc`; ``benchmarks/auroc_kernel.py``).
 """
 
@@ -195,7 +195,7 @@ def block_auroc(
     ``rows_per_pass``: 4 (the default for integer weights) reads four untied rows of one
     class per pass over the block, 1 one row a pass (float weights always: their sums
     depend on the order); the values are the same to the last bit
-    (``benchmarks/auroc_rows_per_pass.py`` times both).
+    (``benchmarks/rows_per_pass.py`` times both).
     """
     if rows_per_pass is None:
         rows_per_pass = 1 if wt.dtype.kind == "f" else 4

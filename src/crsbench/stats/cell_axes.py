@@ -11,6 +11,7 @@ products (:func:`crsbench.stats.weighted_metrics.weighted_ece_and_shrunk`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -158,3 +159,49 @@ def cell_replicates(
         extras.append({k: seed_mean(v, sc) for k, v in more.items()})
     joined = {k: np.concatenate([e[k] for e in extras]) for k in extras[0]} if extras else {}
     return np.concatenate(axes), np.concatenate(shrunk), joined
+
+
+def cell_point_values(cell: CellPredictions) -> tuple[np.ndarray, dict[str, float]]:
+    """The cell's seed-mean axes ``(1, 4)`` and extras on the test set as drawn (all weights
+    1), from one evaluation."""
+    more: dict[str, np.ndarray] = {}
+    axes = cell_replicate_axes(cell, None, extras=more)
+    ones = np.ones((1, len(cell.seeds)), dtype=int)
+    return seed_resampled_axes(axes, ones), {k: float(v[0].mean()) for k, v in more.items()}
+
+
+@dataclass(frozen=True)
+class CellShare:
+    """One cell's share of the test-set bootstrap (what a worker returns): the replicates of
+    :func:`cell_replicates` and the point values of the test set as drawn.
+
+    Attributes
+    ----------
+    axes, ece_shrunk, extras
+        ``(B, 4)`` seed-mean axes, ``(B,)`` shrunk-world ECE and ``(B,)`` extras.
+    point_axes, point_extras, point_ece_shrunk
+        The same on the test set as drawn: ``(1, 4)``, floats, a float.
+    """
+
+    axes: np.ndarray
+    ece_shrunk: np.ndarray
+    extras: dict[str, np.ndarray]
+    point_axes: np.ndarray
+    point_extras: dict[str, float]
+    point_ece_shrunk: float
+
+
+def cell_share(
+    cell: CellPredictions,
+    replicates: np.ndarray,
+    seed_counts: np.ndarray,
+    seed: int = 0,
+    chunk: int = DEFAULT_CHUNK,
+) -> CellShare:
+    """:func:`cell_replicates` and the cell's point values, computed where the cell is (a
+    worker process), so that no point estimate waits for the pool to finish."""
+    axes, shrunk, extras = cell_replicates(cell, replicates, seed_counts, seed, chunk)
+    point_axes, point_extras = cell_point_values(cell)
+    ones = np.ones((1, len(cell.seeds)), dtype=int)
+    point_shrunk = float(seed_mean(cell_shrunk_ece(cell, None), ones)[0])
+    return CellShare(axes, shrunk, extras, point_axes, point_extras, point_shrunk)

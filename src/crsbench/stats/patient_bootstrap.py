@@ -32,11 +32,9 @@ from crsbench.stats.bootstrap import (
 )
 from crsbench.stats.cell_axes import (
     DEFAULT_CHUNK,
+    cell_point_values,
     cell_replicate_axes,
-    cell_replicates,
-    cell_shrunk_ece,
-    seed_mean,
-    seed_resampled_axes,
+    cell_share,
 )
 from crsbench.stats.cell_pool import map_cells, pool_size
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
@@ -184,7 +182,7 @@ def bootstrap_view(cell: CellPredictions) -> CellPredictions:
 
 def point_extras(cell: CellPredictions) -> dict[str, float]:
     """The seed-mean extras of :func:`cell_replicate_axes` on the test sets as drawn."""
-    return _point_values(cell)[1]
+    return cell_point_values(cell)[1]
 
 
 def _check_cells(cells: Sequence[CellPredictions]) -> None:
@@ -252,22 +250,19 @@ def patient_seed_bootstrap(
     n_s = len(cells[0].seeds)
     ids = replicate_ids(n_replicates)
     seed_counts = resample_counts_for(SEED_STREAM, n_s, ids, seed)
-    work = partial(cell_replicates, replicates=ids, seed_counts=seed_counts, seed=seed,
-                   chunk=chunk)  # fmt: skip
+    work = partial(cell_share, replicates=ids, seed_counts=seed_counts, seed=seed, chunk=chunk)
     jobs = pool_size(n_replicates * sum(map(_elements, cells)), n_jobs)
-    per_cell = map_cells(work, [bootstrap_view(c) for c in cells], jobs)
-    axes = np.stack([a for a, _, _ in per_cell], axis=1)
-    points = [_point_values(c) for c in cells]
+    shares = map_cells(work, [bootstrap_view(c) for c in cells], jobs)
+    axes = np.stack([s.axes for s in shares], axis=1)
     extras = {(c.encoder, c.dataset, k): v
-              for c, (_, _, x) in zip(cells, per_cell, strict=True) for k, v in x.items()}  # fmt: skip
+              for c, s in zip(cells, shares, strict=True) for k, v in s.extras.items()}  # fmt: skip
     pextras = {(c.encoder, c.dataset, k): v
-               for c, (_, x) in zip(cells, points, strict=True) for k, v in x.items()}  # fmt: skip
+               for c, s in zip(cells, shares, strict=True) for k, v in s.point_extras.items()}  # fmt: skip
     keys = [(c.encoder, c.dataset) for c in cells]
-    point_axes = np.concatenate([a for a, _ in points])
+    point_axes = np.concatenate([s.point_axes for s in shares])
     r_drops = cell_r_drops(keys, pextras, extras)
     point, raw, encoders = crs_replicates(cells, axes, point_axes, r_drops, anc, rule, chunk)
     base = _crs_summary(encoders, point, raw, top_k, level)
-    ones = np.ones((1, n_s), dtype=int)
     return PatientBootstrapResult(
         base.ranks,
         base.pairwise,
@@ -276,10 +271,10 @@ def patient_seed_bootstrap(
         axes=axes,
         point_axes=point_axes,
         n_patients=count_test_patients(cells),
-        ece_shrunk=np.stack([e for _, e, _ in per_cell], axis=1),
+        ece_shrunk=np.stack([s.ece_shrunk for s in shares], axis=1),
         extras=extras,
         point_extras=pextras,
-        point_ece_shrunk=np.array([seed_mean(cell_shrunk_ece(c, None), ones)[0] for c in cells]),
+        point_ece_shrunk=np.array([s.point_ece_shrunk for s in shares]),
         ece_reach=ece_reach([c.task for c in cells], [_labels(c) for c in cells]),
     )
 
@@ -380,12 +375,3 @@ def per_seed_axes(cells: Sequence[CellPredictions]) -> pd.DataFrame:
             rows.append({"encoder": c.encoder, "dataset": c.dataset, "seed": s,
                          **dict(zip(AXES, values, strict=True))})  # fmt: skip
     return pd.DataFrame(rows)
-
-
-def _point_values(cell: CellPredictions) -> tuple[np.ndarray, dict[str, float]]:
-    """The cell's seed-mean axes ``(1, 4)`` and extras on the test set as drawn (all weights
-    1), from one evaluation."""
-    more: dict[str, np.ndarray] = {}
-    axes = cell_replicate_axes(cell, None, extras=more)
-    ones = np.ones((1, len(cell.seeds)), dtype=int)
-    return seed_resampled_axes(axes, ones), {k: float(v[0].mean()) for k, v in more.items()}

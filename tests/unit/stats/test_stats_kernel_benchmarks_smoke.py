@@ -18,7 +18,7 @@ BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
     [
         ("auroc_kernel.py", {"speedup", "ece_speedup"}),
         ("operating_points.py", {"speedup"}),
-        ("auroc_rows_per_pass.py", {"speedup"}),
+        ("rows_per_pass.py", {"speedup", "ece_speedup"}),
     ],  # fmt: skip
 )
 def test_quick_run_checks_both_sides_and_prints_its_ratio(script, keys):

@@ -15,11 +15,11 @@ from sklearn.metrics import roc_auc_score
 
 from crsbench.metrics import expected_calibration_error, macro_auroc
 from crsbench.stats import paired_seed_bootstrap
+from crsbench.stats.cell_axes import seed_resampled_axes
 from crsbench.stats.patient_bootstrap import (
     TEST_PATIENTS_X_SEEDS,
     patient_seed_bootstrap,
     per_seed_axes,
-    seed_resampled_axes,
 )
 from crsbench.stats.resample import SEED_STREAM, resample_counts_for, row_weights
 from crsbench.stats.weighted_metrics import weighted_ece, weighted_macro_auroc
