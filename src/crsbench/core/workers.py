@@ -130,6 +130,12 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
 
 
+def forks_workers() -> bool:
+    """Whether :func:`worker_pool`'s workers are forked (they start with a copy of this
+    process's memory as it is when the pool starts them)."""
+    return _context().get_start_method() == "fork"
+
+
 def worker_pool(n_jobs: int) -> ProcessPoolExecutor:
     """A pool of ``n_jobs`` processes, each limited to one BLAS / OpenMP thread and killed
     with this process (:func:`init_worker`).

@@ -11,7 +11,6 @@ products (:func:`crsbench.stats.weighted_metrics.weighted_ece_and_shrunk`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,6 +19,7 @@ from crsbench.stats.cell_predictions import CellPredictions
 from crsbench.stats.replicate_auroc import ColumnOrders
 from crsbench.stats.replicate_values import (
     JPEG_DROP,
+    ChunkWeights,
     add_r_drops,
     add_shift_calibration,
     per_seed_values,
@@ -63,13 +63,16 @@ def _cell_axes(
     extras: dict[str, np.ndarray] | None,
     shrunk: bool,
     orders: ColumnOrders | None = None,
+    weights: ChunkWeights | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """:func:`cell_replicate_axes` and, when ``shrunk``, the ``(B, S)`` shrunk-world ECE of
     :func:`cell_shrunk_ece` from the same weights and matrix products (else ``None``);
-    ``orders`` keeps the sorted score columns for the cell's next chunk."""
+    ``orders`` keeps the sorted score columns for the cell's next chunk; ``weights`` holds the
+    splits' weights of ``replicates`` shared with other cells (drawn here when ``None``)."""
     cell = cell.widened()
     n_s = len(cell.seeds)
-    w = replicate_weights(cell.test, replicates, seed)
+    weights = ChunkWeights(replicates, seed) if weights is None or replicates is None else weights
+    w = weights.of(cell.test)
     y, task = cell.test.y, cell.task
 
     def auc(p: np.ndarray, split_y=y, weights=w) -> np.ndarray:
@@ -90,11 +93,11 @@ def _cell_axes(
         ret = np.full_like(d, np.nan)
     conditions = sorted(cell.conditions.items())
     drops = [d - per_seed_values(p, n_s, auc) for _, p in conditions]
-    shifts = [(split, p, replicate_weights(split, replicates, seed)) for split, p in cell.shifts]
+    shifts = [(split, p, weights.of(split)) for split, p in cell.shifts]
     for split, p, wt in shifts:
         drops.append(d - per_seed_values(p, n_s, lambda q, s=split, w=wt: auc(q, s.y, w)))
     if extras is not None:  # the targets outside R too, for their ECE increase only
-        more = [(s, p, replicate_weights(s, replicates, seed)) for s, p in cell.extra_shifts]
+        more = [(s, p, weights.of(s)) for s, p in cell.extra_shifts]
         add_shift_calibration(cell, [*shifts, *more], w, c, extras)
     jpeg = [drop for (key, _), drop in zip(conditions, drops, strict=False) if key[0] == JPEG]
     if extras is not None and jpeg:
@@ -142,23 +145,44 @@ def cell_replicates(
     seed: int = 0,
     chunk: int = DEFAULT_CHUNK,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """One cell's share of the bootstrap (a worker's task): ``(B, 4)`` seed-mean axes,
-    ``(B,)`` seed-mean shrunk-world ECE and the ``(B,)`` seed-mean extras of
-    :func:`cell_replicate_axes` of ``replicates``, evaluated ``chunk`` at a time, the seeds
-    resampled by ``seed_counts`` (``(B, S)``, the same for every cell). The same numbers as
-    :func:`cell_replicate_axes` and :func:`cell_shrunk_ece` of each chunk, from one pass."""
-    cell = cell.widened()  # once for every chunk
-    orders = ColumnOrders()  # every column sorted once for every chunk
-    axes, shrunk, extras = [], [], []
+    """One cell's share of the bootstrap: ``(B, 4)`` seed-mean axes, ``(B,)`` seed-mean
+    shrunk-world ECE and the ``(B,)`` seed-mean extras of :func:`cell_replicate_axes` of
+    ``replicates``, evaluated ``chunk`` at a time, the seeds resampled by ``seed_counts``
+    (``(B, S)``, the same for every cell). The same numbers as :func:`cell_replicate_axes`
+    and :func:`cell_shrunk_ece` of each chunk, from one pass."""
+    return group_replicates([cell], replicates, seed_counts, seed, chunk)[0]
+
+
+def group_replicates(
+    cells: Sequence[CellPredictions],
+    replicates: np.ndarray,
+    seed_counts: np.ndarray,
+    seed: int = 0,
+    chunk: int = DEFAULT_CHUNK,
+) -> list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]:
+    """:func:`cell_replicates` of several cells, chunk by chunk: each chunk's weights of a
+    split are drawn once and read by every cell on that split (the cells of one dataset),
+    and each cell's score columns are sorted once for every chunk (held meanwhile: about 5
+    bytes per row, label and prediction of every cell)."""
+    cells = [c.widened() for c in cells]  # once for every chunk
+    orders = [ColumnOrders() for _ in cells]
+    parts: list[tuple[list, list, list]] = [([], [], []) for _ in cells]
     for start in range(0, len(replicates), chunk):
         block, sc = replicates[start : start + chunk], seed_counts[start : start + chunk]
-        more: dict[str, np.ndarray] = {}
-        per_seed, per_seed_shrunk = _cell_axes(cell, block, seed, more, True, orders)
-        axes.append(seed_resampled_axes(per_seed, sc))
-        shrunk.append(seed_mean(per_seed_shrunk, sc))
-        extras.append({k: seed_mean(v, sc) for k, v in more.items()})
-    joined = {k: np.concatenate([e[k] for e in extras]) for k in extras[0]} if extras else {}
-    return np.concatenate(axes), np.concatenate(shrunk), joined
+        weights = ChunkWeights(block, seed)
+        for cell, kept, (axes, shrunk, extras) in zip(cells, orders, parts, strict=True):
+            more: dict[str, np.ndarray] = {}
+            per_seed, per_seed_shrunk = _cell_axes(cell, block, seed, more, True, kept, weights)
+            axes.append(seed_resampled_axes(per_seed, sc))
+            shrunk.append(seed_mean(per_seed_shrunk, sc))
+            extras.append({k: seed_mean(v, sc) for k, v in more.items()})
+    return [_joined(*p) for p in parts]
+
+
+def _joined(axes: list, shrunk: list, extras: list[dict]):
+    """One cell's chunks put together."""
+    together = {k: np.concatenate([e[k] for e in extras]) for k in extras[0]} if extras else {}
+    return np.concatenate(axes), np.concatenate(shrunk), together
 
 
 def cell_point_values(cell: CellPredictions) -> tuple[np.ndarray, dict[str, float]]:
@@ -168,40 +192,3 @@ def cell_point_values(cell: CellPredictions) -> tuple[np.ndarray, dict[str, floa
     axes = cell_replicate_axes(cell, None, extras=more)
     ones = np.ones((1, len(cell.seeds)), dtype=int)
     return seed_resampled_axes(axes, ones), {k: float(v[0].mean()) for k, v in more.items()}
-
-
-@dataclass(frozen=True)
-class CellShare:
-    """One cell's share of the test-set bootstrap (what a worker returns): the replicates of
-    :func:`cell_replicates` and the point values of the test set as drawn.
-
-    Attributes
-    ----------
-    axes, ece_shrunk, extras
-        ``(B, 4)`` seed-mean axes, ``(B,)`` shrunk-world ECE and ``(B,)`` extras.
-    point_axes, point_extras, point_ece_shrunk
-        The same on the test set as drawn: ``(1, 4)``, floats, a float.
-    """
-
-    axes: np.ndarray
-    ece_shrunk: np.ndarray
-    extras: dict[str, np.ndarray]
-    point_axes: np.ndarray
-    point_extras: dict[str, float]
-    point_ece_shrunk: float
-
-
-def cell_share(
-    cell: CellPredictions,
-    replicates: np.ndarray,
-    seed_counts: np.ndarray,
-    seed: int = 0,
-    chunk: int = DEFAULT_CHUNK,
-) -> CellShare:
-    """:func:`cell_replicates` and the cell's point values, computed where the cell is (a
-    worker process), so that no point estimate waits for the pool to finish."""
-    axes, shrunk, extras = cell_replicates(cell, replicates, seed_counts, seed, chunk)
-    point_axes, point_extras = cell_point_values(cell)
-    ones = np.ones((1, len(cell.seeds)), dtype=int)
-    point_shrunk = float(seed_mean(cell_shrunk_ece(cell, None), ones)[0])
-    return CellShare(axes, shrunk, extras, point_axes, point_extras, point_shrunk)

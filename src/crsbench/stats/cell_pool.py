@@ -12,10 +12,12 @@ process.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TypeVar
 
-from crsbench.core.workers import check_jobs, one_blas_thread, worker_pool
+from crsbench.core.workers import check_jobs, forks_workers, one_blas_thread, worker_pool
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -34,6 +36,17 @@ def pool_size(n_elements: int, n_jobs: int | None) -> int:
     return 1 if n_jobs is None and n_elements < MIN_POOL_ELEMENTS else jobs
 
 
+#: The cells of each map in progress, by its number: a forked worker inherits them (its
+#: parent's memory, copied only where written) and is sent only their indices.
+_INHERITED: dict[int, Sequence] = {}
+_MAP_NUMBERS = itertools.count()
+
+
+def _inherited_call(fn: Callable[[T], R], number: int, index: int) -> R:
+    """``fn`` of cell ``index`` of map ``number``, read from the memory forked from the parent."""
+    return fn(_INHERITED[number][index])
+
+
 def map_cells(fn: Callable[[T], R], cells: Sequence[T], n_jobs: int = 1) -> list[R]:
     """``[fn(c) for c in cells]``, computed in ``min(n_jobs, len(cells))`` processes.
 
@@ -43,8 +56,9 @@ def map_cells(fn: Callable[[T], R], cells: Sequence[T], n_jobs: int = 1) -> list
         A picklable function of one cell (a module-level function or a
         :func:`functools.partial` of one); each call must depend on its cell only.
     cells : sequence
-        The cells; each is pickled to the worker that computes it, so pass the compact data a
-        cell needs, not a whole store.
+        The cells. Where workers are forked (Linux) they inherit the cells from this process's
+        memory and are sent only their indices; elsewhere each cell is pickled to the worker
+        that computes it, so pass the compact data a cell needs, not a whole store.
     n_jobs : int
         Worker processes (checked by :func:`check_jobs`); ``1`` computes in this process
         (with one BLAS thread, as a worker has).
@@ -58,5 +72,13 @@ def map_cells(fn: Callable[[T], R], cells: Sequence[T], n_jobs: int = 1) -> list
     if jobs <= 1:
         with one_blas_thread():
             return [fn(c) for c in cells]
-    with worker_pool(jobs) as pool:
-        return list(pool.map(fn, cells))
+    if not forks_workers():
+        with worker_pool(jobs) as pool:
+            return list(pool.map(fn, cells))
+    number = next(_MAP_NUMBERS)
+    _INHERITED[number] = cells  # before the pool forks its workers
+    try:
+        with worker_pool(jobs) as pool:
+            return list(pool.map(partial(_inherited_call, fn, number), range(len(cells))))
+    finally:
+        del _INHERITED[number]

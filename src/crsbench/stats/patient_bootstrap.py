@@ -34,10 +34,10 @@ from crsbench.stats.cell_axes import (
     DEFAULT_CHUNK,
     cell_point_values,
     cell_replicate_axes,
-    cell_share,
 )
 from crsbench.stats.cell_pool import map_cells, pool_size
 from crsbench.stats.cell_predictions import CellPredictions, EvalSplit
+from crsbench.stats.cell_shares import group_shares, share_groups
 from crsbench.stats.intervals import (
     DIFFERENCE_REACH,
     SEED_ONLY,
@@ -250,9 +250,14 @@ def patient_seed_bootstrap(
     n_s = len(cells[0].seeds)
     ids = replicate_ids(n_replicates)
     seed_counts = resample_counts_for(SEED_STREAM, n_s, ids, seed)
-    work = partial(cell_share, replicates=ids, seed_counts=seed_counts, seed=seed, chunk=chunk)
-    jobs = pool_size(n_replicates * sum(map(_elements, cells)), n_jobs)
-    shares = map_cells(work, [bootstrap_view(c) for c in cells], jobs)
+    work = partial(group_shares, replicates=ids, seed_counts=seed_counts, seed=seed, chunk=chunk)
+    sizes = [_elements(c) for c in cells]
+    jobs = pool_size(n_replicates * sum(sizes), n_jobs)
+    groups = share_groups(sizes, [c.dataset for c in cells], jobs)
+    done = map_cells(work, [[bootstrap_view(cells[i]) for i in g] for g in groups], jobs)
+    by_cell = {i: share for g, part in zip(groups, done, strict=True)
+               for i, share in zip(g, part, strict=True)}  # fmt: skip
+    shares = [by_cell[i] for i in range(len(cells))]
     axes = np.stack([s.axes for s in shares], axis=1)
     extras = {(c.encoder, c.dataset, k): v
               for c, s in zip(cells, shares, strict=True) for k, v in s.extras.items()}  # fmt: skip

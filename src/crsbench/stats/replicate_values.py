@@ -48,6 +48,28 @@ def replicate_weights(
     return ReplicateWeights.of(counts, inverse)
 
 
+class ChunkWeights:
+    """Each split's :func:`replicate_weights` for one chunk of replicates, drawn once and read
+    by every cell evaluated on that chunk (the counts are a pure function of the dataset and
+    the replicate: the same for every encoder). A split is found by its dataset and its
+    patients (compared on every hit), so two cells' copies of one split share an entry."""
+
+    def __init__(self, replicates: Sequence[int] | np.ndarray, seed: int) -> None:
+        self.replicates = replicates
+        self.seed = seed
+        self._found: dict[tuple[str, int], tuple[np.ndarray, ReplicateWeights]] = {}
+
+    def of(self, split: EvalSplit) -> ReplicateWeights:
+        """The weights of ``split``'s rows in this chunk."""
+        key = (split.dataset, len(split.groups))
+        hit = self._found.get(key)
+        if hit is not None and (hit[0] is split.groups or np.array_equal(hit[0], split.groups)):
+            return hit[1]
+        w = replicate_weights(split, self.replicates, self.seed)
+        self._found[key] = (split.groups, w)
+        return w
+
+
 def add_shift_calibration(
     cell: CellPredictions,
     targets: Sequence[tuple[EvalSplit, np.ndarray, ReplicateWeights]],

@@ -18,7 +18,7 @@ from crsbench.stats.cell_predictions import CellPredictions
 from crsbench.stats.weighted_metrics import (
     ReplicateWeights,
     weighted_debiased_ece,
-    weighted_ece,
+    weighted_ece_and_debiased,
     weighted_macro_auroc,
 )
 
@@ -69,10 +69,12 @@ def values_on(
     """
     y, task = cell.test.y[rows], cell.task
     auc = seed_mean(weighted_macro_auroc, y, cell.clean[..., rows, :], task, w)
-    out = {"auroc": auc,
-           "ece_debiased": seed_mean(weighted_debiased_ece, y, cell.clean[..., rows, :], task, w)}  # fmt: skip
-    if plug_in:
-        out["ece"] = seed_mean(weighted_ece, y, cell.clean[..., rows, :], task, w)
+    out = {"auroc": auc}
+    if plug_in:  # both from one pass: the debiased ECE's sums hold the plug-in's
+        both = seed_mean(weighted_ece_and_debiased, y, cell.clean[..., rows, :], task, w)
+        out["ece_debiased"], out["ece"] = both[1], both[0]
+    else:
+        out["ece_debiased"] = seed_mean(weighted_debiased_ece, y, cell.clean[..., rows, :], task, w)
     drops = [auc - seed_mean(weighted_macro_auroc, y, p[..., rows, :], task, w)
              for _, p in sorted(cell.conditions.items())]  # fmt: skip
     drops += [np.where(s.own, auc - s.target_auc, s.overall) for s in shifts]

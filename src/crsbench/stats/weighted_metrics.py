@@ -34,6 +34,7 @@ __all__ = [
     "weighted_ece",
     "weighted_macro_auroc",
     "weighted_shrunk_ece",
+    "weighted_ece_and_debiased",
     "weighted_ece_and_shrunk",
 ]
 
@@ -121,16 +122,24 @@ def _debiased_from_sums(sums: np.ndarray) -> np.ndarray:
 
 
 def _debiased_binned_eces(columns, w: ReplicateWeights, n_bins: int) -> np.ndarray:
-    """Debiased ECE (:func:`weighted_debiased_ece`) of each ``(conf, acc, rows)`` column and
-    replicate, ``(columns, B)``: each column's per-patient terms summed per (patient, bin)
-    entry once, then each block of replicates' per-bin sums by the compiled kernel."""
+    """Plug-in and debiased ECE (:func:`weighted_debiased_ece`) of each ``(conf, acc, rows)``
+    column and replicate, ``(2, columns, B)``: each column's per-patient terms summed per
+    (patient, bin) entry once, then each block of replicates' per-bin sums by the compiled
+    kernel; the plug-in ECE reads the first two of the same sums (the same values as
+    :func:`_binned_eces`, whose kernel sums them alike)."""
     entries = [_entries(conf, acc, w, rows, n_bins, True) for conf, acc, rows in columns]
-    out = np.empty((len(entries), w.n_replicates))
+    out = np.empty((2, len(entries), w.n_replicates))
     size = w.block_size
     for start in range(0, w.n_replicates, size):
         wt = w.transposed(start, size)
         for c, e in enumerate(entries):
-            out[c, start : start + size] = _debiased_from_sums(e.sums(wt).transpose(2, 0, 1))
+            sums = e.sums(wt)
+            mass, gap = sums[:, 0], sums[:, 1]
+            total = mass.sum(axis=0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                plug_in = np.where(total > 0, np.abs(gap + 0.0 * mass).sum(axis=0) / total, np.nan)
+            out[0, c, start : start + size] = plug_in
+            out[1, c, start : start + size] = _debiased_from_sums(sums.transpose(2, 0, 1))
     return out
 
 
@@ -191,9 +200,24 @@ def weighted_debiased_ece(
     bin mean's standard error, cluster-robust over patients), same bins and weights as
     :func:`weighted_ece`. For intervals only: the reported ECE stays the plug-in.
     """
+    return weighted_ece_and_debiased(y, prob, task, w, n_bins)[1]
+
+
+def weighted_ece_and_debiased(
+    y: np.ndarray,
+    prob: np.ndarray,
+    task: str,
+    w: np.ndarray | ReplicateWeights,
+    n_bins: int = N_BINS,
+) -> np.ndarray:
+    """``(2, B)``: :func:`weighted_ece` and :func:`weighted_debiased_ece` of each replicate,
+    the same values as the two calls, from one pass over the weights (the debiased ECE's
+    per-bin sums hold the plug-in's)."""
     rw = ReplicateWeights.of(w)
     parts = _debiased_binned_eces(list(_ece_columns(y, prob, task)), rw, n_bins)
-    return _column_mean(parts, rw.n_replicates)
+    if task == "multiclass":
+        return parts[:, 0]
+    return np.stack([_column_mean(p, rw.n_replicates) for p in parts])
 
 
 def weighted_shrunk_ece(

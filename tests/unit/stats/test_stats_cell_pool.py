@@ -94,3 +94,35 @@ def test_default_jobs_are_the_available_cores_when_the_work_is_large():
     assert pool_size(MIN_POOL_ELEMENTS, None) == available_cores()
     assert pool_size(MIN_POOL_ELEMENTS - 1, None) == 1
     assert pool_size(10, 3) == 3
+
+
+class _Unpicklable:
+    """A cell that cannot be pickled (as a large one should not be)."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __reduce__(self):
+        raise TypeError("this cell must not be pickled")
+
+
+def _value(cell: _Unpicklable) -> int:
+    return cell.value * 2
+
+
+def _fails(cell: _Unpicklable) -> int:
+    return cell.value // 0
+
+
+def test_forked_workers_inherit_the_cells_instead_of_receiving_them_pickled():
+    from crsbench.core.workers import forks_workers
+    from crsbench.stats import cell_pool
+
+    if not forks_workers():
+        pytest.skip("workers are spawned here: cells are pickled")
+    cells = [_Unpicklable(v) for v in (3, 1, 4, 1, 5)]
+    assert map_cells(_value, cells, n_jobs=2) == [6, 2, 8, 2, 10]
+    assert cell_pool._INHERITED == {}  # nothing kept after the map
+    with pytest.raises(ZeroDivisionError):
+        map_cells(_fails, cells, n_jobs=2)
+    assert cell_pool._INHERITED == {}

@@ -11,7 +11,13 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from crsbench.stats import _reference_kernels as ref
-from crsbench.stats import _sparse_auroc, auroc_kernel, replicate_auroc, replicate_weights
+from crsbench.stats import (
+    _sparse_auroc,
+    auroc_kernel,
+    replicate_auroc,
+    replicate_weights,
+    weighted_metrics,
+)
 from crsbench.stats.resample import patient_index, resample_counts_for
 from crsbench.stats.weighted_metrics import (
     ReplicateWeights,
@@ -344,3 +350,23 @@ def test_midrank_sums_near_the_int32_limit_are_flushed_in_time():
                                   ref.reference_auroc_column(y, s, rw))  # fmt: skip
     flat = weighted_auroc_column(y, np.zeros(n), rw)  # one tie run: the other path
     np.testing.assert_array_equal(flat, np.full(3, 0.5))
+
+
+@pytest.mark.parametrize("task", ["multilabel", "multiclass"])
+def test_plug_in_and_debiased_ece_from_one_pass_equal_the_two_calls(task):
+    """The subgroup analysis reads the plug-in ECE from the debiased ECE's per-bin sums: the
+    same values as :func:`weighted_ece` to the last bit."""
+    rng = np.random.default_rng(43)
+    n = 700
+    if task == "multilabel":
+        y, p = _data(rng, n, 6, 0.3, None)
+        y[rng.random((n, 6)) < 0.1] = np.nan
+    else:
+        p = rng.dirichlet(np.ones(4), n)
+        y = rng.integers(0, 4, n).astype(float)
+    rw, _ = _weights(rng, n, 90)
+    both = weighted_metrics.weighted_ece_and_debiased(y, p, task, rw)
+    assert both.shape == (2, 90)
+    np.testing.assert_array_equal(both[0], weighted_ece(y, p, task, rw))
+    np.testing.assert_array_equal(both[1], weighted_metrics.weighted_debiased_ece(y, p, task, rw))
+    np.testing.assert_allclose(both[1], ref.reference_debiased_ece(y, p, task, rw), rtol=1e-12)
