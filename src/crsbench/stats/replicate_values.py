@@ -54,7 +54,7 @@ class ChunkWeights:
     the replicate: the same for every encoder). A split is found by its dataset and its
     patients (compared on every hit), so two cells' copies of one split share an entry."""
 
-    def __init__(self, replicates: Sequence[int] | np.ndarray, seed: int) -> None:
+    def __init__(self, replicates: Sequence[int] | np.ndarray | None, seed: int) -> None:
         self.replicates = replicates
         self.seed = seed
         self._found: dict[tuple[str, int], tuple[np.ndarray, ReplicateWeights]] = {}
