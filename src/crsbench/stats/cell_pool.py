@@ -47,7 +47,9 @@ def _inherited_call(fn: Callable[[T], R], number: int, index: int) -> R:
     return fn(_INHERITED[number][index])
 
 
-def map_cells(fn: Callable[[T], R], cells: Sequence[T], n_jobs: int = 1) -> list[R]:
+def map_cells(
+    fn: Callable[[T], R], cells: Sequence[T], n_jobs: int = 1, sizes: Sequence[int] | None = None
+) -> list[R]:
     """``[fn(c) for c in cells]``, computed in ``min(n_jobs, len(cells))`` processes.
 
     Parameters
@@ -62,6 +64,9 @@ def map_cells(fn: Callable[[T], R], cells: Sequence[T], n_jobs: int = 1) -> list
     n_jobs : int
         Worker processes (checked by :func:`check_jobs`); ``1`` computes in this process
         (with one BLAS thread, as a worker has).
+    sizes : sequence of int, optional
+        Each cell's work: the pool starts the largest first, so that no large cell is left
+        for the end while the other workers wait (the results keep the cells' order).
 
     Returns
     -------
@@ -72,13 +77,21 @@ def map_cells(fn: Callable[[T], R], cells: Sequence[T], n_jobs: int = 1) -> list
     if jobs <= 1:
         with one_blas_thread():
             return [fn(c) for c in cells]
+    order = list(range(len(cells)))
+    if sizes is not None:
+        order.sort(key=lambda i: -sizes[i])
     if not forks_workers():
         with worker_pool(jobs) as pool:
-            return list(pool.map(fn, cells))
-    number = next(_MAP_NUMBERS)
-    _INHERITED[number] = cells  # before the pool forks its workers
-    try:
-        with worker_pool(jobs) as pool:
-            return list(pool.map(partial(_inherited_call, fn, number), range(len(cells))))
-    finally:
-        del _INHERITED[number]
+            done = list(pool.map(fn, [cells[i] for i in order]))
+    else:
+        number = next(_MAP_NUMBERS)
+        _INHERITED[number] = cells  # before the pool forks its workers
+        try:
+            with worker_pool(jobs) as pool:
+                done = list(pool.map(partial(_inherited_call, fn, number), order))
+        finally:
+            del _INHERITED[number]
+    out: list = [None] * len(cells)
+    for i, result in zip(order, done, strict=True):
+        out[i] = result
+    return out

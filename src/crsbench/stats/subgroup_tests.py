@@ -55,14 +55,15 @@ def permuted_labels(
     Returns
     -------
     numpy.ndarray
-        Integer codes into ``numpy.unique(labels)``.
+        Integer codes into ``numpy.unique(labels)``, in the narrowest signed type.
     """
-    _, codes = np.unique(np.asarray(labels).astype(str), return_inverse=True)
+    uniq, codes = np.unique(np.asarray(labels).astype(str), return_inverse=True)
+    codes = codes.astype(_code_type(len(uniq)))  # (1 + P) rows: the narrowest signed type
     _, inv = patient_index(groups)
     order = np.argsort(inv, kind="stable")
     counts = np.bincount(inv)
     starts = np.r_[0, np.cumsum(counts)[:-1]]
-    out = np.empty((1 + n_perm, len(codes)), dtype=np.int64)
+    out = np.empty((1 + n_perm, len(codes)), dtype=codes.dtype)
     out[0] = codes
     rng = _rng(seed, stream)
     for k in np.unique(counts):
@@ -71,6 +72,14 @@ def permuted_labels(
         perm = rng.permuted(np.tile(np.arange(len(pats)), (n_perm, 1)), axis=1)
         out[1:, rows] = codes[rows][perm]
     return out
+
+
+def _code_type(n_codes: int) -> type:
+    """The narrowest signed integer type holding codes ``0 … n_codes - 1`` (and -1)."""
+    for kind in (np.int8, np.int16, np.int32):
+        if n_codes <= np.iinfo(kind).max:
+            return kind
+    return np.int64
 
 
 def membership_weights(perm: np.ndarray, codes: list[int], groups: np.ndarray) -> ReplicateWeights:

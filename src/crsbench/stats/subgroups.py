@@ -280,7 +280,8 @@ def subgroup_analysis(
     """
     settings = _Settings(min_patients, n_replicates, seed, level, min_ece_patients, n_permutations)
     jobs = check_jobs(n_jobs)
-    done = map_cells(partial(_one_cell, settings), list(cells.values()), jobs)
+    sizes = [sum(p.size for p in c.probability_arrays()) for c in cells.values()]
+    done = map_cells(partial(_one_cell, settings), list(cells.values()), jobs, sizes)
     sub, worst, axes = [], [], {}
     for key, (rows, worst_rows, cell_axes) in zip(cells, done, strict=True):
         sub += rows

@@ -126,3 +126,34 @@ def test_forked_workers_inherit_the_cells_instead_of_receiving_them_pickled():
     with pytest.raises(ZeroDivisionError):
         map_cells(_fails, cells, n_jobs=2)
     assert cell_pool._INHERITED == {}
+
+
+class _RecordingPool:
+    """An in-process stand-in for the worker pool that records what it is given, in order."""
+
+    def __init__(self, seen: list) -> None:
+        self.seen = seen
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def map(self, fn, items):
+        items = list(items)
+        self.seen.extend(items)
+        return [fn(x) for x in items]
+
+
+def test_the_largest_cells_are_started_first_and_results_keep_the_cells_order(monkeypatch):
+    from crsbench.stats import cell_pool
+
+    seen: list = []
+    monkeypatch.setattr(cell_pool, "worker_pool", lambda jobs: _RecordingPool(seen))
+    cells = [-3, 1, -2, 5, -4]
+    sizes = [10, 50, 20, 5, 40]
+    assert map_cells(abs, cells, n_jobs=2, sizes=sizes) == [3, 1, 2, 5, 4]
+    started = [cells[x] if cell_pool.forks_workers() else x for x in seen]
+    assert started == [1, -4, -2, -3, 5]  # by size: 50, 40, 20, 10, 5
+    assert cell_pool._INHERITED == {}
