@@ -49,10 +49,17 @@ def _patient_sums(split: EvalSplit, prob: np.ndarray, thr: np.ndarray, task: str
     return pos, hit
 
 
+#: Integers up to this are exact in float32: the matrix products run in float32 (half the
+#: memory and time of float64) when every sum they form is below it.
+_FLOAT32_EXACT = 2**24
+
+
 def _sensitivities(counts: np.ndarray, sums: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """``(B, K)`` sensitivity of each replicate from its patient ``counts`` and one seed's
-    per-patient (positives, positives called positive)."""
-    return (counts @ sums[1]) / (counts @ sums[0])
+    per-patient (positives, positives called positive), both in ``counts``' type: integer
+    sums, exact in it (float32 only below :data:`_FLOAT32_EXACT`), divided in float64."""
+    hits = (counts @ sums[1].astype(counts.dtype, copy=False)).astype(np.float64)
+    return hits / (counts @ sums[0].astype(counts.dtype, copy=False)).astype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,11 @@ class _SetSums:
             per_seed.append(next(i for i, d in enumerate(distinct) if d is f))
         return cls(split.dataset, distinct[0][0].shape[0], distinct, per_seed)
 
+    @property
+    def most_positives(self) -> int:
+        """The most positives of a label in any seed's sums (bounds the replicates' sums)."""
+        return int(max(pos.sum(axis=0).max(initial=0) for pos, _ in self.sums))
+
     def point(self) -> np.ndarray:
         """Seed-mean sensitivity per label as drawn ``(K,)``."""
         with np.errstate(invalid="ignore", divide="ignore"):  # a label without positives: NaN
@@ -101,9 +113,11 @@ def _replicates(sets: list[_SetSums], ids: np.ndarray, seed: int) -> list[np.nda
     for dataset, n_pat in streams:
         members = [i for i, s in enumerate(sets) if (s.dataset, s.n_patients) == (dataset, n_pat)]
         for start in range(0, len(ids), _CHUNK):
-            counts = resample_counts_for(
-                dataset, n_pat, ids[start : start + _CHUNK], seed, narrow=True
-            ).astype(float)
+            counts = resample_counts_for(dataset, n_pat, ids[start : start + _CHUNK], seed,
+                                         narrow=True)  # fmt: skip
+            # every product sums counts × a patient's positives: at most top × positives
+            most = max(sets[i].most_positives for i in members) * int(counts.max(initial=0))
+            counts = counts.astype(np.float32 if most < _FLOAT32_EXACT else np.float64)
             for i in members:
                 out[i].append(sets[i].replicates(counts))
     return [np.concatenate(parts) for parts in out]

@@ -152,3 +152,27 @@ def test_cells_sharing_a_dataset_give_what_each_gives_alone():
                        for k, c in (("enc", one), ("enc2", two))], ignore_index=True)  # fmt: skip
     pd.testing.assert_frame_equal(together, alone, check_exact=True)
     assert set(together["encoder"]) == {"enc", "enc2"} and len(together) == 4
+
+
+def test_float32_products_give_the_float64_tables_to_the_last_bit(monkeypatch):
+    """The replicates' sums of counts × positives are integers: in float32 (below 2**24,
+    where it is exact) they give the float64 products' tables exactly; above the bound the
+    products stay in float64."""
+    from crsbench.stats import operating_point_loss
+
+    seen: list[type] = []
+    real = operating_point_loss._sensitivities
+
+    def recording(counts, sums):
+        seen.append(counts.dtype.type)
+        return real(counts, sums)
+
+    monkeypatch.setattr(operating_point_loss, "_sensitivities", recording)
+    cells = {("enc", "src"): _cell(np.random.default_rng(12), 300, n_labels=3)}
+    fast = sensitivity_loss_intervals(cells, n_replicates=400, seed=3)
+    assert set(seen) == {np.float32}
+    seen.clear()
+    monkeypatch.setattr(operating_point_loss, "_FLOAT32_EXACT", 0)
+    exact = sensitivity_loss_intervals(cells, n_replicates=400, seed=3)
+    assert set(seen) == {np.float64}
+    pd.testing.assert_frame_equal(fast, exact, check_exact=True)
