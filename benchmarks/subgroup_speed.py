@@ -57,14 +57,20 @@ def previous():
     from crsbench.stats import subgroup_resampling as sr
     from crsbench.stats import subgroup_values as sv
     from crsbench.stats._reference_kernels import reference_debiased_ece
+    from crsbench.stats.weighted_metrics import weighted_ece
 
-    saved = sr.SplitResampling.weights, sr.CellResampling.overall_drop, sv.weighted_debiased_ece
+    def two_passes(y, prob, task, w):  # the plug-in and the debiased ECE apart, as before
+        return np.stack([weighted_ece(y, prob, task, w), reference_debiased_ece(y, prob, task, w)])
+
+    saved = (sr.SplitResampling.weights, sr.CellResampling.overall_drop,
+             sv.weighted_debiased_ece, sv.weighted_ece_and_debiased)  # fmt: skip
     sr.SplitResampling.weights, sr.CellResampling.overall_drop = _previous_weights, _previous_drop
-    sv.weighted_debiased_ece = reference_debiased_ece
+    sv.weighted_debiased_ece, sv.weighted_ece_and_debiased = reference_debiased_ece, two_passes
     try:
         yield
     finally:
-        sr.SplitResampling.weights, sr.CellResampling.overall_drop, sv.weighted_debiased_ece = saved
+        (sr.SplitResampling.weights, sr.CellResampling.overall_drop,
+         sv.weighted_debiased_ece, sv.weighted_ece_and_debiased) = saved  # fmt: skip
 
 
 def load_cells(store: Path) -> dict:

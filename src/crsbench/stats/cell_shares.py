@@ -4,9 +4,10 @@ Every cell of a dataset resamples the same patients in a replicate (the counts a
 function of the dataset and the replicate), so a worker given several cells of one dataset
 draws each chunk's counts once for all of them (:func:`crsbench.stats.cell_axes.group_replicates`)
 instead of once per cell. :func:`share_groups` splits each dataset's cells into at least as many
-groups as there are workers (so every worker has work) and into more where a group's sorted
-score columns would exceed :data:`GROUP_BYTES`; :func:`group_shares` is a worker's task. The
-numbers are a cell's own whatever group it is in.
+groups as there are workers (so every worker has work) and into more where a group would hold
+more than :data:`GROUP_BYTES` (its cells' probabilities in float64 and their sorted score
+columns, kept for every chunk); :func:`group_shares` is a worker's task. The numbers are a
+cell's own whatever group it is in.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from crsbench.stats.cell_axes import (
 )
 from crsbench.stats.cell_predictions import CellPredictions
 
-#: The most bytes a group's kept score-column orders may take (about 5 bytes per row, label
-#: and prediction of each cell, held for every chunk of replicates).
-GROUP_BYTES = 512 * 2**20
-_ORDER_BYTES_PER_ELEMENT = 5
+#: The most bytes a group may hold for every chunk of replicates: its cells' probabilities in
+#: float64 (8 bytes per row, label and prediction) and their sorted score columns (about 5).
+GROUP_BYTES = 2**30
+_BYTES_PER_ELEMENT = 8 + 5
 
 
 @dataclass(frozen=True)
@@ -88,10 +89,22 @@ def share_groups(elements: Sequence[int], datasets: Sequence[str], n_jobs: int) 
     groups: list[list[int]] = []
     for name in dict.fromkeys(datasets):  # datasets in order of first appearance
         members = [i for i, d in enumerate(datasets) if d == name]
-        size = sum(elements[i] for i in members) * _ORDER_BYTES_PER_ELEMENT
-        n_groups = min(len(members), max(n_jobs, -(-size // GROUP_BYTES)))
-        groups += _balanced([(elements[i], i) for i in members], n_groups)
+        items = [(elements[i], i) for i in members]
+        size = sum(elements[i] for i in members) * _BYTES_PER_ELEMENT
+        # a multiple of the workers, so that the dataset's groups share out evenly
+        n_groups = min(len(members), n_jobs * max(1, -(-size // (GROUP_BYTES * n_jobs))))
+        split = _balanced(items, n_groups)
+        while n_groups < len(members) and _held(split, elements) > GROUP_BYTES:
+            n_groups += 1  # a group of several cells above the bound: one group more
+            split = _balanced(items, n_groups)
+        groups += split
     return sorted(groups, key=lambda g: -sum(elements[i] for i in g))
+
+
+def _held(split: list[list[int]], elements: Sequence[int]) -> int:
+    """Bytes the largest group of several cells holds (a single cell is never split)."""
+    return max((sum(elements[i] for i in g) * _BYTES_PER_ELEMENT for g in split if len(g) > 1),
+               default=0)  # fmt: skip
 
 
 def _balanced(items: list[tuple[int, int]], n_groups: int) -> list[list[int]]:

@@ -112,11 +112,12 @@ def _replicates(sets: list[_SetSums], ids: np.ndarray, seed: int) -> list[np.nda
     streams = sorted({(s.dataset, s.n_patients) for s in sets})
     for dataset, n_pat in streams:
         members = [i for i, s in enumerate(sets) if (s.dataset, s.n_patients) == (dataset, n_pat)]
+        positives = max(sets[i].most_positives for i in members)
         for start in range(0, len(ids), _CHUNK):
             counts = resample_counts_for(dataset, n_pat, ids[start : start + _CHUNK], seed,
                                          narrow=True)  # fmt: skip
             # every product sums counts × a patient's positives: at most top × positives
-            most = max(sets[i].most_positives for i in members) * int(counts.max(initial=0))
+            most = positives * int(counts.max(initial=0))
             counts = counts.astype(np.float32 if most < _FLOAT32_EXACT else np.float64)
             for i in members:
                 out[i].append(sets[i].replicates(counts))

@@ -77,7 +77,7 @@ def permuted_labels(
 def _code_type(n_codes: int) -> type:
     """The narrowest signed integer type holding codes ``0 … n_codes - 1`` (and -1)."""
     for kind in (np.int8, np.int16, np.int32):
-        if n_codes <= np.iinfo(kind).max:
+        if n_codes - 1 <= np.iinfo(kind).max:
             return kind
     return np.int64
 

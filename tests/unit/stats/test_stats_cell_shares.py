@@ -65,10 +65,16 @@ def test_groups_split_each_dataset_for_every_worker_and_within_the_memory_bound(
     loads = [sum(sizes[i] for i in g) for g in two]
     assert loads == sorted(loads, reverse=True)  # the largest task first
     assert loads[:2] == [70, 60]  # dataset a: 50+10 and 40+30 (balanced)
-    monkeypatch.setattr(cell_shares, "GROUP_BYTES", 5 * 60)  # 60 elements a group
+    monkeypatch.setattr(cell_shares, "GROUP_BYTES", 13 * 60)  # 60 elements a group
     capped = share_groups(sizes, datasets, 1)
     assert all(sum(sizes[i] for i in g) <= 60 for g in capped if len(g) > 1)
-    assert len([g for g in capped if datasets[g[0]] == "a"]) == 3
+    assert len([g for g in capped if datasets[g[0]] == "a"]) == 3  # 130 elements: 50, 40, 40
+    evenly = share_groups(sizes, datasets, 2)  # 130 elements, two workers: 4 groups, not 3
+    assert len([g for g in evenly if datasets[g[0]] == "a"]) == 4
+    monkeypatch.setattr(cell_shares, "GROUP_BYTES", 13 * 45)  # 50 alone; 40 + 10 is above
+    alone = share_groups(sizes, datasets, 1)
+    assert all(sum(sizes[i] for i in g) <= 45 for g in alone if len(g) > 1)
+    assert len(share_groups([30, 30, 30], ["a"] * 3, 1)) == 3  # 2 groups would hold 60
     assert share_groups([7], ["x"], 4) == [[0]]
 
 
