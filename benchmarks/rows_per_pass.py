@@ -25,9 +25,8 @@ import time
 import numpy as np
 
 from auroc_kernel import FULL_ROWS, LABELS, _columns
-from crsbench.stats.auroc_kernel import SumTypes, block_auroc
 from crsbench.stats.ece_kernel import BinEntries
-from crsbench.stats.replicate_auroc import _column_order
+from crsbench.stats.replicate_auroc import weighted_auroc_columns
 from crsbench.stats.replicate_weights import ReplicateWeights
 from crsbench.stats.resample import patient_index, resample_counts_for
 
@@ -44,37 +43,7 @@ def _weights(n: int, per_patient: float, n_rep: int) -> ReplicateWeights:
 
 def _all_columns(columns, w: ReplicateWeights, rows_per_pass: int) -> np.ndarray:
     """AUROC of every column under every replicate, block by block (as the bootstrap reads)."""
-    orders = [_column_order(t, s, w, r) for r, t, s in columns]
-    sums = [SumTypes.of(w.counts.dtype, w.top, len(o.cols)) for o in orders]
-    out = np.empty((len(orders), w.n_replicates))
-    size = w.block_size
-    for start in range(0, w.n_replicates, size):
-        wt = w.transposed(start, size)
-        for j, order in enumerate(orders):
-            out[j, start : start + size] = block_auroc(order, wt, sums[j], rows_per_pass)
-    return out
-
-
-def _cpu(fn, *args):
-    t0 = time.process_time()
-    out = fn(*args)
-    return time.process_time() - t0, out
-
-
-def side_by_side(n: int, per_patient: float, n_rep: int, repeats: int):
-    """CPU seconds of each run with four rows and with one row per pass."""
-    columns, w = _columns(n), _weights(n, per_patient, n_rep)
-    for start in range(0, n_rep, w.block_size):  # the transposed blocks, built before timing
-        w.transposed(start, w.block_size)
-    four, one = [], []
-    for _ in range(repeats):
-        t, new = _cpu(_all_columns, columns, w, 4)
-        four.append(t)
-        t, old = _cpu(_all_columns, columns, w, 1)
-        one.append(t)
-        if not np.array_equal(new, old, equal_nan=True):
-            raise AssertionError(f"four and one row per pass disagree at {n} rows")
-    return w, four, one
+    return weighted_auroc_columns(columns, w, rows_per_pass=rows_per_pass)
 
 
 def _ece_sums(entries: list[BinEntries], w: ReplicateWeights, per_pass: int) -> list[np.ndarray]:
@@ -86,24 +55,51 @@ def _ece_sums(entries: list[BinEntries], w: ReplicateWeights, per_pass: int) -> 
     return out
 
 
+def _cpu(fn, *args):
+    t0 = time.process_time()
+    out = fn(*args)
+    return time.process_time() - t0, out
+
+
+def _alternate(fn, data, w: ReplicateWeights, repeats: int, check) -> tuple[list, list]:
+    """CPU seconds of ``fn(data, w, 4)`` and ``fn(data, w, 1)``, alternating, each pair checked
+    by ``check(four, one)``; the transposed blocks are built before timing."""
+    for start in range(0, w.n_replicates, w.block_size):
+        w.transposed(start, w.block_size)
+    four, one = [], []
+    for _ in range(repeats):
+        t, new = _cpu(fn, data, w, 4)
+        four.append(t)
+        t, old = _cpu(fn, data, w, 1)
+        one.append(t)
+        check(new, old)
+    return four, one
+
+
+def _bit_identical(new, old) -> None:
+    if not np.array_equal(new, old, equal_nan=True):
+        raise AssertionError("four and one row per pass disagree")
+
+
+def _close(new, old) -> None:
+    for a, b in zip(new, old, strict=True):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * max(float(np.abs(b).max()), 1))
+
+
+def side_by_side(n: int, per_patient: float, n_rep: int, repeats: int):
+    """CPU seconds of each run with four rows and with one row per pass (AUROC)."""
+    w = _weights(n, per_patient, n_rep)
+    return w, *_alternate(_all_columns, _columns(n), w, repeats, _bit_identical)
+
+
 def ece_side_by_side(n: int, per_patient: float, n_rep: int, repeats: int):
     """CPU seconds of each run of the debiased ECE's sums, four and one entry per pass."""
     w = _weights(n, per_patient, n_rep)
-    for start in range(0, n_rep, w.block_size):
-        w.transposed(start, w.block_size)
     entries = []
     for _, t, s in _columns(n):
         bins = np.minimum((s * 15).astype(int), 14)
         entries.append(BinEntries.of(w.inverse, bins, t - s, 15, debiased=True))
-    four, one = [], []
-    for _ in range(repeats):
-        t, new = _cpu(_ece_sums, entries, w, 4)
-        four.append(t)
-        t, old = _cpu(_ece_sums, entries, w, 1)
-        one.append(t)
-        for a, b in zip(new, old, strict=True):
-            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * max(float(np.abs(b).max()), 1))
-    return w, four, one
+    return w, *_alternate(_ece_sums, entries, w, repeats, _close)
 
 
 def _line(kernel: str, name: str, n: int, w: ReplicateWeights, four, one) -> float:

@@ -63,6 +63,7 @@ def weighted_auroc_columns(
     columns: list[tuple[np.ndarray | None, np.ndarray, np.ndarray]],
     w: ReplicateWeights,
     orders: list[ColumnOrder] | None = None,
+    rows_per_pass: int | None = None,
 ) -> np.ndarray:
     """AUROC of each ``(rows, target, score)`` column under every replicate: ``(columns, B)``.
 
@@ -70,7 +71,8 @@ def weighted_auroc_columns(
     ``None``). NaN in a replicate without both classes. Each column is sorted once (or its
     ``orders`` given, as :class:`ColumnOrders` keeps them); the replicates are evaluated in
     blocks (:attr:`ReplicateWeights.block_size`), every column of a block reading the same
-    transposed weights.
+    transposed weights. ``rows_per_pass``: the kernel's (:func:`block_auroc`; the same
+    values for 1 and 4).
     """
     if _unit(w):  # the point estimate: one replicate, every row once
         for r, t, s in columns:
@@ -86,7 +88,7 @@ def weighted_auroc_columns(
     for start in range(0, w.n_replicates, size):
         wt = w.transposed(start, size)
         for j, order in enumerate(orders):
-            out[j, start : start + size] = block_auroc(order, wt, sums[j])
+            out[j, start : start + size] = block_auroc(order, wt, sums[j], rows_per_pass)
     return out
 
 
