@@ -92,13 +92,19 @@ def _binned_eces(columns, w: ReplicateWeights, n_bins: int, worlds=(False,)) -> 
         wt = w.transposed(start, size)
         for c, e in enumerate(entries):
             sums = e.sums(wt)
-            mass, gap = sums[:, 0], sums[:, 1]
-            total = mass.sum(axis=0)
             for i, shift in enumerate(shifts[c]):
-                ece = np.abs(gap + shift[:, None] * mass).sum(axis=0)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    out[i, c, start : start + size] = np.where(total > 0, ece / total, np.nan)
+                out[i, c, start : start + size] = _plug_in_from_sums(sums, shift)
     return out
+
+
+def _plug_in_from_sums(sums: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """Plug-in ECE per replicate from ``(bins, sums, replicates)`` per-bin sums (rows, gap
+    sum first): ``Σ_bins |gap sum + shift · rows| / rows``, ``shift`` per bin (0: as drawn)."""
+    mass, gap = sums[:, 0], sums[:, 1]
+    total = mass.sum(axis=0)
+    ece = np.abs(gap + shift[:, None] * mass).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, ece / total, np.nan)
 
 
 def _mean_abs_normal(mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
@@ -134,11 +140,7 @@ def _debiased_binned_eces(columns, w: ReplicateWeights, n_bins: int) -> np.ndarr
         wt = w.transposed(start, size)
         for c, e in enumerate(entries):
             sums = e.sums(wt)
-            mass, gap = sums[:, 0], sums[:, 1]
-            total = mass.sum(axis=0)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                plug_in = np.where(total > 0, np.abs(gap + 0.0 * mass).sum(axis=0) / total, np.nan)
-            out[0, c, start : start + size] = plug_in
+            out[0, c, start : start + size] = _plug_in_from_sums(sums, np.zeros(n_bins))
             out[1, c, start : start + size] = _debiased_from_sums(sums.transpose(2, 0, 1))
     return out
 
