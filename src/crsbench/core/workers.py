@@ -115,13 +115,29 @@ def limit_worker_threads() -> None:
 
 
 def one_blas_thread() -> AbstractContextManager:
-    """A context in which this process's BLAS / OpenMP pools run one thread (no-op without
-    ``threadpoolctl``)."""
+    """A context in which this process's BLAS / OpenMP pools run one thread."""
+    return blas_thread_limit(1)
+
+
+def blas_thread_limit(threads: int) -> AbstractContextManager:
+    """A context in which this process's BLAS / OpenMP pools run at most ``threads`` threads
+    (no-op without ``threadpoolctl``)."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
         return nullcontext()
-    return threadpool_limits(limits=1)
+    return threadpool_limits(limits=threads)
+
+
+def blas_threads() -> int:
+    """Threads this process's BLAS library may use now (1 in a worker process; 1 without
+    ``threadpoolctl``)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return 1
+    counts = [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+    return max(counts, default=1)
 
 
 def _context() -> multiprocessing.context.BaseContext:

@@ -7,13 +7,8 @@
 
 from __future__ import annotations
 
-from crsbench.probes.grid import (
-    DEFAULT_MAX_ITER,
-    DEFAULT_TOL,
-    FittedLinear,
-    fit_probe_grid,
-    linear_proba,
-)
+from crsbench.probes.fitted import FittedLinear
+from crsbench.probes.grid import DEFAULT_MAX_ITER, DEFAULT_TOL, fit_probe_grid, linear_proba
 from crsbench.probes.knn import KNNProbe
 from crsbench.probes.logistic import LogisticProbe
 from crsbench.probes.mlp import MLPProbe

@@ -20,14 +20,19 @@ import numpy as np
 Objective = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def stall_ftol(dtype: type | np.dtype) -> float:
+def stall_ftol(dtype: type | np.dtype, ulps: float = 64.0) -> float:
     """Relative loss decrease below which a problem has stalled at the precision of ``dtype``.
 
-    64 × the machine epsilon of the dtype the loss is evaluated in (scikit-learn's lbfgs uses
-    the same factor for float64: 1.4e-14; float32 gives 7.6e-6). Smaller decreases are
-    rounding noise of the loss, not progress.
+    ``ulps`` × the machine epsilon of the dtype the loss is evaluated in. scikit-learn's lbfgs
+    uses 64 for float64 (1.4e-14; float32 gives 7.6e-6): smaller decreases are rounding noise
+    of its loss, not progress. A loss summed more precisely can take a smaller factor.
     """
-    return 64.0 * float(np.finfo(dtype).eps)
+    return ulps * float(np.finfo(dtype).eps)
+
+
+#: Iterations in a row with a decrease below ``ftol`` after which a problem has stalled: one
+#: such step can be an overshoot that the next curvature pair corrects.
+STALL_PATIENCE = 3
 
 
 class LineObjective(Protocol):
@@ -89,6 +94,25 @@ class FunctionObjective:
 
 
 @dataclass(frozen=True)
+class LBFGSMemory:
+    """Each problem's curvature pairs, oldest first (``rho`` 0: an empty slot), and scaling."""
+
+    S: np.ndarray  # (m, history, p)
+    Y: np.ndarray  # (m, history, p)
+    rho: np.ndarray  # (m, history)
+    gamma: np.ndarray  # (m,)
+
+    @classmethod
+    def empty(cls, m: int, history: int, p: int) -> LBFGSMemory:
+        return cls(np.zeros((m, history, p)), np.zeros((m, history, p)),
+                   np.zeros((m, history)), np.ones(m))  # fmt: skip
+
+    def take(self, ids: np.ndarray) -> LBFGSMemory:
+        """The memory of the problems ``ids``."""
+        return LBFGSMemory(self.S[ids], self.Y[ids], self.rho[ids], self.gamma[ids])
+
+
+@dataclass(frozen=True)
 class LBFGSResult:
     """Solution of every problem and how the solve went."""
 
@@ -99,6 +123,7 @@ class LBFGSResult:
     n_iter: int
     converged: np.ndarray  # (m,) bool: grad_norm <= tol
     message: str
+    memory: LBFGSMemory | None = None  # each problem's curvature pairs where it stopped
 
 
 def batched_lbfgs(
@@ -112,6 +137,7 @@ def batched_lbfgs(
     max_backtracks: int = 30,
     ftol: float = stall_ftol(np.float64),
     test: str = "gradient",
+    memory: LBFGSMemory | None = None,
 ) -> LBFGSResult:
     """Minimise ``m`` independent problems ``f_i(x_i)`` jointly.
 
@@ -131,9 +157,13 @@ def batched_lbfgs(
     c1 : float
         Armijo sufficient-decrease constant of the backtracking line search.
     ftol : float
-        A problem whose relative decrease falls below ``ftol`` is stalled at numerical
+        A problem whose relative decrease falls below ``ftol`` :data:`STALL_PATIENCE` times in
+        a row (or whose line search finds no acceptable step) is stalled at numerical
         precision and stops iterating (reported as not converged unless the gradient test
         also holds); see :func:`stall_ftol`.
+    memory : LBFGSMemory, optional
+        Curvature pairs to start from (a previous result's ``memory``, to take problems on
+        where they stopped, e.g. with another objective); default none.
     test : {"gradient", "change"}
         "gradient": a problem has converged when ``objective.grad_norm`` of its gradient is
         at most ``tol``. "change": when ``objective.line_change`` of its next line (the
@@ -148,7 +178,8 @@ def batched_lbfgs(
     met = np.zeros(m, dtype=bool)  # the change test held (test="change")
     change = np.full(m, np.inf)  # each problem's last predicted change (test="change")
     start = everyone if by_change else everyone[objective.grad_norm(g, everyone, tol) > tol]
-    work = _WorkingSet(start, x, f, g, history)
+    kept = LBFGSMemory.empty(m, history, x.shape[1])
+    work = _WorkingSet(start, x, f, g, history, memory, kept)
     it = 0
     for it in range(1, max_iter + 1):
         if work.ids.size == 0:
@@ -174,7 +205,8 @@ def batched_lbfgs(
             g_new[moved] = objective.move_to(step[moved], work.ids[moved])
         decrease = (work.f - f_new) / np.maximum(np.abs(work.f), 1.0)
         work.advance(x_new, f_new, g_new, moved)
-        keep = moved & (decrease > ftol)  # the others stalled at numerical precision
+        work.flat = np.where(decrease > ftol, 0, work.flat + 1)
+        keep = moved & (work.flat < STALL_PATIENCE)  # the others stalled at numerical precision
         if not by_change and keep.any():
             keep[keep] = objective.grad_norm(g_new[keep], work.ids[keep], tol) > tol
         work.retire(keep, x, f, g)
@@ -186,7 +218,7 @@ def batched_lbfgs(
         if converged.all()
         else ("iteration cap reached" if it >= max_iter else "stalled at numerical precision")
     )
-    return LBFGSResult(x, f, g, grad_norm, it, converged, msg)
+    return LBFGSResult(x, f, g, grad_norm, it, converged, msg, kept)
 
 
 class _WorkingSet:
@@ -196,16 +228,19 @@ class _WorkingSet:
     per-iteration vector operation costs in proportion to the problems still running.
     """
 
-    def __init__(self, ids, x, f, g, history) -> None:
+    def __init__(self, ids, x, f, g, history, memory, kept) -> None:
         self.ids = ids
         self.x, self.f, self.g = x[ids], f[ids], g[ids]
         self.history = history
-        self.S = np.zeros((history, ids.size, x.shape[1]))
-        self.Y = np.zeros_like(self.S)
-        self.rho = np.zeros((history, ids.size))
-        self.gamma = np.ones(ids.size)
-        self.n_hist = 0
+        self.kept = kept  # where retired problems leave their curvature pairs
+        start = LBFGSMemory.empty(x.shape[0], history, x.shape[1]) if memory is None else memory
+        self.S = start.S[ids].transpose(1, 0, 2).copy()
+        self.Y = start.Y[ids].transpose(1, 0, 2).copy()
+        self.rho = start.rho[ids].T.copy()
+        self.gamma = start.gamma[ids].copy()
+        self.n_hist = 0 if memory is None else history  # empty slots (rho 0) are skipped
         self.head = 0
+        self.flat = np.zeros(ids.size, dtype=int)
 
     def descent_direction(self) -> tuple[np.ndarray, np.ndarray]:
         """The L-BFGS direction of every problem (steepest descent where it is not a descent
@@ -239,10 +274,16 @@ class _WorkingSet:
             return
         done = self.ids[~keep]
         x[done], f[done], g[done] = self.x[~keep], self.f[~keep], self.g[~keep]
+        oldest_first = [(self.head + k) % self.history for k in range(self.history)]
+        self.kept.S[done] = self.S[oldest_first][:, ~keep].transpose(1, 0, 2)
+        self.kept.Y[done] = self.Y[oldest_first][:, ~keep].transpose(1, 0, 2)
+        self.kept.rho[done] = self.rho[oldest_first][:, ~keep].T
+        self.kept.gamma[done] = self.gamma[~keep]
         self.ids = self.ids[keep]
         self.x, self.f, self.g = self.x[keep], self.f[keep], self.g[keep]
         self.S, self.Y, self.rho = self.S[:, keep], self.Y[:, keep], self.rho[:, keep]
         self.gamma = self.gamma[keep]
+        self.flat = self.flat[keep]
 
 
 def _change_test(objective, ids, change, it, tol) -> np.ndarray:

@@ -7,7 +7,8 @@ so the line search compares losses that differ by float64 rounding only, whateve
 working dtype. (Recomputing ``Z @ W`` in float32 for each trial adds a float32 rounding error
 to each logit, which makes the loss noisy at about 1e-9 relative: a line search on it stops
 long before the gradient test can hold.) The gradient at the accepted point costs the second
-matrix product, ``Z.T @ residual``.
+matrix product, ``Z.T @ residual``. Between the two products, each trial is one compiled pass
+over the rows (:mod:`crsbench.probes._kernels`).
 
 Variables are preconditioned, ``W = S ⊙ V`` (see :mod:`crsbench.probes._solver`); the
 gradient returned is with respect to ``V``. Objectives are scikit-learn's: multi-class
@@ -18,7 +19,8 @@ BCE + ||w_l||² / (2 C n_l)``, summed over labels (the labels do not interact).
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit, log_expit
+
+from crsbench.probes import _kernels
 
 #: Precision of the logits kept between iterations and of every loss value.
 LOSS_DTYPE = np.float64
@@ -43,52 +45,65 @@ class LogisticObjective:
         self.Z = Z
         self.n, self.r = Z.shape
         self.multiclass = multiclass
-        self.mask = None if multiclass else (~np.isnan(Y)).astype(LOSS_DTYPE)
-        self.Y = np.nan_to_num(Y).astype(LOSS_DTYPE)
+        m, _, K = S.shape
+        self.K = K
+        if multiclass:
+            self.y = np.ascontiguousarray(np.argmax(Y, axis=1), dtype=np.int64)
+        else:
+            self.mask = np.ascontiguousarray(~np.isnan(Y), dtype=LOSS_DTYPE)
+            self.Y = np.ascontiguousarray(np.nan_to_num(Y), dtype=LOSS_DTYPE)
         self.S = S
         self.lam = lam
         self.inv_n = 1.0 / np.asarray(n_l, dtype=LOSS_DTYPE)
         self.rot = np.asarray(rot, dtype=Z.dtype)
         self.d_sqrt = np.sqrt(max(self.rot.shape[0], 1))
-        m, _, K = S.shape
         self.logits = np.zeros((self.n, m, K), dtype=LOSS_DTYPE)
-        self._residual = np.zeros_like(self.logits)  # d(data loss)/d(logits) at the last value
-        self._line: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._slot = np.full(m, -1)
+        # d(data loss)/d(logits) at the last value, problem j in columns j·K ... j·K + K - 1,
+        # in the working dtype (the gradient's product reads it); its column sums in float64
+        self._residual = np.zeros((self.n, m * K), dtype=Z.dtype)
+        self._residual_sum = np.zeros((m, K), dtype=LOSS_DTYPE)
+        self._line: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._slot = np.full(m, -1, dtype=np.int64)
 
     # --- what the batched L-BFGS calls -------------------------------------------------
     def evaluate(self, v: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Losses and gradients of problems ``idx`` at ``v`` (logits computed afresh)."""
-        self.logits[:, idx] = self._product(v, idx)
-        loss, self._residual[:, idx] = self._loss_and_residual(self.logits[:, idx])
+        idx = np.asarray(idx, dtype=np.int64)
+        D, Db = self._product(v, idx)
+        self.logits[:, idx] = 0.0
+        slots, unit = np.arange(idx.size, dtype=np.int64), np.ones(idx.size)
+        loss = self._trial(D, Db, unit, idx, slots)
+        _kernels.advance(self.logits, D, Db, unit, idx, slots)
         return loss + self._penalty(v, idx), self._grad(v, idx)
 
     def set_line(self, v: np.ndarray, d: np.ndarray, idx: np.ndarray) -> None:
         """Prepare the search lines ``v + step · d`` of problems ``idx`` (one matrix product)."""
         self._slot[:] = -1
         self._slot[idx] = np.arange(idx.size)
-        self._line = (v, d, self._product(d, idx))
+        self._line = (v, d, *self._product(d, idx))
 
-    def _current_line(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _current_line(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         if self._line is None:
             raise RuntimeError("LogisticObjective: set_line must come before value_at/move_to")
         return self._line
 
     def value_at(self, step: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """Losses of problems ``idx`` (a subset of the line's) at ``v + step · d``."""
-        v, d, D = self._current_line()
+        v, d, D, Db = self._current_line()
+        idx = np.asarray(idx, dtype=np.int64)
         s = self._slot[idx]
-        logits = self.logits[:, idx] + step[None, :, None] * D[:, s]
-        # kept: the accepted step of a problem is the last one tried, so move_to reuses it
-        loss, self._residual[:, idx] = self._loss_and_residual(logits)
+        # the residuals kept are the last trial's: the accepted step of a problem is the last
+        # one tried, so move_to reuses them
+        loss = self._trial(D, Db, np.asarray(step, dtype=LOSS_DTYPE), idx, s)
         return loss + self._penalty(v[s] + step[:, None] * d[s], idx)
 
     def move_to(self, step: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """Move problems ``idx`` to ``v + step · d`` (their last value_at) and return their
         gradients there."""
-        v, d, D = self._current_line()
+        v, d, D, Db = self._current_line()
+        idx = np.asarray(idx, dtype=np.int64)
         s = self._slot[idx]
-        self.logits[:, idx] += step[None, :, None] * D[:, s]
+        _kernels.advance(self.logits, D, Db, np.asarray(step, dtype=LOSS_DTYPE), idx, s)
         return self._grad(v[s] + step[:, None] * d[s], idx)
 
     def line_change(self, idx: np.ndarray) -> np.ndarray:
@@ -96,20 +111,15 @@ class LogisticObjective:
         line predicts (first order in the logits), per problem ``idx``.
 
         The step is the quasi-Newton step, an estimate of the way to the optimum, so this is
-        the predicted distance of the fitted probabilities from the optimum's. Evaluated in
-        float32: it is compared with a tolerance, not accumulated.
+        the predicted distance of the fitted probabilities from the optimum's. Multi-class
+        probabilities are read from the residuals, (p - y) / n at the current point.
         """
-        _, _, D = self._current_line()
-        dz = D[:, self._slot[idx]].astype(np.float32)
-        if self.multiclass:  # the residual (p - y) / n is at the current point
-            p = (self._residual[:, idx] * self.n).astype(np.float32)
-            p += self.Y[:, None, :]
-            dz -= np.einsum("nmk,nmk->nm", p, dz)[..., None]
-            dz *= p
-        else:
-            p = expit(self.logits[:, idx].astype(np.float32))
-            dz *= p * (1.0 - p)
-        return np.abs(dz).max(axis=(0, 2)).astype(np.float64)
+        _, _, D, Db = self._current_line()
+        idx = np.asarray(idx, dtype=np.int64)
+        s = self._slot[idx]
+        if self.multiclass:
+            return _kernels.softmax_change(self._residual, D, Db, idx, s, self.y, float(self.n))
+        return _kernels.sigmoid_change(self.logits, D, Db, idx, s)
 
     def grad_norm(self, g: np.ndarray, idx: np.ndarray, tol: float | None = None) -> np.ndarray:
         """Max-norm of the gradient in the standardised features' weights and the biases.
@@ -137,47 +147,32 @@ class LogisticObjective:
     def _weights(self, v: np.ndarray, idx: np.ndarray) -> np.ndarray:
         return self.S[idx] * v.reshape(self.S[idx].shape)
 
-    def _product(self, v: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """Logits (or their change along ``v``) ``Z @ W + b`` in float64, shape (n, len(idx), K)."""
+    def _product(self, v: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``Z @ W`` in the working dtype, (n, len(idx)·K), and the biases ``b`` (len(idx), K)
+        in float64: the logits (or their change along ``v``) are their sum."""
         Wfull = self._weights(v, idx)
         mm, K = Wfull.shape[0], Wfull.shape[2]
         W2 = np.ascontiguousarray(Wfull[:, : self.r].transpose(1, 0, 2).reshape(self.r, mm * K))
-        out = (self.Z @ W2.astype(self.Z.dtype)).reshape(self.n, mm, K).astype(LOSS_DTYPE)
-        out += Wfull[:, self.r][None]
-        return out
+        return self.Z @ W2.astype(self.Z.dtype), np.ascontiguousarray(Wfull[:, self.r])
 
     def _penalty(self, v: np.ndarray, idx: np.ndarray) -> np.ndarray:
         W = self._weights(v, idx)[:, : self.r]
         return 0.5 * np.einsum("mrk,mrk,mk->m", W, W, self.lam[idx])
 
-    def _loss_and_residual(self, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Data losses (len(idx),) and their derivatives in the logits (n, len(idx), K)."""
+    def _trial(self, D, Db, step, idx, slots) -> np.ndarray:
+        """Data losses of problems ``idx`` at ``logits + step · (D + Db)``; keeps the residuals."""
         if self.multiclass:
-            top = logits.max(axis=2, keepdims=True)
-            E = np.exp(logits - top)
-            total = E.sum(axis=2, keepdims=True)
-            lse = np.log(total[..., 0]) + top[..., 0]
-            loss = (lse.sum(axis=0) - np.einsum("nmk,nk->m", logits, self.Y)) * self.inv_n[0]
-            E /= total
-            E -= self.Y[:, None, :]
-            E *= self.inv_n[0]
-            return loss, E
-        # softplus(z) - y z = -log σ(z) + (1 - y) z, stable for both signs
-        assert self.mask is not None  # set for multilabel problems in __init__
-        log_p = log_expit(logits)
-        bce = (1.0 - self.Y)[:, None, :] * logits - log_p
-        bce *= self.mask[:, None, :]
-        R = np.exp(log_p, out=log_p)
-        R -= self.Y[:, None, :]
-        R *= (self.mask * self.inv_n)[:, None, :]
-        return bce.sum(axis=0) @ self.inv_n, R
+            return _kernels.softmax_trial(self.logits, D, Db, step, idx, slots, self.y,
+                                          float(self.inv_n[0]), self._residual,
+                                          self._residual_sum)  # fmt: skip
+        return _kernels.sigmoid_trial(self.logits, D, Db, step, idx, slots, self.Y, self.mask,
+                                      self.inv_n, self._residual, self._residual_sum)  # fmt: skip
 
     def _grad(self, v: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        R = self._residual[:, idx]
-        mm, K = R.shape[1], R.shape[2]
-        R2 = R.reshape(self.n, mm * K).astype(self.Z.dtype)
-        gW = (self.Z.T @ R2).reshape(self.r, mm, K).transpose(1, 0, 2).astype(LOSS_DTYPE)
+        mm, K = idx.size, self.K
+        R = self._residual[:, (idx[:, None] * K + np.arange(K)).ravel()]
+        gW = (self.Z.T @ R).reshape(self.r, mm, K).transpose(1, 0, 2).astype(LOSS_DTYPE)
         Wfull = self._weights(v, idx)
         gW += self.lam[idx][:, None, :] * Wfull[:, : self.r]
-        grad = np.concatenate([gW, R.sum(axis=0)[:, None, :]], axis=1) * self.S[idx]
+        grad = np.concatenate([gW, self._residual_sum[idx][:, None, :]], axis=1) * self.S[idx]
         return grad.reshape(mm, -1)

@@ -8,7 +8,8 @@ import numpy.typing as npt
 from crsbench.core.errors import DataError
 from crsbench.core.validation import check_C
 from crsbench.probes.base import ProbeBase
-from crsbench.probes.grid import DEFAULT_MAX_ITER, DEFAULT_TOL, FittedLinear, fit_probe_grid
+from crsbench.probes.fitted import FittedLinear
+from crsbench.probes.grid import DEFAULT_MAX_ITER, DEFAULT_TOL, fit_probe_grid
 from crsbench.protocol import LOGISTIC_STOP
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crsbench.stats.jit import LazyKernel
+from crsbench.core.jit import LazyKernel
 
 
 def _auroc_block(cols, minority, tie_start, tie_end, wt, flush_every, batch, cum, tied, w_min,

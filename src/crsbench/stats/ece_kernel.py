@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crsbench.stats.jit import LazyKernel
+from crsbench.core.jit import LazyKernel
 
 
 def _bin_sums(cols, bins, stats, wt, per_pass, count, out):

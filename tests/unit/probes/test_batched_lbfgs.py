@@ -67,3 +67,32 @@ def test_iteration_cap_reports_not_converged():
     res = batched_lbfgs(FunctionObjective(fun), np.zeros((2, 30)), max_iter=2, tol=1e-12)
     assert res.n_iter == 2 and not res.converged.any()
     assert res.message == "iteration cap reached"
+
+
+def test_a_run_taken_on_with_its_memory_continues_exactly_where_it_stopped():
+    """Stopping after 7 iterations and going on with the result's curvature pairs gives the
+    iterates of one uninterrupted run (a float32 fit goes on so in float64)."""
+    _, _, fun = _quadratics(m=4, p=30, seed=3)
+    straight = batched_lbfgs(FunctionObjective(fun), np.zeros((4, 30)), max_iter=19, tol=1e-12,
+                             ftol=0.0)  # fmt: skip
+    first = batched_lbfgs(
+        FunctionObjective(fun), np.zeros((4, 30)), max_iter=7, tol=1e-12, ftol=0.0
+    )
+    assert first.memory is not None and (first.memory.rho != 0).any()
+    rest = batched_lbfgs(FunctionObjective(fun), first.x, max_iter=12, tol=1e-12, ftol=0.0,
+                         memory=first.memory)  # fmt: skip
+    np.testing.assert_array_equal(rest.x, straight.x)
+    fresh = batched_lbfgs(FunctionObjective(fun), first.x, max_iter=12, tol=1e-12, ftol=0.0)
+    assert np.abs(fresh.x - straight.x).max() > 1e-9  # the memory is what makes it exact
+
+
+def test_a_problem_stalls_only_after_three_flat_iterations_in_a_row():
+    """A decrease below ftol once (an overshooting step) does not end a problem; three in a
+    row do (each step here is accepted and lowers the loss by ~1e-30)."""
+
+    def tilted(X, idx):  # a linear loss with a tiny slope: every step is nearly flat
+        return -1e-15 * X.sum(axis=1), np.full_like(X, -1e-15)
+
+    res = batched_lbfgs(FunctionObjective(tilted), np.zeros((1, 3)), max_iter=50, tol=1e-40)
+    assert res.n_iter == 3 and not res.converged.any()
+    assert (res.x > 0).all()  # every one of the three steps was taken

@@ -125,7 +125,8 @@ def test_line_change_is_the_first_order_change_of_every_probability(task):
     obj.set_line(v, d, idx)
     link = (lambda z: softmax(z, axis=-1)) if task == "multiclass" else expit
     z0 = obj.logits[:, 0].copy()
-    D = obj._product(d, idx)[:, 0] - obj._product(np.zeros_like(d), idx)[:, 0]
+    product, bias = obj._product(d, idx)  # the logits' change along d: Z @ W + b
+    D = product.astype(np.float64) + bias[0]
     eps = 1e-6
     fd = (link(z0 + eps * D) - link(z0 - eps * D)) / (2 * eps)
     np.testing.assert_allclose(obj.line_change(idx), [np.abs(fd).max()], rtol=1e-4)
