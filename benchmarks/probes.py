@@ -26,7 +26,10 @@ probabilities within about 1e-5 of its optimum's). Two baselines (``--baseline``
   engine and this reference (``max_train_prob_diff=``; goal ≤ 1e-5).
 
 Usage: ``python benchmarks/probes.py [--n 20000] [--d 768] [--tasks multiclass]
-[--baseline as-written|exact] [--seeds 5] [--quick]``.
+[--baseline as-written|exact] [--seeds 5] [--quick]``. Where the environment forces an older
+OpenBLAS kernel (``OPENBLAS_CORETYPE``, set on some hosts for old OpenBLAS builds), run it as
+``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/probes.py`` to measure the
+kernel the CPU selects; the kernel is printed (``blas=``).
 """
 
 from __future__ import annotations
@@ -169,6 +172,15 @@ def run_task(task, X, y, Xv, yv, Cs, subsets, max_iter, tol, k, exact=False):
     }
 
 
+def blas_kernel() -> str:
+    """The OpenBLAS kernel this process runs (set by the CPU, or by ``OPENBLAS_CORETYPE``)."""
+    from threadpoolctl import threadpool_info
+
+    np.ones(2) @ np.ones(2)  # load the BLAS library
+    kinds = {i.get("architecture") or "?" for i in threadpool_info() if i["user_api"] == "blas"}
+    return "/".join(sorted(kinds)) or "none"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20000, help="training rows (default 20000)")
@@ -209,7 +221,8 @@ def main(argv: list[str] | None = None) -> None:
     subsets = make_subsets(n, fractions, seeds)
     print(
         f"grid: {len(Cs)} C x {len(fractions)} fractions x {len(seeds)} seeds; "
-        f"train {n} x {d}, validation {len(Xv)}; max_iter {args.max_iter}, tol {args.tol:g}"
+        f"train {n} x {d}, validation {len(Xv)}; max_iter {args.max_iter}, tol {args.tol:g}; "
+        f"BLAS kernel {blas_kernel()} (both sides)"
     )
     results = {}
     with warnings.catch_warnings():
@@ -236,6 +249,7 @@ def main(argv: list[str] | None = None) -> None:
     figures.append(f"max_auroc_diff={max(r['max_auroc_diff'] for r in results.values()):.2e}")
     figures += [f"engine_s={engine:.2f}", f"sklearn_s={base:.2f}", f"n={n}", f"d={d}"]
     figures += [f"tol={args.tol:g}", f"max_iter={args.max_iter}", f"baseline={args.baseline}"]
+    figures.append(f"blas={blas_kernel()}")
     if args.baseline == "exact":
         worst = max(r["max_train_prob_diff"] for r in results.values())
         figures.append(f"max_train_prob_diff={worst:.2e}")

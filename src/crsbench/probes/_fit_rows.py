@@ -3,7 +3,7 @@
 :func:`fit_subset` is what :func:`crsbench.probes.fit_probe_grid` runs for each distinct subset
 (possibly several at once, in threads): it standardises and rotates the rows, solves the C path
 (:mod:`crsbench.probes._solver`), folds the standardisation into the weights and computes the
-validation probabilities of every C. Choosing C by validation AUROC is left to the caller.
+validation macro-AUROC of every C. Choosing C by it is left to the caller.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, softmax
 
+from crsbench.metrics import macro_auroc
 from crsbench.probes._basis import build_basis
 from crsbench.probes._solver import SolveResult, solve_logistic_path
 
@@ -30,12 +31,14 @@ class SubsetFit:
     solve: SolveResult | None = None
     skipped: dict[int, str] | None = None
     flags: tuple[str, ...] = ()
-    val_proba: np.ndarray | None = None  # (n_val, m, K), None without a validation set
+    val_auroc: np.ndarray | None = None  # (m,) NaN where undefined or without validation
 
 
-def fit_subset(X, Y, idx, Xv, task, Cs, max_iter, tol, dtype, stop) -> SubsetFit:
-    """Fit the rows ``idx`` of ``X`` (targets ``Y``) for every C; validation probabilities of
-    every C on ``Xv`` (None: none)."""
+def fit_subset(X, Y, idx, val, task, Cs, max_iter, tol, dtype, stop) -> SubsetFit:
+    """Fit the rows ``idx`` of ``X`` (targets ``Y``) for every C, with the validation
+    macro-AUROC of every C on ``val`` = (X_val, y_val), or None (no validation set, or one
+    where the macro-AUROC is undefined: NaN for every C; the caller checks, so that no
+    warning is raised here, possibly in a thread)."""
     start = time.perf_counter()
     try:
         coef_path, icpt_path, res, skipped, flags = _fit_rows(
@@ -43,9 +46,12 @@ def fit_subset(X, Y, idx, Xv, task, Cs, max_iter, tol, dtype, stop) -> SubsetFit
         )
     except _Skip as skip:
         return SubsetFit(int(idx.size), time.perf_counter() - start, skip=str(skip))
-    val_proba = None if Xv is None else _path_proba(Xv, coef_path, icpt_path, task)
+    val_auroc = np.full(len(Cs), np.nan)
+    if val is not None:
+        proba = _path_proba(val[0], coef_path, icpt_path, task)
+        val_auroc = np.array([macro_auroc(val[1], proba[:, c], task) for c in range(len(Cs))])
     return SubsetFit(int(idx.size), time.perf_counter() - start, None, coef_path, icpt_path,
-                     res, skipped, flags, val_proba)  # fmt: skip
+                     res, skipped, flags, val_auroc)  # fmt: skip
 
 
 def _path_proba(Xv, coef_path, icpt_path, task) -> np.ndarray:

@@ -160,10 +160,11 @@ def fit_probe_grid(
     if subsets is None:
         subsets = {"all": np.arange(n)}
     groups = _distinct_subsets(subsets, n)
-    fits = _fit_all(groups, X, Y, Xv, task, Cs, max_iter, tol, dtype, stop, threads)
+    val = (Xv, yv) if Xv is not None and _auroc_defined(yv, task, K) else None
+    fits = _fit_all(groups, X, Y, val, task, Cs, max_iter, tol, dtype, stop, threads)
     results: dict[Hashable, FittedLinear] = {}
     for (keys, _), fit in zip(groups, fits, strict=True):
-        fitted = _chosen(keys[0], fit, Cs, task, d, K, yv)
+        fitted = _chosen(keys[0], fit, Cs, task, d, K)
         for key in keys:
             results[key] = fitted if key == keys[0] else replace(fitted, key=key)
     return {key: results[key] for key in subsets}
@@ -179,13 +180,13 @@ def _distinct_subsets(subsets: Mapping[Hashable, object], n: int):
     return list(groups.values())
 
 
-def _fit_all(groups, X, Y, Xv, task, Cs, max_iter, tol, dtype, stop, threads) -> list[SubsetFit]:
+def _fit_all(groups, X, Y, val, task, Cs, max_iter, tol, dtype, stop, threads) -> list[SubsetFit]:
     """Fit every group's rows, largest first, ``threads`` at a time, each on its share of the
     BLAS threads allowed here; the fits in the order of ``groups``."""
     order = sorted(range(len(groups)), key=lambda g: -groups[g][1].size)
 
     def fit(g: int) -> SubsetFit:
-        return fit_subset(X, Y, groups[g][1], Xv, task, Cs, max_iter, tol, dtype, stop)
+        return fit_subset(X, Y, groups[g][1], val, task, Cs, max_iter, tol, dtype, stop)
 
     allowed = blas_threads()
     workers = max(1, min(allowed if threads is None else threads, len(groups)))
@@ -199,25 +200,22 @@ def _fit_all(groups, X, Y, Xv, task, Cs, max_iter, tol, dtype, stop, threads) ->
     return [by_group[g] for g in range(len(groups))]
 
 
-def _chosen(key, fit: SubsetFit, Cs, task, d, K, yv) -> FittedLinear:
+def _chosen(key, fit: SubsetFit, Cs, task, d, K) -> FittedLinear:
     """The record of one subset's path, C chosen by validation macro-AUROC (ties: smallest C)."""
     if fit.skip is not None:
         return skipped_fit(key, task, Cs, d, K, fit.n_rows, fit.skip)
     assert fit.solve is not None and fit.coef_path is not None and fit.intercept_path is not None
-    val = _val_auroc(yv, fit.val_proba, task, Cs.size)
+    assert fit.val_auroc is not None
+    val = fit.val_auroc
     c_idx = int(np.nanargmax(val)) if np.isfinite(val).any() else 0
     return FittedLinear(key, task, Cs, c_idx, fit.coef_path, fit.intercept_path, val,
                         fit.solve.n_iter, fit.solve.converged, fit.solve.grad_norm, fit.n_rows,
                         fit.skipped or {}, fit.flags, fit.seconds)  # fmt: skip
 
 
-def _val_auroc(yv, proba, task, m) -> np.ndarray:
-    """Validation macro-AUROC of every C (NaN without a validation set or where undefined)."""
-    val = np.full(m, np.nan)
-    if proba is None:
-        return val
+def _auroc_defined(yv, task, K) -> bool:
+    """Whether the validation macro-AUROC is defined (some column has both classes): it then
+    is for every model, and computing it raises no warning."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        for c in range(m):
-            val[c] = macro_auroc(yv, proba[:, c, :], task)
-    return val
+        return bool(np.isfinite(macro_auroc(yv, np.zeros((len(yv), K)), task)))
