@@ -38,6 +38,13 @@ def _add_compensated(total: float, carry: float, term: float) -> tuple[float, fl
     return new, carry
 
 
+def _cleared_sums(rsum, idx):
+    """Zero the residual sums of problems ``idx``; a loss total and its carry per problem."""
+    for j in idx:
+        rsum[j, :] = 0.0
+    return np.zeros(idx.size), np.zeros(idx.size)
+
+
 def _log_sigmoid(z: float) -> float:
     """``log σ(z)``, stable for both signs."""
     if z >= 0.0:
@@ -49,12 +56,8 @@ def _softmax_trial(L, D, Db, step, idx, slots, y, inv_n, R, rsum):  # pragma: no
     """Mean cross-entropy of problems ``idx`` at their trial steps; residuals into R, rsum."""
     n, _, K = L.shape
     m = idx.size
-    total = np.zeros(m)
-    carry = np.zeros(m)
+    total, carry = _cleared_sums(rsum, idx)
     t = np.empty(K)
-    for jj in range(m):
-        for k in range(K):
-            rsum[idx[jj], k] = 0.0
     for i in range(n):
         yi = y[i]
         for jj in range(m):
@@ -83,11 +86,7 @@ def _sigmoid_trial(L, D, Db, step, idx, slots, Y, mask, inv_n, R, rsum):  # prag
     """Sum over labels of the mean binary cross-entropy over each label's labelled rows."""
     n, _, K = L.shape
     m = idx.size
-    total = np.zeros(m)
-    carry = np.zeros(m)
-    for jj in range(m):
-        for k in range(K):
-            rsum[idx[jj], k] = 0.0
+    total, carry = _cleared_sums(rsum, idx)
     for i in range(n):
         for jj in range(m):
             j, s, st = idx[jj], slots[jj], step[jj]
@@ -148,7 +147,7 @@ def _sigmoid_change(L, D, Db, idx, slots):  # pragma: no cover - compiled
     return out
 
 
-_HELPERS = ("_add_compensated", "_log_sigmoid")
+_HELPERS = ("_add_compensated", "_cleared_sums", "_log_sigmoid")
 softmax_trial = LazyKernel(_softmax_trial, _HELPERS)
 sigmoid_trial = LazyKernel(_sigmoid_trial, _HELPERS)
 advance = LazyKernel(_advance)
