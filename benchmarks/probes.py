@@ -14,6 +14,8 @@ Prints per task both times and the largest validation AUROC difference over ever
 engine's time is that of the grid in a process where its compiled row passes are ready: the
 first call in a process compiles them (about 1.4 s, once; a run's worker then fits many cells),
 timed separately on a tiny problem and printed (``compile_s=``, ``speedup_with_compile=``).
+(A float32 fit that stalls goes on in float64, whose passes then compile inside the timing:
+the ratio can only be conservative for it.)
 
 The engine runs the protocol's budget and stopping rule (``max_iter`` 1000, ``stop``
 "probabilities", ``tol`` 1e-6, from ``crsbench.protocol`` = paper.yaml: every fit's

@@ -112,7 +112,9 @@ class LogisticObjective:
 
         The step is the quasi-Newton step, an estimate of the way to the optimum, so this is
         the predicted distance of the fitted probabilities from the optimum's. Multi-class
-        probabilities are read from the residuals, (p - y) / n at the current point.
+        probabilities are read from the residuals, (p - y) / n, which are at the current point
+        between :meth:`move_to` (or :meth:`evaluate`) and the next :meth:`value_at`, where
+        :func:`~crsbench.probes._lbfgs.batched_lbfgs` asks.
         """
         _, _, D, Db = self._current_line()
         idx = np.asarray(idx, dtype=np.int64)

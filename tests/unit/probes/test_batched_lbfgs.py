@@ -96,3 +96,34 @@ def test_a_problem_stalls_only_after_three_flat_iterations_in_a_row():
     res = batched_lbfgs(FunctionObjective(tilted), np.zeros((1, 3)), max_iter=50, tol=1e-40)
     assert res.n_iter == 3 and not res.converged.any()
     assert (res.x > 0).all()  # every one of the three steps was taken
+
+
+def test_a_real_decrease_resets_the_stall_count():
+    """Flat, flat, a real decrease, flat, flat: no three flat iterations in a row, so the
+    problem runs on (a count that never reset would stop it at the fourth flat step)."""
+    losses = iter([0.0, -1e-30, -2e-30, -1.0, -1.0 - 1e-30, -1.0 - 2e-30, -1.0 - 3e-30] * 3)
+
+    def scripted(X, idx):
+        return np.array([next(losses)]), np.full_like(X, -1e-15)
+
+    res = batched_lbfgs(FunctionObjective(scripted), np.zeros((1, 3)), max_iter=50, tol=1e-40)
+    assert res.n_iter == 6  # flat at 1, 2; real at 3; flat at 4, 5, 6: the third in a row stops
+
+
+def test_problems_taken_on_by_another_objective_keep_their_place_and_budget():
+    """_go_on (a stalled float32 fit going on in float64): the problems taken on continue
+    exactly as one run would, the others are untouched, and the iterations add up."""
+    from crsbench.probes._solver import _go_on
+
+    _, _, fun = _quadratics(m=4, p=30, seed=5)
+    redo = np.array([1, 3])
+    first = batched_lbfgs(FunctionObjective(fun), np.zeros((4, 30)), max_iter=6, tol=1e-12,
+                          ftol=0.0, test="change")  # fmt: skip
+    sub = FunctionObjective(lambda X, idx: fun(X, redo[idx]))
+    res = _go_on(first, redo, sub, max_iter=15, tol=1e-12, stop="probabilities")
+    straight = batched_lbfgs(FunctionObjective(fun), np.zeros((4, 30)), max_iter=15, tol=1e-12,
+                             ftol=0.0, test="change")  # fmt: skip
+    assert res.n_iter == 15
+    np.testing.assert_array_equal(res.x[[0, 2]], first.x[[0, 2]])
+    np.testing.assert_allclose(res.x[redo], straight.x[redo], rtol=0, atol=1e-12)
+    assert res.message == "iteration cap reached" and not res.converged.any()

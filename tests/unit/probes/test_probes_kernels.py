@@ -1,7 +1,7 @@
 """The compiled row loops of the logistic objective against independent computations.
 
 The losses are compared with extended precision (numpy longdouble): the stall test of the
-solver (``STALL_ULPS`` ulps of float64) relies on them being within a fraction of an ulp.
+solver (``STALL_ULPS`` = 4 ulps of float64) relies on them being within a fraction of an ulp.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from sklearn.metrics import log_loss
 
 from crsbench.core.workers import one_blas_thread
 from crsbench.probes import _kernels, fit_probe_grid
-from crsbench.probes._solver import STALL_ULPS
 
 EPS = np.finfo(np.float64).eps
 
@@ -90,10 +89,6 @@ def test_advance_commits_the_trial_logits():
     for jj, j in enumerate(idx):
         np.testing.assert_array_equal(L[:, j], want[jj])
     np.testing.assert_array_equal(L[:, 1], before)
-
-
-def test_the_stall_threshold_is_well_above_the_loss_rounding():
-    assert 2 <= STALL_ULPS <= 64  # the losses above are within half an ulp
 
 
 def test_the_fits_do_not_depend_on_the_number_of_threads():
