@@ -28,7 +28,8 @@ probabilities within about 1e-5 of its optimum's). Two baselines (``--baseline``
 - ``exact``: the loop that reaches the optimum, scikit-learn's exactness reference (float64
   features, ``tol`` 1e-10, ``max_iter`` 100,000). It also checks the engine's exactness: the
   largest difference of any training row's probability, over every (subset, C), between the
-  engine and this reference (``max_train_prob_diff=``; goal ≤ 1e-5).
+  engine and this reference (``max_train_prob_diff=``; goal ≤ 1e-5), and prints the three
+  fits farthest from it (subset, C, difference).
 
 Usage: ``python benchmarks/probes.py [--n 20000] [--d 768] [--tasks multiclass]
 [--baseline as-written|exact] [--seeds 5] [--quick]``. Where the environment forces an older
