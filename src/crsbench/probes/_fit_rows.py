@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, softmax
 
 from crsbench.metrics import macro_auroc
 from crsbench.probes._basis import build_basis
 from crsbench.probes._solver import SolveResult, solve_logistic_path
+from crsbench.probes.fitted import link_probabilities
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,8 @@ def _path_proba(Xv, coef_path, icpt_path, task) -> np.ndarray:
     """Probabilities of every C's model on ``Xv``, from one matrix product: (n_val, m, K)."""
     m, d, K = coef_path.shape
     flat = coef_path.transpose(1, 0, 2).reshape(d, m * K)
-    logits = (Xv.astype(np.float64) @ flat).reshape(-1, m, K) + icpt_path[None]
-    return softmax(logits, axis=2) if task == "multiclass" else expit(logits)
+    return link_probabilities((Xv.astype(np.float64) @ flat).reshape(-1, m, K) + icpt_path[None],
+                              task)  # fmt: skip
 
 
 def _fit_rows(X, Y, task, Cs, max_iter, tol, dtype, stop):

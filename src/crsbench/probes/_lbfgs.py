@@ -233,11 +233,13 @@ class _WorkingSet:
         self.x, self.f, self.g = x[ids], f[ids], g[ids]
         self.history = history
         self.kept = kept  # where retired problems leave their curvature pairs
-        start = LBFGSMemory.empty(x.shape[0], history, x.shape[1]) if memory is None else memory
-        self.S = start.S[ids].transpose(1, 0, 2).copy()
-        self.Y = start.Y[ids].transpose(1, 0, 2).copy()
-        self.rho = start.rho[ids].T.copy()
-        self.gamma = start.gamma[ids].copy()
+        start = (
+            LBFGSMemory.empty(ids.size, history, x.shape[1]) if memory is None else memory.take(ids)
+        )
+        self.S = start.S.transpose(1, 0, 2).copy()
+        self.Y = start.Y.transpose(1, 0, 2).copy()
+        self.rho = start.rho.T.copy()
+        self.gamma = start.gamma.copy()
         self.n_hist = 0 if memory is None else history  # empty slots (rho 0) are skipped
         self.head = 0
         self.flat = np.zeros(ids.size, dtype=int)

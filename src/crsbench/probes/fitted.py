@@ -12,6 +12,12 @@ from scipy.special import expit, softmax
 from crsbench.core.validation import check_features
 
 
+def link_probabilities(logits: np.ndarray, task: str) -> np.ndarray:
+    """Probabilities from logits whose last axis is the classes / labels: softmax
+    (multiclass) or one sigmoid per label (multilabel)."""
+    return softmax(logits, axis=-1) if task == "multiclass" else expit(logits)
+
+
 @dataclass(frozen=True)
 class FittedLinear:
     """One subset's fitted C path and the chosen model (weights in the original feature space).
@@ -89,8 +95,7 @@ class FittedLinear:
 
     def predict_proba(self, X: npt.ArrayLike, C_index: int | None = None) -> np.ndarray:
         """N×K probabilities (multiclass rows sum to one; multilabel independent sigmoids)."""
-        logits = self.decision_function(X, C_index)
-        return softmax(logits, axis=1) if self.task == "multiclass" else expit(logits)
+        return link_probabilities(self.decision_function(X, C_index), self.task)
 
 
 def skipped_fit(key, task, Cs, d, K, n_rows, reason) -> FittedLinear:

@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
-from scipy.special import expit, softmax
 
 from crsbench.core.errors import DataError
 from crsbench.core.types import check_task
@@ -25,7 +24,7 @@ from crsbench.core.workers import blas_thread_limit, blas_threads
 from crsbench.metrics import macro_auroc
 from crsbench.metrics._checks import UndefinedMetricWarning
 from crsbench.probes._fit_rows import SubsetFit, fit_subset
-from crsbench.probes.fitted import FittedLinear, skipped_fit
+from crsbench.probes.fitted import FittedLinear, link_probabilities, skipped_fit
 from crsbench.protocol import C_GRID, LOGISTIC_MAX_ITER, LOGISTIC_STOP, STOP_RULES
 
 DEFAULT_MAX_ITER = LOGISTIC_MAX_ITER
@@ -36,8 +35,7 @@ DEFAULT_TOL = 1e-4
 
 def linear_proba(X: np.ndarray, coef: np.ndarray, intercept: np.ndarray, task: str) -> np.ndarray:
     """Probabilities of a folded linear model: softmax (multiclass) or sigmoids (multilabel)."""
-    logits = np.asarray(X, dtype=np.float64) @ coef + intercept
-    return softmax(logits, axis=1) if task == "multiclass" else expit(logits)
+    return link_probabilities(np.asarray(X, dtype=np.float64) @ coef + intercept, task)
 
 
 def _as_index(key: Hashable, idx: object, n: int) -> np.ndarray:
