@@ -1,8 +1,8 @@
 """Under the protocol's stopping rule the logistic probe sits at scikit-learn's exact optimum.
 
-The protocol's rule is ``stop="probabilities"`` at ``tol=1e-6`` (``crsbench.protocol``): a
+The protocol's rule is ``stop="probabilities"`` at ``tol=5e-7`` (``crsbench.protocol``): a
 fit stops when the quasi-Newton step predicts no training row's probability to move by more
-than 1e-6. The reference is scikit-learn's ``LogisticRegression`` at ``tol=1e-10`` on the same
+than 5e-7. The reference is scikit-learn's ``LogisticRegression`` at ``tol=1e-10`` on the same
 standardised float64 features (its lbfgs then ends where float64 stalls: within ~1e-6 of the
 probabilities of an exact Newton solve on these problems). Every fit, in float64 and in float32,
 weak penalty (C = 100) and ill-conditioned (redundant features, well separated classes)
@@ -53,7 +53,7 @@ def optimum():
 
 
 def test_protocol_rule_is_the_one_asked_about():
-    assert (LOGISTIC_STOP, LOGISTIC_TOL) == ("probabilities", 1e-6)
+    assert (LOGISTIC_STOP, LOGISTIC_TOL) == ("probabilities", 5e-7)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

@@ -5,6 +5,13 @@ constant columns get scale 1. The centred matrix is rotated onto its principal a
 directions with (numerically) zero variance: the L2-regularised optimum has no weight there,
 so the rotation is exact and handles duplicated and constant columns. When there are fewer
 rows than features the basis comes from the n×n row Gram (the representer theorem).
+
+The rotated features are computed in float64 and rounded to the working dtype once. A float32
+product would round as it sums over the d features (about √d ulps of a row's terms), and the
+fitted model, ``X · rot · W``, would then differ from the problem solved, ``Z · W``: on a
+benchmark cell at C = 10-32 this moved the fitted probabilities by 1e-5 from the optimum's
+(2.5-3.9e-6 with the rounding done once). The Gram matrix only chooses the axes and the
+solver's preconditioner, so it stays in the working dtype.
 """
 
 from __future__ import annotations
@@ -24,12 +31,6 @@ class Basis:
     eig: np.ndarray  # (r,) float64 eigenvalues of Z^T Z / n
     n_constant: int
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        """Rows of ``X`` in the rotated, standardised coordinates (n × r)."""
-        dtype = self.rot.dtype
-        Xs = ((X - self.mean) / self.scale).astype(dtype, copy=False)
-        return Xs @ self.rot
-
 
 def standardisation(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean, scale (population standard deviation; 1 for a constant column) and the constant
@@ -44,8 +45,9 @@ def build_basis(X: np.ndarray, dtype: type = np.float32) -> tuple[Basis, np.ndar
     """Standardise ``X`` (rows of one fit) and rotate it; return the basis and Z (n × r)."""
     n, d = X.shape
     mean, scale, constant = standardisation(X)
-    Xc = ((X - mean) / scale).astype(dtype)
-    Xc[:, constant] = 0.0
+    X64 = (X - mean) / scale
+    X64[:, constant] = 0.0
+    Xc = X64.astype(dtype, copy=False)
     rtol = 1e-5 if np.dtype(dtype) == np.float32 else 1e-11
     rot: np.ndarray
     if n > d:
@@ -54,15 +56,13 @@ def build_basis(X: np.ndarray, dtype: type = np.float32) -> tuple[Basis, np.ndar
         keep = w > rtol * max(w.max(), 1e-300)
         rot = np.ascontiguousarray(q[:, keep][:, ::-1]).astype(dtype)
         eig = w[keep][::-1]
-        Z = Xc @ rot
     else:
         gram = (Xc @ Xc.T).astype(np.float64) / n
         w, u = np.linalg.eigh(gram)
         keep = w > rtol * max(w.max(), 1e-300)
         u = u[:, keep][:, ::-1]
         eig = w[keep][::-1]
-        root = np.sqrt(n * eig)
-        rot = ((Xc.T.astype(np.float64) @ u) / root).astype(dtype)
-        Z = (u * root).astype(dtype)
+        rot = ((X64.T @ u) / np.sqrt(n * eig)).astype(dtype)
+    Z = (X64 @ rot.astype(np.float64)).astype(dtype)  # rounded once
     basis = Basis(mean, scale, rot, eig, int(constant.sum()))
     return basis, np.ascontiguousarray(Z)

@@ -15,8 +15,12 @@ dozen passes with temporaries:
 * ``*_change``: the largest change of a fitted row's probability that the unit step predicts
   (first order in the logits).
 
-The kernels are compiled by numba on their first call in a process
-(:class:`~crsbench.core.jit.LazyKernel`).
+The softmax trial takes its exponentials with :func:`_exp_nonpositive` (within about one ulp,
+measured 1.1 against extended precision; libm's is within half an ulp) over a block of rows
+at a time, one loop that the compiler vectorises: libm's exp is a call per value, and the
+trial pass took half the time (measured 2026-12-03: 11.6 -> 5.3 ns per logit at 5,000 rows ×
+13 problems × 8 classes). The kernels are compiled by numba on their first call in a process
+(:class:`~crsbench.core.jit.LazyKernel`), without fast-math: every CPU sums in the same order.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import math
 
 import numpy as np
 
-from crsbench.core.jit import LazyKernel
+from crsbench.core.jit import LazyKernel, float_from_bits
 
 
 def _add_compensated(total: float, carry: float, term: float) -> tuple[float, float]:
@@ -52,34 +56,79 @@ def _log_sigmoid(z: float) -> float:
     return z - math.log1p(math.exp(z))
 
 
+#: ln 2 split so that ``k · _LN2_HI`` is exact for |k| < 2^11 (fdlibm's constants).
+_LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10
+#: 1 / k! for k = 13 .. 2: Taylor coefficients of exp on |r| <= ln 2 / 2 (truncation < 2e-17).
+_EXP_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(13, 1, -1))
+
+
+def _exp_nonpositive(x: float) -> float:
+    """``exp(x)`` for ``x <= 0`` within about one ulp, in straight-line code that compilers
+    vectorise (libm's exp is a call per value). ``x`` below -708 gives ``exp(-708)``
+    (about 3e-308, nothing beside a softmax's largest term, which is 1)."""
+    x = max(x, -708.0)
+    k = math.floor(x * 1.4426950408889634 + 0.5)  # x = k ln 2 + r, |r| <= ln 2 / 2
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = 0.0
+    for c in _EXP_TAYLOR:
+        p = p * r + c
+    p = (p * r + 1.0) * r + 1.0
+    return p * float_from_bits((int(k) + 1023) << 52)  # times 2^k, a normal float64
+
+
+#: Rows whose trial logits are exponentiated together (one vectorised loop).
+_ROW_BLOCK = 8
+
+
 def _softmax_trial(L, D, Db, step, idx, slots, y, inv_n, R, rsum):  # pragma: no cover - compiled
-    """Mean cross-entropy of problems ``idx`` at their trial steps; residuals into R, rsum."""
+    """Mean cross-entropy of problems ``idx`` at their trial steps; residuals into R, rsum.
+
+    The logits of a block of rows and every problem, each less its row's largest, are
+    gathered in ``t`` so that one loop takes all their exponentials (vectorised).
+    """
     n, _, K = L.shape
     m = idx.size
     total, carry = _cleared_sums(rsum, idx)
-    t = np.empty(K)
-    for i in range(n):
-        yi = y[i]
-        for jj in range(m):
-            j, s, st = idx[jj], slots[jj], step[jj]
-            top = -np.inf
-            for k in range(K):
-                v = L[i, j, k] + st * (D[i, s * K + k] + Db[s, k])
-                t[k] = v
-                top = max(top, v)
-            t_y = t[yi]
-            norm = 0.0
-            for k in range(K):
-                t[k] = math.exp(t[k] - top)
-                norm += t[k]
-            total[jj], carry[jj] = _add_compensated(total[jj], carry[jj],
-                                                    math.log(norm) + top - t_y)  # fmt: skip
-            inv = 1.0 / norm
-            for k in range(K):
-                r = (t[k] * inv - (1.0 if k == yi else 0.0)) * inv_n
-                R[i, j * K + k] = r
-                rsum[j, k] += r
+    t, below_top = np.empty(_ROW_BLOCK * m * K), np.empty(_ROW_BLOCK * m)
+    for start in range(0, n, _ROW_BLOCK):
+        rows = min(_ROW_BLOCK, n - start)
+        for b in range(rows):
+            i = start + b
+            for jj in range(m):
+                o = (b * m + jj) * K
+                _shifted_trial_logits(L, D, Db, step[jj], i, idx[jj], slots[jj], t, o)
+                below_top[b * m + jj] = t[o + y[i]]  # the row's class: its logit less the largest
+        for q in range(rows * m * K):
+            t[q] = _exp_nonpositive(t[q])
+        for b in range(rows):
+            i = start + b
+            yi = y[i]
+            for jj in range(m):
+                j, o = idx[jj], (b * m + jj) * K
+                norm = 0.0
+                for k in range(K):
+                    norm += t[o + k]
+                loss = math.log(norm) - below_top[b * m + jj]  # two terms >= 0: one rounding
+                total[jj], carry[jj] = _add_compensated(total[jj], carry[jj], loss)
+                inv = 1.0 / norm
+                for k in range(K):
+                    r = (t[o + k] * inv - (1.0 if k == yi else 0.0)) * inv_n
+                    R[i, j * K + k] = r
+                    rsum[j, k] += r
     return (total + carry) * inv_n
+
+
+def _shifted_trial_logits(L, D, Db, st, i, j, s, t, o):
+    """Row ``i``'s trial logits of problem ``j`` (slot ``s``, step ``st``) less their largest,
+    into ``t[o : o + K]``."""
+    K = L.shape[2]
+    top = -np.inf
+    for k in range(K):
+        v = L[i, j, k] + st * (D[i, s * K + k] + Db[s, k])
+        t[o + k] = v
+        top = max(top, v)
+    for k in range(K):
+        t[o + k] -= top
 
 
 def _sigmoid_trial(L, D, Db, step, idx, slots, Y, mask, inv_n, R, rsum):  # pragma: no cover
@@ -147,7 +196,13 @@ def _sigmoid_change(L, D, Db, idx, slots):  # pragma: no cover - compiled
     return out
 
 
-_HELPERS = ("_add_compensated", "_cleared_sums", "_log_sigmoid")
+_HELPERS = (
+    "_add_compensated",
+    "_cleared_sums",
+    "_log_sigmoid",
+    "_exp_nonpositive",
+    "_shifted_trial_logits",
+)
 softmax_trial = LazyKernel(_softmax_trial, _HELPERS)
 sigmoid_trial = LazyKernel(_sigmoid_trial, _HELPERS)
 advance = LazyKernel(_advance)

@@ -89,7 +89,7 @@ def cell_probe_units(
     return ProbeUnits(float(logistic), float(mlp), float(knn))
 
 
-def _time_logistic(n: int, c_grid: list[float], rng: np.random.Generator) -> float:
+def _time_logistic(n: int, c_grid: list[float], tol: float, rng: np.random.Generator) -> float:
     """Seconds of one :func:`~crsbench.probes.fit_probe_grid` call on ``n`` synthetic rows."""
     from crsbench.probes import fit_probe_grid
 
@@ -99,7 +99,7 @@ def _time_logistic(n: int, c_grid: list[float], rng: np.random.Generator) -> flo
     y = (X @ w + rng.gumbel(size=(len(X), k))).argmax(axis=1)
     t0 = time.perf_counter()
     fit_probe_grid(X[:n], y[:n], X[n:], y[n:], "multiclass", Cs=np.asarray(c_grid),
-                   n_outputs=k, tol=1e-6)  # fmt: skip
+                   n_outputs=k, tol=tol)  # fmt: skip
     return time.perf_counter() - t0
 
 
@@ -134,8 +134,9 @@ def measure_probe_rates(cfg: BenchmarkConfig) -> tuple[ProbeRates, ScalingCheck]
     rng = np.random.default_rng(0)
     c_grid = list(cfg.probes.logistic.c_grid)
     with threadpool_limits(limits=PROBE_BLAS_THREADS, user_api="blas"):
-        _time_logistic(200, c_grid, rng)  # warm-up: imports, allocator
-        secs = tuple(_time_logistic(n, c_grid, rng) for n in MEASURE_ROWS)
+        tol = cfg.probes.logistic.tol
+        _time_logistic(200, c_grid, tol, rng)  # warm-up: imports, allocator
+        secs = tuple(_time_logistic(n, c_grid, tol, rng) for n in MEASURE_ROWS)
         mlp, knn = _time_controls(cfg, rng)
     units = MEASURE_ROWS[1] * MEASURE_DIM * MEASURE_CLASSES * len(c_grid)
     rates = ProbeRates(secs[1] / units, mlp, knn, "measured on this machine")

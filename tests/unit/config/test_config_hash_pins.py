@@ -32,16 +32,19 @@ PINNED = {
         "602f9fc0729240352d689deb86f898a5b1a6509a40aaf233770b680e1502629d",
         "869b44b36e790e0302a89a7e418d5972ed9f2ec9bb880a5ab76267cbcc4fba9f",
     ),
+    # paper.yaml and the defaults moved on purpose when the logistic tolerance became 5e-7
+    # (1e-6 left fits up to 1.01e-5 from the optimum on the probe benchmark's grid): fits at
+    # the old tolerance are a different config
     "paper": (
-        "c93b8872d2783e20d6258e28568da8213ded915238d02b3f60078d817c87c2fa",
-        "8d0aa3848463c09f92456fc30984cdd7a6926a088c30f9ccb2b429be9a20df37",
+        "7410e7731a7ae5f88526d303ab31eb44b39a395daefce9e2e07af466f5c36e0d",
+        "f428d281a15f8606d6f7f7a03abb8592a7d2d5a5e70d45059d4a55553e458a1b",
     ),
     # every key at its default: pins the protocol's default values themselves (moved on
     # purpose when the default anchors became v2, the exact P: a config that names no anchors
     # now hashes as a new config; `anchors: v1` keeps the old hash)
     "defaults": (
-        "09bd979eb3f529068d9d91f67bf09a1d21d13eb751de8ede6db30a8ce9a1eac4",
-        "3fa2fe0814fe8f3408ea40b5166502502ceb9926a282e0c32cf5d4b51ad72415",
+        "3da5722f9964a607ccf83e9ed0060411603800172229a48a47faf88f115e0641",
+        "9d0fd3a008b36fbe7e596fd68b3d482acbe9e6739f4d628a2f4e413936c46ee6",
     ),
 }
 

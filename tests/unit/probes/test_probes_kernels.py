@@ -11,8 +11,10 @@ import pytest
 from scipy.special import expit, softmax
 from sklearn.metrics import log_loss
 
+from crsbench.core.jit import LazyKernel, float_from_bits
 from crsbench.core.workers import one_blas_thread
 from crsbench.probes import _kernels, fit_probe_grid
+from crsbench.probes._kernels import _exp_nonpositive
 
 EPS = np.finfo(np.float64).eps
 
@@ -34,9 +36,11 @@ def _trial_logits(L, D, Db, step, idx, slots):
     return out
 
 
-@pytest.mark.parametrize("scale", [1.0, 30.0])
-def test_softmax_trial_is_the_mean_cross_entropy_to_a_fraction_of_an_ulp(scale):
-    n, m, K = 3000, 3, 6
+@pytest.mark.parametrize(("scale", "n"), [(1.0, 3000), (30.0, 3000), (300.0, 3001)])
+def test_softmax_trial_is_the_mean_cross_entropy_to_a_fraction_of_an_ulp(scale, n):
+    """Rows are taken in blocks of 8 (3001: a partial last block); at scale 300 logits lie
+    more than 708 below their row's largest, where the exponential is clamped."""
+    m, K = 3, 6
     L, D, Db = _line(n, m, K, scale)
     y = np.random.default_rng(1).integers(0, K, n).astype(np.int64)
     idx, slots, step = np.array([2, 0]), np.array([0, 1]), np.array([0.7, 1.0])
@@ -57,6 +61,37 @@ def test_softmax_trial_is_the_mean_cross_entropy_to_a_fraction_of_an_ulp(scale):
         np.testing.assert_allclose(R[:, j * K : (j + 1) * K], want, rtol=1e-6, atol=1e-12)
         np.testing.assert_allclose(rsum[j], want.sum(axis=0), rtol=1e-12, atol=1e-17)
     assert not R[:, K : 2 * K].any()  # problem 1 was not asked for
+
+
+def _exp_each(x, out):  # pragma: no cover - compiled
+    for q in range(x.size):
+        out[q] = _exp_nonpositive(x[q])
+
+
+_compiled_exp = LazyKernel(_exp_each, helpers=("_exp_nonpositive",))
+
+
+def test_the_kernels_exponential_is_within_about_one_ulp_of_the_exact_value():
+    """The softmax trial's vectorisable exp (a bit cast for 2^k) against extended precision,
+    and against libm; below -708 it returns exp(-708)."""
+    rng = np.random.default_rng(4)
+    x = np.concatenate([-rng.uniform(0, 708, 20_000), -rng.exponential(1.0, 20_000), [0.0, -708.0]])
+    out = np.empty_like(x)
+    _compiled_exp(x, out)
+    ulps = np.abs((out - np.exp(x.astype(np.longdouble))) / np.spacing(np.exp(x)))
+    assert float(ulps.max()) <= 1.5
+    assert np.mean(out == np.exp(x)) > 0.8  # mostly libm's own rounding
+    assert out[-2] == 1.0
+    at_limit = out[-1]
+    for below in (-709.0, -1e4, -np.inf):
+        _compiled_exp(np.array([below]), out[:1])
+        assert out[0] == at_limit
+
+
+def test_float_from_bits_reads_ieee_754_bit_patterns():
+    assert float_from_bits(0x3FF0000000000000) == 1.0
+    assert float_from_bits((-3 + 1023) << 52) == 0.125
+    assert float_from_bits(np.float64(-2.5).view(np.int64).item()) == -2.5
 
 
 def test_sigmoid_trial_is_the_masked_mean_binary_cross_entropy():
