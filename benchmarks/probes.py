@@ -18,7 +18,7 @@ timed separately on a tiny problem and printed (``compile_s=``, ``speedup_with_c
 the ratio can only be conservative for it.)
 
 The engine runs the protocol's budget and stopping rule (``max_iter`` 1000, ``stop``
-"probabilities", ``tol`` 1e-6, from ``crsbench.protocol`` = paper.yaml: every fit's
+"probabilities", ``tol`` 5e-7, from ``crsbench.protocol`` = paper.yaml: every fit's
 probabilities within about 1e-5 of its optimum's). Two baselines (``--baseline``):
 
 - ``as-written`` (default): the loop as one writes it, on the features as encoders give them

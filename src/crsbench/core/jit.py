@@ -7,6 +7,7 @@ argument type met). Nothing is cached on disk: a read-only or full disk cannot f
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,17 +39,24 @@ class LazyKernel:
 
     def __call__(self, *args: Any) -> Any:
         if self._compiled is None:
-            import numba
-
-            _register_bit_cast()
-            module = self.fn.__globals__
-            for name in self.helpers:
-                if not isinstance(module[name], numba.core.dispatcher.Dispatcher):
-                    module[name] = numba.njit(nogil=True, inline="always")(module[name])
-            self._compiled = numba.njit(nogil=True, boundscheck=False)(self.fn)
+            with _COMPILING:  # threads that meet a kernel first at the same time compile it once
+                if self._compiled is None:
+                    self._compiled = self._compile()
         return self._compiled(*args)
 
+    def _compile(self) -> Callable[..., Any]:
+        import numba
 
+        _register_bit_cast()
+        module = self.fn.__globals__
+        for name in self.helpers:
+            if not isinstance(module[name], numba.core.dispatcher.Dispatcher):
+                module[name] = numba.njit(nogil=True, inline="always")(module[name])
+        compiled: Callable[..., Any] = numba.njit(nogil=True, boundscheck=False)(self.fn)
+        return compiled
+
+
+_COMPILING = threading.RLock()
 _REGISTERED: set[str] = set()
 
 
