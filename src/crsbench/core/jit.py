@@ -39,7 +39,7 @@ class LazyKernel:
 
     def __call__(self, *args: Any) -> Any:
         if self._compiled is None:
-            with _COMPILING:  # threads that meet a kernel first at the same time compile it once
+            with _COMPILING:  # threads meeting a kernel first together build one dispatcher
                 if self._compiled is None:
                     self._compiled = self._compile()
         return self._compiled(*args)

@@ -12,7 +12,7 @@ import numpy as np
 from crsbench.evaluation.cell_scoring import RowScorer
 from crsbench.evaluation.identity import CellIdentity
 from crsbench.evaluation.prediction_keeper import PredictionKeeper
-from crsbench.protocol import LOGISTIC_STOP
+from crsbench.protocol import LOGISTIC_MAX_ITER, LOGISTIC_STOP, LOGISTIC_TOL
 from crsbench.store.details import RunDetails, ShiftDetails
 
 
@@ -92,8 +92,8 @@ class CellSettings:
     seeds: Sequence[int]
     fractions: Sequence[float]
     Cs: Sequence[float]
-    max_iter: int = 1000
-    tol: float = 1e-6
+    max_iter: int = LOGISTIC_MAX_ITER
+    tol: float = LOGISTIC_TOL
     stop: str = LOGISTIC_STOP
     layers: Sequence[float] = (1.0,)
     recalibrators: Sequence[str] = ()

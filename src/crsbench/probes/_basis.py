@@ -10,8 +10,11 @@ The rotated features are computed in float64 and rounded to the working dtype on
 product would round as it sums over the d features (about √d ulps of a row's terms), and the
 fitted model, ``X · rot · W``, would then differ from the problem solved, ``Z · W``: on a
 benchmark cell at C = 10-32 this moved the fitted probabilities by 1e-5 from the optimum's
-(2.5-3.9e-6 with the rounding done once). The Gram matrix only chooses the axes and the
-solver's preconditioner, so it stays in the working dtype.
+(2.5-3.9e-6 with the rounding done once). With more rows than features the Gram matrix only
+chooses the axes and the solver's preconditioner, so it stays in the working dtype. With fewer,
+its eigenvalues also scale the axes (``rot = Xᵀu / √(n λ)``), which a float32 Gram leaves
+orthonormal to about 1e-5 (measured 6.6e-6), more near the dropped directions: the penalty
+there is then off by as much.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ def build_basis(X: np.ndarray, dtype: type = np.float32) -> tuple[Basis, np.ndar
         u = u[:, keep][:, ::-1]
         eig = w[keep][::-1]
         rot = ((X64.T @ u) / np.sqrt(n * eig)).astype(dtype)
+    del Xc  # only the Gram reads the working-dtype copy
     Z = (X64 @ rot.astype(np.float64)).astype(dtype)  # rounded once
     basis = Basis(mean, scale, rot, eig, int(constant.sum()))
     return basis, np.ascontiguousarray(Z)

@@ -66,7 +66,7 @@ def _exp_nonpositive(x: float) -> float:
     """``exp(x)`` for ``x <= 0`` within about one ulp, in straight-line code that compilers
     vectorise (libm's exp is a call per value). ``x`` below -708 gives ``exp(-708)``
     (about 3e-308, nothing beside a softmax's largest term, which is 1)."""
-    x = max(x, -708.0)
+    x = max(x, -708.0)  # NaN stays NaN (numba's max), and so does the result
     k = math.floor(x * 1.4426950408889634 + 0.5)  # x = k ln 2 + r, |r| <= ln 2 / 2
     r = (x - k * _LN2_HI) - k * _LN2_LO
     p = 0.0
