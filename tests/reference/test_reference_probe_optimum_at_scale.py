@@ -1,11 +1,12 @@
 """At an encoder's width the float32 probe still sits at scikit-learn's exact optimum.
 
-The benchmark's feature recipe (768 correlated features, power-law spectrum, 8 classes), one
-5,000-row subset at a weak penalty (C = 31.6), the probe at the protocol's rule and dtype
-against ``LogisticRegression(tol=1e-10)`` on float64 features (about 90 s of scikit-learn):
-every training row's probability within 1e-5. The float32 rotated features were once a float32
-product (rounding summed over 768 features): then 1.04e-5 off here (C = 10 and 31.6 fitted
-together, tol 1e-6); rounded once, 2.5e-6.
+The feature recipe of ``benchmarks/probes.py`` (768 correlated features, power-law spectrum,
+8 classes) drawn at 5,000 rows, a weak penalty (C = 31.6), the probe at the protocol's rule and
+dtype against ``LogisticRegression(tol=1e-10)`` on float64 features (about 90 s of
+scikit-learn): every training row's probability within 1e-5. On the benchmark's own 25 %
+subset of that recipe, float32 rotated features computed as a float32 product (rounding summed
+over 768 features) left the probe 1.04e-5 off at C = 10 and 31.6 (tol 1e-6); rounded once,
+2.5e-6.
 """
 
 from __future__ import annotations

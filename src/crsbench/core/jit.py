@@ -57,12 +57,13 @@ class LazyKernel:
 
 
 _COMPILING = threading.RLock()
-_REGISTERED: set[str] = set()
+_bit_cast_registered = False
 
 
 def _register_bit_cast() -> None:
     """Teach numba to compile :func:`float_from_bits` as one bit cast (once per process)."""
-    if "float_from_bits" in _REGISTERED:
+    global _bit_cast_registered
+    if _bit_cast_registered:
         return
     from numba.core import types
     from numba.extending import intrinsic, overload
@@ -78,4 +79,4 @@ def _register_bit_cast() -> None:
     def _float_from_bits(bits):  # type: ignore[no-untyped-def]  # numba reads the signature
         return lambda bits: bit_cast(bits)
 
-    _REGISTERED.add("float_from_bits")
+    _bit_cast_registered = True
